@@ -1,0 +1,31 @@
+// Model profiles (bench/profiles/*.yaml): per layer, forward and backward milliseconds and the
+// parameter tensors with their element counts. Used by the replay backend and the simulator.
+//
+//   name: vgg16
+//   batch_size: 32            # informational: the batch the times are for
+//   device_gflops: 15000      # informational: the throughput the times were derived from
+//   scale: 1.0                # default scale; model.scale in the job config overrides it
+//   layers:
+//     - name: conv1_1
+//       kind: conv2d
+//       forward_ms: 1.5
+//       backward_ms: 3.0
+//       tensors:
+//         - {name: conv1_1.weight, elements: 1728}
+//         - {name: conv1_1.bias, elements: 64}
+//
+// `scale` multiplies every element count and every time, so the compute-to-communication ratio
+// stays the same while a run shrinks to fit a small machine.
+#pragma once
+
+#include <string>
+
+#include "core/model.h"
+
+namespace psrt {
+
+// Throws ConfigError naming the file and key on a bad profile. scale <= 0 keeps the file's own.
+ModelDesc load_profile(const std::string& path, double scale = 0);
+ModelDesc parse_profile(const std::string& yaml_text, const std::string& where, double scale = 0);
+
+}  // namespace psrt

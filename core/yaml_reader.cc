@@ -1,0 +1,123 @@
+#include "core/yaml_reader.h"
+
+#include <cmath>
+
+#include "core/status.h"
+
+namespace psrt {
+
+YamlReader::YamlReader(YAML::Node node, std::string path, std::string where)
+    : node_(std::move(node)), path_(std::move(path)), where_(std::move(where)) {
+  if (node_ && !node_.IsNull() && !node_.IsMap()) {
+    throw ConfigError(where_ + ": " + (path_.empty() ? std::string("document") : path_) +
+                      " must be a mapping");
+  }
+}
+
+std::string YamlReader::full(const std::string& key) const {
+  return path_.empty() ? key : path_ + "." + key;
+}
+
+void YamlReader::fail(const std::string& key, const std::string& what) const {
+  throw ConfigError(where_ + ": " + full(key) + ": " + what);
+}
+
+bool YamlReader::has(const std::string& key) const {
+  return node_.IsMap() && node_[key] && !node_[key].IsNull();
+}
+
+YamlReader YamlReader::child(const std::string& key) const {
+  used_.insert(key);
+  YAML::Node sub = node_.IsMap() ? node_[key] : YAML::Node();
+  if (sub && !sub.IsNull() && !sub.IsMap()) fail(key, "must be a mapping");
+  return YamlReader(sub ? sub : YAML::Node(YAML::NodeType::Map), full(key), where_);
+}
+
+std::string YamlReader::get_string(const std::string& key, const std::string& fallback) const {
+  used_.insert(key);
+  if (!has(key)) return fallback;
+  const YAML::Node v = node_[key];
+  if (!v.IsScalar()) fail(key, "must be a string");
+  return v.Scalar();
+}
+
+std::string YamlReader::get_choice(const std::string& key, const std::string& fallback,
+                                   const std::vector<std::string>& allowed) const {
+  const std::string v = get_string(key, fallback);
+  for (const auto& a : allowed)
+    if (a == v) return v;
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  fail(key, "'" + v + "' is not one of: " + list);
+}
+
+int64_t YamlReader::get_int(const std::string& key, int64_t fallback, int64_t min,
+                            int64_t max) const {
+  used_.insert(key);
+  if (!has(key)) return fallback;
+  const YAML::Node v = node_[key];
+  int64_t x = 0;
+  if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, x)) {
+    fail(key, "'" + (v.IsScalar() ? v.Scalar() : std::string("<not a scalar>")) +
+                  "' is not an integer");
+  }
+  if (x < min || x > max) {
+    fail(key, std::to_string(x) + " is out of range [" + std::to_string(min) + ", " +
+                  std::to_string(max) + "]");
+  }
+  return x;
+}
+
+double YamlReader::get_double(const std::string& key, double fallback, double min,
+                              double max) const {
+  used_.insert(key);
+  if (!has(key)) return fallback;
+  const YAML::Node v = node_[key];
+  double x = 0;
+  if (!v.IsScalar() || !YAML::convert<double>::decode(v, x) || !std::isfinite(x)) {
+    fail(key, "'" + (v.IsScalar() ? v.Scalar() : std::string("<not a scalar>")) +
+                  "' is not a finite number");
+  }
+  if (x < min || x > max) {
+    fail(key, v.Scalar() + " is out of range [" + std::to_string(min) + ", " +
+                  std::to_string(max) + "]");
+  }
+  return x;
+}
+
+bool YamlReader::get_bool(const std::string& key, bool fallback) const {
+  used_.insert(key);
+  if (!has(key)) return fallback;
+  const YAML::Node v = node_[key];
+  bool b = false;
+  if (!v.IsScalar() || !YAML::convert<bool>::decode(v, b)) fail(key, "must be true or false");
+  return b;
+}
+
+std::vector<int64_t> YamlReader::get_int_list(const std::string& key, int64_t min,
+                                              int64_t max) const {
+  used_.insert(key);
+  std::vector<int64_t> out;
+  if (!has(key)) return out;
+  const YAML::Node v = node_[key];
+  if (!v.IsSequence()) fail(key, "must be a list of integers");
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    int64_t x = 0;
+    if (!v[i].IsScalar() || !YAML::convert<int64_t>::decode(v[i], x) || x < min || x > max) {
+      fail(key + "[" + std::to_string(i) + "]",
+           "must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+    }
+    out.push_back(x);
+  }
+  return out;
+}
+
+void YamlReader::reject_unknown() const {
+  if (!node_.IsMap()) return;
+  for (const auto& kv : node_) {
+    const std::string key = kv.first.as<std::string>();
+    if (!used_.count(key)) fail(key, "unknown key");
+  }
+}
+
+}  // namespace psrt

@@ -1,0 +1,47 @@
+// Reads a YAML mapping into typed values with errors that name the key, the value and what is
+// allowed; reports keys nobody asked for as unknown.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace psrt {
+
+class YamlReader {
+ public:
+  // `path` is the dotted prefix used in messages ("scheduler"); `where` names the file.
+  YamlReader(YAML::Node node, std::string path, std::string where);
+
+  bool has(const std::string& key) const;
+  void mark_used(const std::string& key) const { used_.insert(key); }
+  YamlReader child(const std::string& key) const;  // an absent child reads as an empty mapping
+
+  std::string get_string(const std::string& key, const std::string& fallback) const;
+  std::string get_choice(const std::string& key, const std::string& fallback,
+                         const std::vector<std::string>& allowed) const;
+  int64_t get_int(const std::string& key, int64_t fallback, int64_t min, int64_t max) const;
+  double get_double(const std::string& key, double fallback, double min, double max) const;
+  bool get_bool(const std::string& key, bool fallback) const;
+  std::vector<int64_t> get_int_list(const std::string& key, int64_t min, int64_t max) const;
+
+  // Throws ConfigError naming the first key of this mapping that was never read.
+  void reject_unknown() const;
+
+  const YAML::Node& node() const { return node_; }
+  std::string full(const std::string& key) const;
+  [[noreturn]] void fail(const std::string& key, const std::string& what) const;
+
+ private:
+  const YAML::Node* find(const std::string& key) const;
+
+  YAML::Node node_;
+  std::string path_;
+  std::string where_;
+  mutable std::set<std::string> used_;
+};
+
+}  // namespace psrt
