@@ -1,0 +1,48 @@
+// Chunks and their placement on servers. A chunk is a contiguous slice of one tensor of at most
+// chunk_bytes; it is the unit of transfer, aggregation and reply. Chunks are spread over the
+// servers so that each holds about the same number of bytes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/model.h"
+
+namespace psrt {
+
+struct ChunkDesc {
+  uint32_t id = 0;       // index in ShardMap::chunks
+  uint32_t key = 0;      // tensor key (its priority: forward-order index)
+  uint64_t offset = 0;   // first element in the tensor
+  uint64_t length = 0;   // elements
+  uint32_t server = 0;   // owning server rank
+  uint64_t bytes() const { return length * sizeof(float); }
+};
+
+class ShardMap {
+ public:
+  ShardMap() = default;
+  // Splits every tensor into ceil(bytes / chunk) near-equal chunks and places them, largest first,
+  // on the server holding the fewest bytes so far (ties: lowest rank). chunk is chunk_bytes, capped
+  // so that each server holds at least 16 chunks' worth (never below 4 KiB): balance needs it.
+  ShardMap(const ModelDesc& model, uint32_t num_servers, uint64_t chunk_bytes);
+  // Rebuilds a map from an explicit chunk list (as received in the membership).
+  ShardMap(std::vector<ChunkDesc> chunks, uint32_t num_tensors, uint32_t num_servers);
+
+  const std::vector<ChunkDesc>& chunks() const { return chunks_; }
+  const std::vector<uint32_t>& tensor_chunks(uint32_t key) const { return by_tensor_[key]; }
+  uint32_t num_tensors() const { return static_cast<uint32_t>(by_tensor_.size()); }
+  uint32_t num_servers() const { return static_cast<uint32_t>(server_bytes_.size()); }
+  const std::vector<uint64_t>& server_bytes() const { return server_bytes_; }
+  // The chunk of `key` that starts at `offset`, or nullptr.
+  const ChunkDesc* find(uint32_t key, uint64_t offset) const;
+
+ private:
+  void index();
+
+  std::vector<ChunkDesc> chunks_;  // in (key, offset) order
+  std::vector<std::vector<uint32_t>> by_tensor_;
+  std::vector<uint64_t> server_bytes_;
+};
+
+}  // namespace psrt

@@ -1,0 +1,64 @@
+#include "scheduler/push_queue.h"
+
+namespace psrt {
+
+PushQueue::PushQueue(Mode mode, uint64_t credit_bytes) : mode_(mode), credit_(credit_bytes) {}
+
+PushQueue::Order PushQueue::order_of(uint32_t priority, uint64_t seq) const {
+  const bool by_arrival = mode_ == Mode::kFifo || mode_ == Mode::kFifoChunked;
+  return {by_arrival ? 0 : priority, seq};
+}
+
+void PushQueue::add(uint32_t key, uint32_t priority, std::vector<PushUnit> chunks) {
+  const uint64_t seq = seq_++;
+  Tensor t{key, {}};
+  for (auto& c : chunks) {
+    c.key = key;
+    c.priority = priority;
+    c.seq = seq;
+    t.chunks.push_back(c);
+  }
+  pending_ += t.chunks.size();
+  const Order order = order_of(priority, seq);
+  if (mode_ == Mode::kBigdl) {
+    held_.emplace_back(order, std::move(t));
+    if (held_.size() >= expected_) {
+      for (auto& [o, tensor] : held_) release(o, std::move(tensor));
+      held_.clear();
+    }
+    return;
+  }
+  release(order, std::move(t));
+}
+
+void PushQueue::release(Order order, Tensor tensor) {
+  if (tensor.chunks.empty()) return;
+  ready_.emplace(order, std::move(tensor));
+}
+
+std::optional<PushUnit> PushQueue::next() {
+  if (ready_.empty()) return std::nullopt;
+  // Whole-tensor modes finish the tensor they started; the others take the best ready chunk.
+  auto it = ready_.begin();
+  if (!mode_is_chunked(mode_) && current_) {
+    auto cur = ready_.find(*current_);
+    if (cur != ready_.end()) it = cur;
+  }
+  const PushUnit& unit = it->second.chunks.front();
+  if (in_flight_ > 0 && in_flight_ + unit.bytes > credit_) return std::nullopt;
+  PushUnit out = unit;
+  it->second.chunks.pop_front();
+  --pending_;
+  in_flight_ += out.bytes;
+  if (it->second.chunks.empty()) {
+    ready_.erase(it);
+    current_.reset();
+  } else {
+    current_ = it->first;
+  }
+  return out;
+}
+
+void PushQueue::acked(uint64_t bytes) { in_flight_ = bytes > in_flight_ ? 0 : in_flight_ - bytes; }
+
+}  // namespace psrt
