@@ -18,10 +18,10 @@ uint32_t ModelDesc::add_layer(LayerDesc layer,
                               const std::vector<std::pair<std::string, uint64_t>>& tensor_list) {
   const auto layer_index = static_cast<uint32_t>(layers.size());
   layer.tensors.clear();
-  for (const auto& [name, count] : tensor_list) {
+  for (const auto& [tensor_name, count] : tensor_list) {
     TensorDesc t;
     t.key = static_cast<uint32_t>(tensors.size());
-    t.name = name;
+    t.name = tensor_name;
     t.num_elements = count;
     t.layer = layer_index;
     layer.tensors.push_back(t.key);

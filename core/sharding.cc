@@ -11,7 +11,9 @@ ShardMap::ShardMap(const ModelDesc& model, uint32_t num_servers, uint64_t chunk_
   // Balance needs granularity: each server should hold at least kMinChunksPerServer chunks' worth,
   // so the chunk size is capped at total / (servers * kMinChunksPerServer).
   constexpr uint64_t kMinChunksPerServer = 16;
-  const uint64_t balance_cap = model.total_elements() / (num_servers * kMinChunksPerServer);
+  const uint64_t balance_cap = num_servers == 1
+                                   ? UINT64_MAX
+                                   : model.total_elements() / (num_servers * kMinChunksPerServer);
   const uint64_t max_elems =
       std::max<uint64_t>(1, std::min<uint64_t>(chunk_bytes / sizeof(float),
                                                std::max<uint64_t>(balance_cap, 1024)));

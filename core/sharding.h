@@ -24,7 +24,8 @@ class ShardMap {
   ShardMap() = default;
   // Splits every tensor into ceil(bytes / chunk) near-equal chunks and places them, largest first,
   // on the server holding the fewest bytes so far (ties: lowest rank). chunk is chunk_bytes, capped
-  // so that each server holds at least 16 chunks' worth (never below 4 KiB): balance needs it.
+  // so that each of several servers holds at least 16 chunks' worth (never below 4 KiB): balance
+  // needs it.
   ShardMap(const ModelDesc& model, uint32_t num_servers, uint64_t chunk_bytes);
   // Rebuilds a map from an explicit chunk list (as received in the membership).
   ShardMap(std::vector<ChunkDesc> chunks, uint32_t num_tensors, uint32_t num_servers);

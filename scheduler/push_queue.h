@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "scheduler/mode.h"
+#include "core/mode.h"
 
 namespace psrt {
 

@@ -1,4 +1,4 @@
-#include "scheduler/mode.h"
+#include "core/mode.h"
 
 namespace psrt {
 

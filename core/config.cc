@@ -1,0 +1,169 @@
+#include "core/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "core/status.h"
+#include "core/yaml_reader.h"
+
+namespace psrt {
+
+namespace {
+
+constexpr int64_t kMaxInt = 1ll << 40;
+
+void apply_set(YAML::Node& root, const std::string& set, const std::string& where) {
+  const auto eq = set.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw ConfigError("--set " + set + ": expected key.path=value");
+  }
+  const std::string path = set.substr(0, eq);
+  YAML::Node value;
+  try {
+    value = YAML::Load(set.substr(eq + 1));
+  } catch (const YAML::Exception& e) {
+    throw ConfigError("--set " + set + ": value is not valid YAML");
+  }
+  // Walk the dotted path, creating mappings as needed.
+  std::vector<std::string> parts;
+  std::size_t start = 0;
+  while (true) {
+    const auto dot = path.find('.', start);
+    parts.push_back(path.substr(start, dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  std::vector<YAML::Node> chain{root};
+  for (std::size_t i = 0; i + 1 < parts.size(); ++i) {
+    YAML::Node next = chain.back()[parts[i]];
+    if (next && !next.IsNull() && !next.IsMap()) {
+      throw ConfigError(where + ": --set " + path + ": " + parts[i] + " is not a mapping");
+    }
+    if (!next || next.IsNull()) {
+      chain.back()[parts[i]] = YAML::Node(YAML::NodeType::Map);
+      next = chain.back()[parts[i]];
+    }
+    chain.push_back(next);
+  }
+  chain.back()[parts.back()] = value;
+}
+
+std::string resolve(const std::string& path, const std::string& base_dir) {
+  if (path.empty() || base_dir.empty() || std::filesystem::path(path).is_absolute()) return path;
+  if (std::filesystem::exists(path)) return path;
+  auto p = std::filesystem::path(base_dir) / path;
+  return std::filesystem::exists(p) ? p.string() : path;
+}
+
+}  // namespace
+
+Config parse_config(const std::string& yaml_text, const std::string& where,
+                    const std::vector<std::string>& sets, const std::string& base_dir) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(where + ": not valid YAML: " + e.what());
+  }
+  if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) throw ConfigError(where + ": the top level must be a mapping");
+  for (const auto& s : sets) apply_set(root, s, where);
+
+  Config c;
+  c.source = where;
+  YamlReader top(root, "", where);
+
+  const YamlReader cl = top.child("cluster");
+  c.cluster.servers = static_cast<int>(cl.get_int("servers", 1, 1, 4096));
+  c.cluster.workers = static_cast<int>(cl.get_int("workers", 1, 1, 65536));
+  c.cluster.coordinator = cl.get_string("coordinator", c.cluster.coordinator);
+  if (c.cluster.coordinator.rfind("tcp://", 0) != 0) {
+    cl.fail("coordinator", "'" + c.cluster.coordinator + "' must be a tcp://host:port endpoint");
+  }
+  c.cluster.bind_host = cl.get_string("bind_host", c.cluster.bind_host);
+  c.cluster.start_timeout_s = cl.get_double("start_timeout_s", c.cluster.start_timeout_s, 0.1, 86400);
+  c.cluster.heartbeat_s = cl.get_double("heartbeat_s", c.cluster.heartbeat_s, 0.01, 60);
+  c.cluster.peer_timeout_s = cl.get_double("peer_timeout_s", c.cluster.peer_timeout_s, 0.05, 86400);
+  if (c.cluster.peer_timeout_s < 2 * c.cluster.heartbeat_s) {
+    cl.fail("peer_timeout_s", "must be at least twice cluster.heartbeat_s");
+  }
+  c.cluster.server_threads = static_cast<int>(cl.get_int("server_threads", 1, 0, 256));
+  cl.reject_unknown();
+
+  const YamlReader job = top.child("job");
+  c.job.id = job.get_string("id", c.job.id);
+  if (c.job.id.empty()) job.fail("id", "must not be empty");
+  c.job.iterations = job.get_int("iterations", 0, 0, kMaxInt);
+  c.job.epochs = job.get_double("epochs", c.job.epochs, 0, 1e6);
+  if (c.job.iterations == 0 && c.job.epochs <= 0) {
+    job.fail("epochs", "must be > 0 when job.iterations is 0");
+  }
+  c.job.batch_size = static_cast<int>(job.get_int("batch_size", c.job.batch_size, 1, 1 << 20));
+  c.job.seed = static_cast<uint64_t>(job.get_int("seed", 1, 0, INT64_MAX));
+  c.job.log_every = static_cast<int>(job.get_int("log_every", c.job.log_every, 0, 1 << 30));
+  c.job.evaluate = job.get_bool("evaluate", true);
+  c.job.dump_params = resolve(job.get_string("dump_params", ""), "");
+  c.job.blas_threads = static_cast<int>(job.get_int("blas_threads", 1, 1, 1024));
+  job.reject_unknown();
+
+  const YamlReader model = top.child("model");
+  c.model.backend = model.get_choice("backend", "native", {"native", "replay"});
+  c.model.arch = model.get_choice("arch", "mlp", {"mlp", "lenet5", "vgg-small"});
+  if (model.has("hidden")) {
+    c.model.hidden.clear();
+    for (auto h : model.get_int_list("hidden", 1, 1 << 20)) c.model.hidden.push_back(int(h));
+  } else {
+    model.mark_used("hidden");
+  }
+  c.model.profile = resolve(model.get_string("profile", ""), base_dir);
+  c.model.scale = model.get_double("scale", 0, 0, 1e6);
+  if (c.model.backend == "replay" && c.model.profile.empty()) {
+    model.fail("profile", "is required with model.backend: replay");
+  }
+  model.reject_unknown();
+
+  const YamlReader data = top.child("data");
+  c.data.dataset = data.get_choice("dataset", "fashion-mnist", {"fashion-mnist"});
+  c.data.path = resolve(data.get_string("path", c.data.path), base_dir);
+  c.data.train_limit = data.get_int("train_limit", 0, 0, kMaxInt);
+  data.reject_unknown();
+
+  const YamlReader opt = top.child("optimizer");
+  c.optimizer.type = opt.get_choice("type", "sgd", {"sgd", "adam"});
+  c.optimizer.lr = opt.get_double("lr", c.optimizer.type == "adam" ? 1e-3 : 0.05, 0, 1e6);
+  c.optimizer.momentum = opt.get_double("momentum", 0.9, 0, 0.999999);
+  c.optimizer.weight_decay = opt.get_double("weight_decay", 0, 0, 1);
+  c.optimizer.beta1 = opt.get_double("beta1", 0.9, 0, 0.999999);
+  c.optimizer.beta2 = opt.get_double("beta2", 0.999, 0, 0.99999999);
+  c.optimizer.eps = opt.get_double("eps", 1e-8, 1e-30, 1);
+  opt.reject_unknown();
+
+  const YamlReader sch = top.child("scheduler");
+  const std::string mode = sch.get_choice("mode", "fifo", mode_names());
+  c.scheduler.mode = *parse_mode(mode);
+  c.scheduler.chunk_bytes =
+      static_cast<uint64_t>(sch.get_int("chunk_bytes", int64_t(c.scheduler.chunk_bytes), 4096, kMaxInt));
+  if (c.scheduler.chunk_bytes % 4 != 0) sch.fail("chunk_bytes", "must be a multiple of 4");
+  c.scheduler.credit_bytes =
+      static_cast<uint64_t>(sch.get_int("credit_bytes", int64_t(c.scheduler.credit_bytes), 1, kMaxInt));
+  for (auto p : sch.get_int_list("priority", 0, 1 << 30)) c.scheduler.priority.push_back(int(p));
+  sch.reject_unknown();
+
+  c.log_level = top.get_choice("log_level", "info", {"trace", "debug", "info", "warn", "error"});
+  c.timeline = top.get_string("timeline", "");
+  top.reject_unknown();
+  return c;
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& sets) {
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open config file");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto dir = std::filesystem::path(path).parent_path().string();
+  return parse_config(text, path, sets, dir.empty() ? "." : dir);
+}
+
+}  // namespace psrt

@@ -1,0 +1,86 @@
+// The job configuration: one YAML file parsed once into typed, validated structs. Every key is
+// documented in docs/config.md; an unknown key or a bad value is a ConfigError that names the key,
+// the value and what is allowed.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/mode.h"
+
+namespace psrt {
+
+struct ClusterConfig {
+  int servers = 1;
+  int workers = 1;
+  std::string coordinator = "tcp://127.0.0.1:0";  // server 0 binds it; port 0 = OS-chosen
+  std::string bind_host = "127.0.0.1";            // other servers bind tcp://bind_host:*
+  double start_timeout_s = 60;    // registration and barriers give up after this
+  double heartbeat_s = 0.5;       // every process tells the coordinator it is alive
+  double peer_timeout_s = 10;     // a peer silent this long is lost; the job aborts
+  int server_threads = 1;         // aggregation and optimizer pool per server
+};
+
+struct JobConfig {
+  std::string id = "psrt";
+  int64_t iterations = 0;  // 0: derived from epochs
+  double epochs = 1;
+  int batch_size = 64;     // per worker
+  uint64_t seed = 1;
+  int log_every = 50;
+  bool evaluate = true;            // worker 0 prints the test accuracy at the end
+  std::string dump_params;         // write final parameters to this path ({rank} is replaced)
+  int blas_threads = 1;
+};
+
+struct ModelConfig {
+  std::string backend = "native";  // native | replay
+  std::string arch = "mlp";        // native: mlp | lenet5 | vgg-small
+  std::vector<int> hidden = {256, 128};
+  std::string profile;             // replay: a bench/profiles/*.yaml file
+  double scale = 0;                // replay: overrides the profile's scale when > 0
+};
+
+struct DataConfig {
+  std::string dataset = "fashion-mnist";
+  std::string path = "/usr/share/datasets/fashion-mnist";
+  int64_t train_limit = 0;  // use only the first N training images (0: all)
+};
+
+struct OptimizerConfig {
+  std::string type = "sgd";  // sgd | adam
+  double lr = 0.05;
+  double momentum = 0.9;
+  double weight_decay = 0;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+};
+
+struct SchedulerConfig {
+  Mode mode = Mode::kFifo;
+  uint64_t chunk_bytes = 1 << 20;
+  uint64_t credit_bytes = 4 << 20;
+  std::vector<int> priority;  // per tensor key; empty: forward order
+};
+
+struct Config {
+  std::string source;  // the file it came from
+  ClusterConfig cluster;
+  JobConfig job;
+  ModelConfig model;
+  DataConfig data;
+  OptimizerConfig optimizer;
+  SchedulerConfig scheduler;
+  std::string log_level = "info";
+  std::string timeline;  // Chrome trace output path prefix; empty: off
+};
+
+// Parses `yaml_text` (named `where` in errors) after applying `sets` ("a.b=value", value as YAML).
+// Relative paths in the file are resolved against `base_dir`.
+Config parse_config(const std::string& yaml_text, const std::string& where,
+                    const std::vector<std::string>& sets = {}, const std::string& base_dir = "");
+Config load_config(const std::string& path, const std::vector<std::string>& sets = {});
+
+}  // namespace psrt

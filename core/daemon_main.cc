@@ -1,0 +1,53 @@
+#include "core/daemon_main.h"
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "core/logging.h"
+#include "core/rank_env.h"
+#include "core/status.h"
+
+namespace psrt {
+
+int daemon_main(int argc, char** argv, const std::string& role,
+                const std::function<void(const Config&, const DaemonArgs&)>& body) {
+  CLI::App app{"psrt-" + role + ": the psrt parameter-server runtime's " + role + " daemon"};
+  DaemonArgs args;
+  int rank_flag = -1;
+  app.add_option("-c,--config", args.config_path, "job configuration (YAML)")->required();
+  app.add_option("-r,--rank", rank_flag,
+                 "rank (default: PSRT_RANK, RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, else 0)");
+  app.add_option("-s,--set", args.sets, "override a config key: a.b=value (repeatable)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  try {
+    const std::string env_role = role_from_env();
+    if (!env_role.empty() && env_role != role) {
+      throw ConfigError("PSRT_ROLE=" + env_role + " but this is psrt-" + role);
+    }
+    args.rank = resolve_rank(rank_flag).value_or(0);
+    const Config config = load_config(args.config_path, args.sets);
+    init_logging(role, args.rank, config.log_level);
+    body(config, args);
+    return 0;
+  } catch (const ConfigError& e) {
+    std::fprintf(stderr, "psrt-%s: %s\n", role.c_str(), e.what());
+    return 2;
+  } catch (const JobError& e) {
+    spdlog::error("{}", e.what());
+    std::fprintf(stderr, "psrt-%s %d: job failed: %s\n", role.c_str(), args.rank, e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "psrt-%s %d: internal error: %s\n", role.c_str(), args.rank, e.what());
+    return 1;
+  }
+}
+
+}  // namespace psrt

@@ -1,0 +1,16 @@
+#include "core/logging.h"
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+namespace psrt {
+
+void init_logging(const std::string& role, int rank, const std::string& level) {
+  auto logger = spdlog::stderr_color_mt(role + std::to_string(rank));
+  logger->set_pattern("%H:%M:%S.%e %^%L%$ [" + role + " " + std::to_string(rank) + "] %v");
+  logger->set_level(spdlog::level::from_str(level));
+  logger->flush_on(spdlog::level::info);
+  spdlog::set_default_logger(logger);
+}
+
+}  // namespace psrt

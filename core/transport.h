@@ -1,0 +1,61 @@
+// ZeroMQ plumbing shared by the daemons: socket set-up, multipart send and receive, zero-copy
+// payload frames, and the wake-up a non-I/O thread uses to reach the I/O thread without polling.
+// Sockets are owned by one I/O thread per process (DESIGN.md, Threads).
+#pragma once
+
+#include <zmq.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "psrt.pb.h"
+
+namespace psrt {
+
+// One received message: the routing identity (ROUTER sockets only), the header frame, payloads.
+struct Envelope {
+  std::string identity;
+  zmq::message_t header;
+  std::vector<zmq::message_t> payload;
+};
+
+// Options every psrt socket gets: no high-water-mark drops (credit bounds what is queued), a
+// bounded linger so shutdown flushes but never hangs, ROUTER_MANDATORY so a send to a departed
+// peer is an error instead of a silent drop.
+void configure_socket(zmq::socket_t& socket);
+zmq::socket_t make_router(zmq::context_t& ctx);
+zmq::socket_t make_dealer(zmq::context_t& ctx, const std::string& identity);
+// Binds and returns the endpoint actually bound (port 0 or * becomes the OS-chosen port).
+std::string bind_endpoint(zmq::socket_t& socket, const std::string& endpoint);
+
+// Receives one whole multipart message; false if none is waiting. ROUTER sockets set `with_identity`.
+// A message of fewer frames than a header is returned with an empty header frame.
+bool recv_envelope(zmq::socket_t& socket, Envelope& out, bool with_identity);
+
+// Sends header + payload frames (moved, so zero-copy frames stay zero-copy). Returns false when the
+// peer is unreachable (ROUTER_MANDATORY's EHOSTUNREACH); other errors throw zmq::error_t.
+bool send_envelope(zmq::socket_t& socket, const std::string* identity, const wire::Header& header,
+                   std::vector<zmq::message_t> payload = {});
+
+// A frame that points into memory kept alive by `owner` until ZeroMQ has sent it.
+zmq::message_t shared_frame(std::shared_ptr<const void> owner, const void* data, std::size_t size);
+
+// An eventfd: notify() from any thread, poll fd() in the I/O thread, drain() there after waking.
+class Wakeup {
+ public:
+  Wakeup();
+  ~Wakeup();
+  Wakeup(const Wakeup&) = delete;
+  Wakeup& operator=(const Wakeup&) = delete;
+  void notify();
+  void drain();
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace psrt

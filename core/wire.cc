@@ -1,0 +1,165 @@
+#include "core/wire.h"
+
+#include <charconv>
+
+namespace psrt {
+
+const char* error_code_name(ErrorCode c) {
+  switch (c) {
+    case ErrorCode::kMalformed: return "malformed";
+    case ErrorCode::kVersion: return "version";
+    case ErrorCode::kWrongJob: return "wrong-job";
+    case ErrorCode::kNotRegistered: return "not-registered";
+    case ErrorCode::kUnknownChunk: return "unknown-chunk";
+    case ErrorCode::kBadSize: return "bad-size";
+    case ErrorCode::kOutOfStep: return "out-of-step";
+    case ErrorCode::kBadPayload: return "bad-payload";
+    case ErrorCode::kUnexpected: return "unexpected";
+    case ErrorCode::kNotReady: return "not-ready";
+  }
+  return "unknown";
+}
+
+wire::Header make_header(const Sender& from, wire::MsgType type) {
+  wire::Header h;
+  h.set_version(kProtocolVersion);
+  h.set_job_id(from.job_id);
+  h.set_role(from.role);
+  h.set_rank(from.rank);
+  h.set_type(type);
+  return h;
+}
+
+zmq::message_t encode_header(const wire::Header& header) {
+  zmq::message_t frame(header.ByteSizeLong());
+  header.SerializeWithCachedSizesToArray(static_cast<uint8_t*>(frame.data()));
+  return frame;
+}
+
+bool is_tensor_message(wire::MsgType type) {
+  return type == wire::INIT || type == wire::PULL || type == wire::PUSH || type == wire::ACK ||
+         type == wire::PARAMS;
+}
+
+uint64_t payload_size(const std::vector<zmq::message_t>& payload) {
+  uint64_t n = 0;
+  for (const auto& f : payload) n += f.size();
+  return n;
+}
+
+namespace {
+
+bool fail(WireError& error, ErrorCode code, std::string message) {
+  error = {code, std::move(message)};
+  return false;
+}
+
+}  // namespace
+
+bool decode_header(const zmq::message_t& frame, const std::vector<zmq::message_t>& payload,
+                   const std::string& job_id, wire::Header& h, WireError& error) {
+  if (frame.size() == 0 || frame.size() > (1u << 24)) {
+    return fail(error, ErrorCode::kMalformed,
+                "header frame of " + std::to_string(frame.size()) + " bytes");
+  }
+  if (!h.ParseFromArray(frame.data(), static_cast<int>(frame.size()))) {
+    return fail(error, ErrorCode::kMalformed, "header frame does not parse as psrt.wire.Header");
+  }
+  if (h.version() != kProtocolVersion) {
+    return fail(error, ErrorCode::kVersion,
+                "protocol version " + std::to_string(h.version()) + ", this process speaks " +
+                    std::to_string(kProtocolVersion));
+  }
+  if (h.job_id() != job_id) {
+    return fail(error, ErrorCode::kWrongJob,
+                "job id '" + h.job_id() + "', this process serves '" + job_id + "'");
+  }
+  if (!wire::Role_IsValid(h.role()) || h.role() == wire::ROLE_UNSPECIFIED) {
+    return fail(error, ErrorCode::kMalformed, "role " + std::to_string(h.role()) + " is unknown");
+  }
+  if (!wire::MsgType_IsValid(h.type()) || h.type() == wire::MSG_UNSPECIFIED) {
+    return fail(error, ErrorCode::kMalformed, "message type " + std::to_string(h.type()) +
+                                                  " is unknown");
+  }
+  const uint64_t bytes = payload_size(payload);
+  if (!is_tensor_message(h.type())) {
+    if (!payload.empty()) {
+      return fail(error, ErrorCode::kMalformed,
+                  std::string(wire::MsgType_Name(h.type())) + " carries no payload frames, got " +
+                      std::to_string(payload.size()));
+    }
+    return true;
+  }
+  if (h.length() == 0 || h.length() > kMaxChunkElements) {
+    return fail(error, ErrorCode::kMalformed,
+                "chunk length " + std::to_string(h.length()) + " elements is outside [1, 2^32]");
+  }
+  if (h.offset() > kMaxChunkElements * 64) {
+    return fail(error, ErrorCode::kMalformed, "offset " + std::to_string(h.offset()) + " is absurd");
+  }
+  if (!wire::Codec_IsValid(h.codec())) {
+    return fail(error, ErrorCode::kMalformed, "codec " + std::to_string(h.codec()) + " is unknown");
+  }
+  if (h.payload_bytes() > kMaxPayloadBytes) {
+    return fail(error, ErrorCode::kBadSize,
+                "claimed payload of " + std::to_string(h.payload_bytes()) + " bytes is absurd");
+  }
+  if (h.payload_bytes() != bytes) {
+    return fail(error, ErrorCode::kBadSize,
+                "header claims " + std::to_string(h.payload_bytes()) + " payload bytes, frames hold " +
+                    std::to_string(bytes));
+  }
+  const bool carries_values =
+      h.type() == wire::INIT || h.type() == wire::PUSH || h.type() == wire::PARAMS;
+  if (carries_values) {
+    if (payload.empty()) {
+      return fail(error, ErrorCode::kBadSize,
+                  std::string(wire::MsgType_Name(h.type())) + " without a payload frame");
+    }
+    if (h.num_elements() != h.length()) {
+      return fail(error, ErrorCode::kMalformed,
+                  "payload decodes to " + std::to_string(h.num_elements()) +
+                      " elements, chunk has " + std::to_string(h.length()));
+    }
+    if (h.codec() == wire::CODEC_NONE && bytes != h.length() * sizeof(float)) {
+      return fail(error, ErrorCode::kBadSize,
+                  "uncompressed chunk of " + std::to_string(h.length()) + " elements needs " +
+                      std::to_string(h.length() * sizeof(float)) + " bytes, got " +
+                      std::to_string(bytes));
+    }
+  } else if (!payload.empty()) {
+    return fail(error, ErrorCode::kMalformed,
+                std::string(wire::MsgType_Name(h.type())) + " carries no payload frames");
+  }
+  return true;
+}
+
+std::string peer_name(wire::Role role, uint32_t rank) {
+  switch (role) {
+    case wire::SERVER: return "server " + std::to_string(rank);
+    case wire::WORKER: return "worker " + std::to_string(rank);
+    case wire::TOOL: return "tool " + std::to_string(rank);
+    default: return "peer " + std::to_string(rank);
+  }
+}
+
+std::string routing_id(wire::Role role, uint32_t rank) {
+  const char c = role == wire::SERVER ? 's' : role == wire::WORKER ? 'w' : 't';
+  return std::string(1, c) + std::to_string(rank);
+}
+
+bool parse_routing_id(const std::string& id, wire::Role& role, uint32_t& rank) {
+  if (id.size() < 2 || id.size() > 11) return false;
+  switch (id[0]) {
+    case 's': role = wire::SERVER; break;
+    case 'w': role = wire::WORKER; break;
+    case 't': role = wire::TOOL; break;
+    default: return false;
+  }
+  const char* first = id.data() + 1;
+  const char* last = id.data() + id.size();
+  auto [ptr, ec] = std::from_chars(first, last, rank);
+  return ec == std::errc() && ptr == last;
+}
+
+}  // namespace psrt

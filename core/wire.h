@@ -1,0 +1,67 @@
+// Header frames: encoding, decoding and the checks every receiver runs before it touches a
+// payload. Semantic checks (does this chunk exist here, is the iteration current) belong to the
+// receiver; these are the ones that need nothing but the message itself.
+#pragma once
+
+#include <zmq.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "psrt.pb.h"
+
+namespace psrt {
+
+constexpr uint32_t kProtocolVersion = 1;
+// No chunk or payload may claim more than this (a peer can claim anything).
+constexpr uint64_t kMaxChunkElements = 1ull << 32;
+constexpr uint64_t kMaxPayloadBytes = 1ull << 34;
+
+enum class ErrorCode : uint32_t {
+  kMalformed = 1,       // header does not parse, or fields contradict each other
+  kVersion = 2,         // protocol version mismatch
+  kWrongJob = 3,        // job id differs
+  kNotRegistered = 4,   // sender unknown here, or role/rank do not match its identity
+  kUnknownChunk = 5,    // key or (key, offset, length) not held by this server
+  kBadSize = 6,         // payload size does not match the header, or the chunk
+  kOutOfStep = 7,       // iteration is not the one this chunk is collecting
+  kBadPayload = 8,      // payload does not decode
+  kUnexpected = 9,      // a message type this receiver does not take now
+  kNotReady = 10,       // membership not yet known
+};
+const char* error_code_name(ErrorCode c);
+
+// A check failure: what to put in the error reply.
+struct WireError {
+  ErrorCode code;
+  std::string message;
+};
+
+// The header, plus the job and sender identity every message carries.
+struct Sender {
+  wire::Role role = wire::ROLE_UNSPECIFIED;
+  uint32_t rank = 0;
+  std::string job_id;
+};
+
+wire::Header make_header(const Sender& from, wire::MsgType type);
+zmq::message_t encode_header(const wire::Header& header);
+
+// Parses a header frame and runs the self-contained checks against the payload frames that came
+// with it. On failure `error` says why and the result is false.
+bool decode_header(const zmq::message_t& frame, const std::vector<zmq::message_t>& payload,
+                   const std::string& job_id, wire::Header& header, WireError& error);
+
+bool is_tensor_message(wire::MsgType type);
+uint64_t payload_size(const std::vector<zmq::message_t>& payload);
+
+// Peer naming for logs and errors: "worker 3", "server 0".
+std::string peer_name(wire::Role role, uint32_t rank);
+// ZeroMQ routing identity of a process: "w3", "s0", "t7".
+std::string routing_id(wire::Role role, uint32_t rank);
+// Parses a routing id back; false for anything that is not one.
+bool parse_routing_id(const std::string& id, wire::Role& role, uint32_t& rank);
+
+}  // namespace psrt

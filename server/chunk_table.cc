@@ -1,0 +1,66 @@
+#include "server/chunk_table.h"
+
+#include <cstring>
+
+namespace psrt {
+
+ChunkTable::ChunkTable(uint32_t self_rank, uint32_t workers, const wire::Membership& membership)
+    : self_(self_rank), workers_(workers) {
+  for (const auto& t : membership.tensors()) tensor_sizes_[t.key()] = t.num_elements();
+  for (const auto& c : membership.chunks()) {
+    if (c.server() != self_) continue;
+    ChunkState s;
+    s.desc.key = c.key();
+    s.desc.offset = c.offset();
+    s.desc.length = c.length();
+    s.desc.server = c.server();
+    s.params = std::make_shared<std::vector<float>>(c.length(), 0.0f);
+    s.pushes.resize(workers);
+    s.arrived.assign(workers, 0);
+    chunks_.emplace(std::make_pair(c.key(), c.offset()), std::move(s));
+  }
+}
+
+ChunkState* ChunkTable::find(const wire::Header& h, WireError& error) {
+  auto ts = tensor_sizes_.find(h.key());
+  if (ts == tensor_sizes_.end()) {
+    error = {ErrorCode::kUnknownChunk, "no tensor with key " + std::to_string(h.key())};
+    return nullptr;
+  }
+  auto it = chunks_.find({h.key(), h.offset()});
+  if (it == chunks_.end()) {
+    error = {ErrorCode::kUnknownChunk, "tensor " + std::to_string(h.key()) +
+                                           " has no chunk at offset " + std::to_string(h.offset()) +
+                                           " on server " + std::to_string(self_)};
+    return nullptr;
+  }
+  if (it->second.desc.length != h.length()) {
+    error = {ErrorCode::kBadSize, "chunk (" + std::to_string(h.key()) + ", " +
+                                      std::to_string(h.offset()) + ") has " +
+                                      std::to_string(it->second.desc.length) + " elements, not " +
+                                      std::to_string(h.length())};
+    return nullptr;
+  }
+  return &it->second;
+}
+
+uint64_t ChunkTable::bytes() const {
+  uint64_t n = 0;
+  for (const auto& [k, c] : chunks_) n += c.desc.bytes();
+  return n;
+}
+
+bool ChunkTable::all_initialized() const {
+  for (const auto& [k, c] : chunks_)
+    if (!c.initialized) return false;
+  return true;
+}
+
+zmq::message_t aligned_frame(zmq::message_t frame) {
+  if (reinterpret_cast<uintptr_t>(frame.data()) % alignof(float) == 0) return frame;
+  zmq::message_t copy(frame.size());
+  std::memcpy(copy.data(), frame.data(), frame.size());
+  return copy;
+}
+
+}  // namespace psrt

@@ -1,0 +1,56 @@
+// The chunks one server owns: their parameters, optimizer state and the pushes collected for the
+// current iteration. Only the I/O thread touches a chunk, except while it is `updating`, when the
+// update pool owns it.
+#pragma once
+
+#include <zmq.hpp>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "core/sharding.h"
+#include "core/wire.h"
+#include "server/optimizer.h"
+
+namespace psrt {
+
+struct ChunkState {
+  ChunkDesc desc;
+  // Shared with ZeroMQ while replies are in flight; replaced (copy-on-write) when still shared.
+  std::shared_ptr<std::vector<float>> params;
+  OptimizerState opt;
+  uint64_t iteration = 0;  // version of `params`; pushes are collected for this iteration
+  bool initialized = false;
+  bool updating = false;
+  std::vector<zmq::message_t> pushes;  // by worker rank
+  std::vector<uint8_t> arrived;        // by worker rank
+  uint32_t arrived_count = 0;
+};
+
+class ChunkTable {
+ public:
+  ChunkTable() = default;
+  ChunkTable(uint32_t self_rank, uint32_t workers, const wire::Membership& membership);
+
+  // The chunk that `h` (key, offset, length) names, if this server owns it; else an error.
+  ChunkState* find(const wire::Header& h, WireError& error);
+  std::size_t size() const { return chunks_.size(); }
+  uint64_t bytes() const;
+  uint32_t workers() const { return workers_; }
+  bool all_initialized() const;
+
+ private:
+  uint32_t self_ = 0;
+  uint32_t workers_ = 0;
+  std::map<std::pair<uint32_t, uint64_t>, ChunkState> chunks_;  // by (key, offset)
+  std::map<uint32_t, uint64_t> tensor_sizes_;
+};
+
+// Returns the payload frame as 4-byte aligned floats: the frame itself when it is aligned, else an
+// aligned copy (ZeroMQ may hand out frames at any offset of its receive buffer).
+zmq::message_t aligned_frame(zmq::message_t frame);
+
+}  // namespace psrt

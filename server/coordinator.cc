@@ -1,0 +1,137 @@
+#include "server/coordinator.h"
+
+#include "core/model.h"
+#include "core/sharding.h"
+#include "core/wire.h"
+
+namespace psrt {
+
+std::string describe(PeerId peer) { return peer_name(peer.role, peer.rank); }
+
+Coordinator::Coordinator(int servers, int workers, const SchedulerConfig& scheduler)
+    : servers_(servers), workers_(workers), scheduler_(scheduler) {}
+
+Status Coordinator::on_register(PeerId peer, const wire::Register& reg, Clock::time_point now) {
+  const int limit = peer.role == wire::SERVER ? servers_ : peer.role == wire::WORKER ? workers_ : 0;
+  if (int64_t(peer.rank) >= limit) {
+    return Status::error(describe(peer) + " is not part of this job (" +
+                         std::to_string(servers_) + " servers, " + std::to_string(workers_) +
+                         " workers)");
+  }
+  if (membership_) return Status::error("registration after the membership was sent");
+  if (peer.role == wire::SERVER && reg.address().rfind("tcp://", 0) != 0) {
+    return Status::error(describe(peer) + " registered without a tcp:// address");
+  }
+  if (peer.role == wire::WORKER) {
+    if (reg.tensors_size() == 0) return Status::error(describe(peer) + " registered no tensors");
+    for (const auto& [other, r] : registrations_) {
+      if (other.role != wire::WORKER) continue;
+      bool same = r.tensors_size() == reg.tensors_size();
+      for (int i = 0; same && i < reg.tensors_size(); ++i) {
+        same = r.tensors(i).num_elements() == reg.tensors(i).num_elements() &&
+               r.tensors(i).key() == reg.tensors(i).key();
+      }
+      if (!same) {
+        return Status::error(describe(peer) + " trains a different model than " + describe(other) +
+                             " (tensor lists differ): check that every worker has the same config");
+      }
+      break;
+    }
+  }
+  registrations_[peer] = reg;
+  last_seen_[peer] = now;
+  return Status::ok();
+}
+
+bool Coordinator::all_registered() const {
+  // server 0 registers itself too.
+  return registrations_.size() == static_cast<std::size_t>(servers_ + workers_);
+}
+
+const wire::Membership& Coordinator::membership() {
+  if (membership_) return *membership_;
+  wire::Membership m;
+  m.set_num_servers(uint32_t(servers_));
+  m.set_num_workers(uint32_t(workers_));
+  for (int s = 0; s < servers_; ++s) {
+    m.add_server_addresses(registrations_.at({wire::SERVER, uint32_t(s)}).address());
+  }
+  const wire::Register& w0 = registrations_.at({wire::WORKER, 0});
+  ModelDesc model;
+  for (const auto& t : w0.tensors()) {
+    *m.add_tensors() = t;
+    TensorDesc d;
+    d.key = t.key();
+    d.name = t.name();
+    d.num_elements = t.num_elements();
+    d.layer = t.layer();
+    model.tensors.push_back(d);
+  }
+  const uint64_t chunk = mode_is_chunked(scheduler_.mode) ? scheduler_.chunk_bytes : UINT64_MAX;
+  const ShardMap map(model, uint32_t(servers_), chunk);
+  for (const auto& c : map.chunks()) {
+    auto* ci = m.add_chunks();
+    ci->set_key(c.key);
+    ci->set_offset(c.offset);
+    ci->set_length(c.length);
+    ci->set_server(c.server);
+  }
+  membership_ = std::move(m);
+  return *membership_;
+}
+
+void Coordinator::seen(PeerId peer, Clock::time_point now) {
+  auto it = last_seen_.find(peer);
+  if (it != last_seen_.end()) it->second = now;
+}
+
+std::optional<PeerId> Coordinator::lost(Clock::time_point now, Clock::duration timeout) const {
+  for (const auto& [peer, t] : last_seen_) {
+    if (peer == self()) continue;
+    if (now - t > timeout) return peer;
+  }
+  return std::nullopt;
+}
+
+double Coordinator::silent_seconds(PeerId peer, Clock::time_point now) const {
+  auto it = last_seen_.find(peer);
+  if (it == last_seen_.end()) return 0;
+  return std::chrono::duration<double>(now - it->second).count();
+}
+
+std::vector<PeerId> Coordinator::expected(const std::string& barrier) const {
+  std::vector<PeerId> out;
+  if (barrier != "shutdown") {
+    for (int s = 0; s < servers_; ++s) out.push_back({wire::SERVER, uint32_t(s)});
+  }
+  for (int w = 0; w < workers_; ++w) out.push_back({wire::WORKER, uint32_t(w)});
+  return out;
+}
+
+bool Coordinator::arrive(const std::string& barrier, PeerId peer) {
+  auto& arrived = barriers_[barrier];
+  arrived.insert(peer);
+  for (const auto& p : expected(barrier))
+    if (!arrived.count(p)) return false;
+  return true;
+}
+
+std::string Coordinator::missing(const std::string& barrier) const {
+  std::string out;
+  auto it = barriers_.find(barrier);
+  for (const auto& p : expected(barrier)) {
+    const bool there = barrier.empty() ? registrations_.count(p) > 0
+                                       : (it != barriers_.end() && it->second.count(p) > 0);
+    if (!there) out += (out.empty() ? "" : ", ") + describe(p);
+  }
+  return out;
+}
+
+std::vector<PeerId> Coordinator::registered_peers() const {
+  std::vector<PeerId> out;
+  for (const auto& [peer, r] : registrations_)
+    if (!(peer == self())) out.push_back(peer);
+  return out;
+}
+
+}  // namespace psrt

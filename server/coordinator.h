@@ -1,0 +1,66 @@
+// Server 0's coordinator role, as logic without sockets: registration, membership, barriers and
+// liveness. The server's I/O loop feeds it messages and the clock and sends what it decides.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/status.h"
+#include "psrt.pb.h"
+
+namespace psrt {
+
+using Clock = std::chrono::steady_clock;
+
+struct PeerId {
+  wire::Role role;
+  uint32_t rank;
+  auto operator<=>(const PeerId&) const = default;
+};
+
+class Coordinator {
+ public:
+  Coordinator(int servers, int workers, const SchedulerConfig& scheduler);
+
+  // A process announced itself. Rejects unknown ranks, a second registration under another
+  // identity, and workers whose model differs from the first worker's.
+  Status on_register(PeerId peer, const wire::Register& reg, Clock::time_point now);
+  bool all_registered() const;
+  // Everyone registered: the membership to send (computed once).
+  const wire::Membership& membership();
+
+  void seen(PeerId peer, Clock::time_point now);
+  // The first registered peer (other than server 0) silent for longer than `timeout`, if any.
+  std::optional<PeerId> lost(Clock::time_point now, Clock::duration timeout) const;
+  double silent_seconds(PeerId peer, Clock::time_point now) const;
+
+  // Returns true when this arrival completes the barrier. Barrier "start": every process;
+  // barrier "shutdown": every worker (servers wait for the release).
+  bool arrive(const std::string& barrier, PeerId peer);
+  // Names the processes that have not arrived at `barrier` (or not registered if empty).
+  std::string missing(const std::string& barrier) const;
+
+  std::vector<PeerId> registered_peers() const;  // everyone but server 0
+  bool is_registered(PeerId peer) const { return last_seen_.count(peer) > 0 || peer == self(); }
+  static PeerId self() { return {wire::SERVER, 0}; }
+
+ private:
+  std::vector<PeerId> expected(const std::string& barrier) const;
+
+  int servers_;
+  int workers_;
+  SchedulerConfig scheduler_;
+  std::map<PeerId, wire::Register> registrations_;
+  std::map<PeerId, Clock::time_point> last_seen_;
+  std::map<std::string, std::set<PeerId>> barriers_;
+  std::optional<wire::Membership> membership_;
+};
+
+std::string describe(PeerId peer);
+
+}  // namespace psrt

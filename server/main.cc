@@ -1,0 +1,17 @@
+// psrt-server: holds a shard of the parameters, aggregates the workers' gradients, runs the
+// optimizer. Server 0 is also the coordinator.
+#include <cstdio>
+
+#include "core/daemon_main.h"
+#include "server/server.h"
+
+int main(int argc, char** argv) {
+  return psrt::daemon_main(argc, argv, "server", [](const psrt::Config& config,
+                                                    const psrt::DaemonArgs& args) {
+    psrt::Server server(config, static_cast<uint32_t>(args.rank));
+    // Machine-readable, for psrt-launch and tests that bound port 0.
+    std::printf("PSRT_LISTENING %s\n", server.endpoint().c_str());
+    std::fflush(stdout);
+    server.run();
+  });
+}

@@ -1,0 +1,91 @@
+// psrt-server: one I/O thread owning a ROUTER (workers and, on server 0, every process for the
+// coordinator role) and, on servers other than 0, a DEALER to the coordinator. Aggregation and the
+// optimizer run in an UpdatePool. Nothing a peer sends ends the loop: a bad message gets an ERROR
+// reply, a log line and a counter.
+#pragma once
+
+#include <zmq.hpp>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/transport.h"
+#include "core/wire.h"
+#include "server/chunk_table.h"
+#include "server/coordinator.h"
+#include "server/optimizer.h"
+#include "server/update_pool.h"
+
+namespace psrt {
+
+struct ServerStats {
+  uint64_t pushes = 0;
+  uint64_t duplicates = 0;
+  uint64_t updates = 0;
+  uint64_t errors = 0;
+  std::map<ErrorCode, uint64_t> errors_by_code;
+};
+
+class Server {
+ public:
+  Server(const Config& config, uint32_t rank);
+  ~Server();
+
+  // The endpoint workers connect to (after the constructor has bound it).
+  const std::string& endpoint() const { return endpoint_; }
+  // Serves until the shutdown barrier is released. Throws JobError when the job aborts.
+  void run();
+  const ServerStats& stats() const { return stats_; }
+
+ private:
+  // control plane (server_control.cc)
+  void on_control(const std::string& identity, PeerId from, const wire::Header& h);
+  void on_coordinator_message(Envelope& env);
+  void on_membership(const wire::Membership& m);
+  void arrive(const std::string& barrier);
+  void release(const std::string& barrier);
+  void broadcast(const wire::Header& h);
+  void check_timers(Clock::time_point now);
+  [[noreturn]] void abort_job(const std::string& why);
+  // data plane (server_data.cc)
+  void on_router_message(Envelope& env);
+  void on_tensor(const std::string& identity, PeerId from, const wire::Header& h,
+                 std::vector<zmq::message_t>& payload);
+  void on_push(const std::string& identity, PeerId from, const wire::Header& h, ChunkState& c,
+               std::vector<zmq::message_t>& payload);
+  void start_update(ChunkState& c);
+  void finish_updates();
+  void send_params(const std::string& identity, const ChunkState& c, uint64_t seq);
+  void reply_error(const std::string& identity, const wire::Header* about, const WireError& e);
+  void send(const std::string& identity, const wire::Header& h,
+            std::vector<zmq::message_t> payload = {});
+
+  Config config_;
+  uint32_t rank_;
+  Sender self_;
+  zmq::context_t ctx_;
+  zmq::socket_t router_;
+  std::optional<zmq::socket_t> to_coordinator_;  // servers other than 0
+  std::string endpoint_;
+  Wakeup wakeup_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<UpdatePool> pool_;
+  std::optional<Coordinator> coordinator_;  // server 0 only
+  ChunkTable chunks_;
+  std::vector<ChunkState*> by_id_;
+  bool have_membership_ = false;
+  bool started_ = false;
+  bool done_ = false;
+  Clock::time_point started_at_;
+  Clock::time_point coordinator_seen_;
+  Clock::time_point next_heartbeat_;
+  ServerStats stats_;
+};
+
+}  // namespace psrt

@@ -1,0 +1,130 @@
+// The control plane of psrt-server: registration, membership, barriers, heartbeats, abort.
+#include <spdlog/spdlog.h>
+
+#include "core/status.h"
+#include "server/server.h"
+
+namespace psrt {
+
+void Server::on_control(const std::string& identity, PeerId from, const wire::Header& h) {
+  if (!coordinator_) {
+    reply_error(identity, &h, {ErrorCode::kUnexpected,
+                               std::string(wire::MsgType_Name(h.type())) +
+                                   " goes to the coordinator (server 0), not server " +
+                                   std::to_string(rank_)});
+    return;
+  }
+  const auto now = Clock::now();
+  switch (h.type()) {
+    case wire::REGISTER: {
+      Status st = coordinator_->on_register(from, h.register_(), now);
+      if (!st) {
+        reply_error(identity, &h, {ErrorCode::kNotRegistered, st.message()});
+        return;
+      }
+      spdlog::info("{} registered{}", describe(from),
+                   h.register_().address().empty() ? "" : " at " + h.register_().address());
+      if (coordinator_->all_registered()) {
+        const auto& m = coordinator_->membership();
+        wire::Header out = make_header(self_, wire::MEMBERSHIP);
+        *out.mutable_membership() = m;
+        broadcast(out);
+        on_membership(m);
+      }
+      return;
+    }
+    case wire::HEARTBEAT:
+      return;  // `seen` was recorded by the caller
+    case wire::BARRIER: {
+      const std::string& name = h.barrier().name();
+      if (name != "start" && name != "shutdown") {
+        reply_error(identity, &h, {ErrorCode::kMalformed, "unknown barrier '" + name + "'"});
+        return;
+      }
+      if (coordinator_->arrive(name, from)) release(name);
+      return;
+    }
+    default:
+      reply_error(identity, &h, {ErrorCode::kUnexpected,
+                                 std::string(wire::MsgType_Name(h.type())) +
+                                     " is not a request the coordinator takes"});
+  }
+}
+
+void Server::on_coordinator_message(Envelope& env) {
+  wire::Header h;
+  WireError err;
+  if (!decode_header(env.header, env.payload, config_.job.id, h, err) || h.role() != wire::SERVER ||
+      h.rank() != 0) {
+    spdlog::warn("ignored a bad message on the coordinator link: {}", err.message);
+    ++stats_.errors;
+    return;
+  }
+  coordinator_seen_ = Clock::now();
+  switch (h.type()) {
+    case wire::MEMBERSHIP: on_membership(h.membership()); return;
+    case wire::BARRIER_RELEASE: release(h.barrier().name()); return;
+    case wire::HEARTBEAT: return;
+    case wire::ABORT: throw JobError("job aborted by the coordinator: " + h.error().message());
+    case wire::ERROR: throw JobError("the coordinator refused this server: " + h.error().message());
+    default: spdlog::warn("ignored {} from the coordinator", wire::MsgType_Name(h.type()));
+  }
+}
+
+void Server::on_membership(const wire::Membership& m) {
+  if (have_membership_) return;
+  if (int64_t(m.num_servers()) != config_.cluster.servers ||
+      int64_t(m.num_workers()) != config_.cluster.workers) {
+    abort_job("membership says " + std::to_string(m.num_servers()) + " servers and " +
+              std::to_string(m.num_workers()) + " workers, this server's config says " +
+              std::to_string(config_.cluster.servers) + " and " +
+              std::to_string(config_.cluster.workers));
+  }
+  chunks_ = ChunkTable(rank_, m.num_workers(), m);
+  have_membership_ = true;
+  spdlog::info("membership: {} servers, {} workers, {} tensors; this server holds {} chunks, {:.1f} MiB",
+               m.num_servers(), m.num_workers(), m.tensors_size(), chunks_.size(),
+               double(chunks_.bytes()) / (1 << 20));
+  arrive("start");
+}
+
+void Server::arrive(const std::string& barrier) {
+  if (coordinator_) {
+    if (coordinator_->arrive(barrier, Coordinator::self())) release(barrier);
+    return;
+  }
+  wire::Header h = make_header(self_, wire::BARRIER);
+  h.mutable_barrier()->set_name(barrier);
+  send_envelope(*to_coordinator_, nullptr, h);
+}
+
+void Server::release(const std::string& barrier) {
+  if (coordinator_) {
+    wire::Header h = make_header(self_, wire::BARRIER_RELEASE);
+    h.mutable_barrier()->set_name(barrier);
+    broadcast(h);
+  }
+  if (barrier == "start") {
+    started_ = true;
+    spdlog::info("start barrier passed");
+  } else if (barrier == "shutdown") {
+    done_ = true;
+  }
+}
+
+void Server::broadcast(const wire::Header& h) {
+  for (const auto& peer : coordinator_->registered_peers()) {
+    send(routing_id(peer.role, peer.rank), h);
+  }
+}
+
+void Server::abort_job(const std::string& why) {
+  if (coordinator_) {
+    wire::Header h = make_header(self_, wire::ABORT);
+    h.mutable_error()->set_message(why);
+    broadcast(h);
+  }
+  throw JobError(why);
+}
+
+}  // namespace psrt

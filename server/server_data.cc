@@ -1,0 +1,213 @@
+// The data plane of psrt-server: INIT, PULL and PUSH of chunks; aggregation and replies.
+#include <spdlog/spdlog.h>
+
+#include <cstring>
+
+#include "server/server.h"
+
+namespace psrt {
+
+void Server::on_router_message(Envelope& env) {
+  wire::Header h;
+  WireError err;
+  if (!decode_header(env.header, env.payload, config_.job.id, h, err)) {
+    reply_error(env.identity, nullptr, err);
+    return;
+  }
+  PeerId from{wire::ROLE_UNSPECIFIED, 0};
+  if (!parse_routing_id(env.identity, from.role, from.rank) || from.role != h.role() ||
+      from.rank != h.rank()) {
+    reply_error(env.identity, &h,
+                {ErrorCode::kNotRegistered, "header says " + peer_name(h.role(), h.rank()) +
+                                                " but the connection belongs to '" + env.identity +
+                                                "'"});
+    return;
+  }
+  if (coordinator_) {
+    if (h.type() != wire::REGISTER && !coordinator_->is_registered(from)) {
+      reply_error(env.identity, &h,
+                  {ErrorCode::kNotRegistered, describe(from) + " has not registered"});
+      return;
+    }
+    coordinator_->seen(from, Clock::now());
+  }
+  if (is_tensor_message(h.type())) {
+    on_tensor(env.identity, from, h, env.payload);
+  } else {
+    on_control(env.identity, from, h);
+  }
+}
+
+void Server::on_tensor(const std::string& identity, PeerId from, const wire::Header& h,
+                       std::vector<zmq::message_t>& payload) {
+  if (from.role != wire::WORKER || int64_t(from.rank) >= config_.cluster.workers) {
+    reply_error(identity, &h, {ErrorCode::kNotRegistered,
+                               describe(from) + " may not send tensor traffic"});
+    return;
+  }
+  if (!have_membership_) {
+    reply_error(identity, &h, {ErrorCode::kNotReady, "membership not known yet"});
+    return;
+  }
+  WireError err;
+  ChunkState* c = chunks_.find(h, err);
+  if (!c) {
+    reply_error(identity, &h, err);
+    return;
+  }
+  switch (h.type()) {
+    case wire::INIT: {
+      if (from.rank != 0 || started_) {
+        reply_error(identity, &h, {ErrorCode::kUnexpected,
+                                   "INIT is taken from worker 0 before the start barrier only"});
+        return;
+      }
+      if (h.codec() != wire::CODEC_NONE || payload.size() != 1) {
+        reply_error(identity, &h, {ErrorCode::kBadPayload, "INIT must be one uncompressed frame"});
+        return;
+      }
+      std::memcpy(c->params->data(), payload[0].data(), c->desc.bytes());
+      c->initialized = true;
+      wire::Header ack = make_header(self_, wire::ACK);
+      ack.set_key(h.key());
+      ack.set_offset(h.offset());
+      ack.set_length(h.length());
+      ack.set_seq(h.seq());
+      send(identity, ack);
+      return;
+    }
+    case wire::PULL:
+      if (!c->initialized) {
+        reply_error(identity, &h, {ErrorCode::kNotReady, "chunk has no initial values yet"});
+        return;
+      }
+      if (c->updating) {
+        return;  // the reply to every worker follows when the update finishes
+      }
+      send_params(identity, *c, h.seq());
+      return;
+    case wire::PUSH: on_push(identity, from, h, *c, payload); return;
+    default:
+      reply_error(identity, &h, {ErrorCode::kUnexpected,
+                                 std::string(wire::MsgType_Name(h.type())) +
+                                     " is not a request a server takes"});
+  }
+}
+
+void Server::on_push(const std::string& identity, PeerId from, const wire::Header& h,
+                     ChunkState& c, std::vector<zmq::message_t>& payload) {
+  if (!c.initialized || !started_) {
+    reply_error(identity, &h, {ErrorCode::kNotReady, "push before the start barrier"});
+    return;
+  }
+  if (c.updating || h.iteration() != c.iteration) {
+    reply_error(identity, &h,
+                {ErrorCode::kOutOfStep,
+                 "push for iteration " + std::to_string(h.iteration()) + ", chunk (" +
+                     std::to_string(h.key()) + ", " + std::to_string(h.offset()) + ") is " +
+                     (c.updating ? "updating iteration " : "collecting iteration ") +
+                     std::to_string(c.iteration)});
+    return;
+  }
+  if (h.codec() != wire::CODEC_NONE || payload.size() != 1) {
+    reply_error(identity, &h,
+                {ErrorCode::kBadPayload, "this server takes one uncompressed (codec none) frame"});
+    return;
+  }
+  wire::Header ack = make_header(self_, wire::ACK);
+  ack.set_key(h.key());
+  ack.set_offset(h.offset());
+  ack.set_length(h.length());
+  ack.set_iteration(h.iteration());
+  ack.set_payload_bytes(0);
+  ack.set_seq(h.seq());
+  ack.set_num_elements(h.payload_bytes());  // bytes acknowledged, for the sender's credit
+  if (c.arrived[from.rank]) {
+    ++stats_.duplicates;
+    spdlog::debug("duplicate push from {} for ({}, {}) iteration {} counted once", describe(from),
+                  h.key(), h.offset(), h.iteration());
+    send(identity, ack);
+    return;
+  }
+  c.pushes[from.rank] = aligned_frame(std::move(payload[0]));
+  c.arrived[from.rank] = 1;
+  ++c.arrived_count;
+  ++stats_.pushes;
+  send(identity, ack);
+  if (c.arrived_count == chunks_.workers()) start_update(c);
+}
+
+void Server::start_update(ChunkState& c) {
+  c.updating = true;
+  by_id_.push_back(&c);
+  const uint64_t id = by_id_.size() - 1;
+  // The pool owns the chunk until finish_updates() sees it done.
+  pool_->submit(id, [this, &c] {
+    if (c.params.use_count() > 1) c.params = std::make_shared<std::vector<float>>(*c.params);
+    std::vector<const float*> inputs;
+    inputs.reserve(c.pushes.size());
+    for (const auto& m : c.pushes) inputs.push_back(static_cast<const float*>(m.data()));
+    std::span<float> params(c.params->data(), c.params->size());
+    if (inputs.size() == 1) {
+      optimizer_->update(params, {inputs[0], c.desc.length}, c.opt);
+    } else {
+      std::vector<float> grad(c.desc.length);
+      aggregate_mean(grad, inputs);
+      optimizer_->update(params, grad, c.opt);
+    }
+  });
+}
+
+void Server::finish_updates() {
+  for (uint64_t id : pool_->take_finished()) {
+    ChunkState& c = *by_id_.at(id);
+    by_id_[id] = nullptr;
+    c.updating = false;
+    ++c.iteration;
+    ++stats_.updates;
+    for (auto& m : c.pushes) m.rebuild();
+    std::fill(c.arrived.begin(), c.arrived.end(), 0);
+    c.arrived_count = 0;
+    for (uint32_t w = 0; w < chunks_.workers(); ++w) {
+      send_params(routing_id(wire::WORKER, w), c, 0);
+    }
+  }
+  while (!by_id_.empty() && by_id_.back() == nullptr) by_id_.pop_back();
+}
+
+void Server::send_params(const std::string& identity, const ChunkState& c, uint64_t seq) {
+  wire::Header h = make_header(self_, wire::PARAMS);
+  h.set_key(c.desc.key);
+  h.set_offset(c.desc.offset);
+  h.set_length(c.desc.length);
+  h.set_iteration(c.iteration);
+  h.set_codec(wire::CODEC_NONE);
+  h.set_num_elements(c.desc.length);
+  h.set_payload_bytes(c.desc.bytes());
+  h.set_seq(seq);
+  std::vector<zmq::message_t> payload;
+  payload.push_back(shared_frame(c.params, c.params->data(), c.desc.bytes()));
+  send(identity, h, std::move(payload));
+}
+
+void Server::reply_error(const std::string& identity, const wire::Header* about,
+                         const WireError& e) {
+  ++stats_.errors;
+  ++stats_.errors_by_code[e.code];
+  spdlog::warn("rejected {} from '{}': {}: {}",
+               about ? wire::MsgType_Name(about->type()) : std::string("a message"), identity,
+               error_code_name(e.code), e.message);
+  wire::Header h = make_header(self_, wire::ERROR);
+  h.mutable_error()->set_code(static_cast<uint32_t>(e.code));
+  h.mutable_error()->set_message(e.message);
+  if (about) {
+    h.mutable_error()->set_about(about->type());
+    h.set_key(about->key());
+    h.set_offset(about->offset());
+    h.set_iteration(about->iteration());
+    h.set_seq(about->seq());
+  }
+  send(identity, h);
+}
+
+}  // namespace psrt

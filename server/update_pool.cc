@@ -1,0 +1,59 @@
+#include "server/update_pool.h"
+
+namespace psrt {
+
+UpdatePool::UpdatePool(int threads, Wakeup& done) : done_wakeup_(done) {
+  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { run(); });
+}
+
+UpdatePool::~UpdatePool() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void UpdatePool::submit(uint64_t id, std::function<void()> job) {
+  if (threads_.empty()) {
+    job();
+    std::lock_guard lock(mu_);
+    finished_.push_back(id);
+    done_wakeup_.notify();
+    return;
+  }
+  {
+    std::lock_guard lock(mu_);
+    jobs_.emplace_back(id, std::move(job));
+  }
+  cv_.notify_one();
+}
+
+std::vector<uint64_t> UpdatePool::take_finished() {
+  std::lock_guard lock(mu_);
+  std::vector<uint64_t> out;
+  out.swap(finished_);
+  return out;
+}
+
+void UpdatePool::run() {
+  while (true) {
+    std::pair<uint64_t, std::function<void()>> item;
+    {
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;  // stopping, nothing left
+      item = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    item.second();
+    {
+      std::lock_guard lock(mu_);
+      finished_.push_back(item.first);
+    }
+    done_wakeup_.notify();
+  }
+}
+
+}  // namespace psrt

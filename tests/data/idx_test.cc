@@ -1,0 +1,209 @@
+// IDX loading: round trips through gzip and plain files written here, and every error names the
+// file.
+#include <unistd.h>
+#include <zlib.h>
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "worker/data/idx.h"
+
+namespace fs = std::filesystem;
+using psrt::data::load_idx;
+
+namespace {
+
+// A fresh directory under the system temp dir, removed with everything in it at the end.
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    path_ = fs::temp_directory_path() /
+            ("psrt_idx_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+std::vector<unsigned char> idx_bytes(uint32_t magic, const std::vector<uint32_t>& dims,
+                                     const std::vector<unsigned char>& payload) {
+  std::vector<unsigned char> out;
+  auto put = [&](uint32_t v) {
+    for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<unsigned char>(v >> s));
+  };
+  put(magic);
+  for (uint32_t d : dims) put(d);
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+void write_gz(const std::string& path, const std::vector<unsigned char>& bytes) {
+  gzFile f = gzopen(path.c_str(), "wb");
+  REQUIRE(f != nullptr);
+  REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) ==
+          static_cast<int>(bytes.size()));
+  REQUIRE(gzclose(f) == Z_OK);
+}
+
+void write_plain(const std::string& path, const std::vector<unsigned char>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+  REQUIRE(out.good());
+}
+
+// The message of the ConfigError that f throws ("" if it throws none).
+template <typename F>
+std::string config_error(F&& f) {
+  try {
+    f();
+  } catch (const psrt::ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// 3 images of 2 x 3 pixels, pixel = 10 * image + position.
+std::vector<unsigned char> pixels() {
+  std::vector<unsigned char> p;
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 6; ++j) p.push_back(static_cast<unsigned char>(10 * i + j));
+  return p;
+}
+
+const std::vector<unsigned char> kLabels = {7, 0, 9};
+
+}  // namespace
+
+TEST_CASE("load_idx reads gzip-compressed IDX files", "[data][idx]") {
+  TempDir dir;
+  const auto img = dir.file("img.gz"), lab = dir.file("lab.gz");
+  write_gz(img, idx_bytes(2051, {3, 2, 3}, pixels()));
+  write_gz(lab, idx_bytes(2049, {3}, kLabels));
+  const auto ds = load_idx(img, lab);
+  CHECK(ds.n == 3);
+  CHECK(ds.rows == 2);
+  CHECK(ds.cols == 3);
+  REQUIRE(ds.images.size() == 18);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 6; ++j) CHECK(ds.images[i * 6 + j] == Approx((10 * i + j) / 255.0));
+  CHECK(ds.labels == std::vector<int32_t>{7, 0, 9});
+}
+
+TEST_CASE("load_idx reads plain IDX files and full-range pixels", "[data][idx]") {
+  TempDir dir;
+  const auto img = dir.file("img"), lab = dir.file("lab");
+  write_plain(img, idx_bytes(2051, {1, 1, 2}, {0, 255}));
+  write_plain(lab, idx_bytes(2049, {1}, {4}));
+  const auto ds = load_idx(img, lab);
+  REQUIRE(ds.images.size() == 2);
+  CHECK(ds.images[0] == 0.0f);
+  CHECK(ds.images[1] == 1.0f);
+  CHECK(ds.labels == std::vector<int32_t>{4});
+}
+
+TEST_CASE("load_idx errors name the file and the problem", "[data][idx]") {
+  TempDir dir;
+  const auto img = dir.file("img.gz"), lab = dir.file("lab.gz");
+  write_gz(lab, idx_bytes(2049, {3}, kLabels));
+
+  SECTION("bad image magic") {
+    write_gz(img, idx_bytes(2049, {3, 2, 3}, pixels()));
+    const auto msg = config_error([&] { load_idx(img, lab); });
+    CHECK_THAT(msg, Catch::Contains(img) && Catch::Contains("magic"));
+  }
+  SECTION("bad label magic") {
+    write_gz(img, idx_bytes(2051, {3, 2, 3}, pixels()));
+    write_gz(lab, idx_bytes(2051, {3}, kLabels));
+    const auto msg = config_error([&] { load_idx(img, lab); });
+    CHECK_THAT(msg, Catch::Contains(lab) && Catch::Contains("magic"));
+  }
+  SECTION("truncated pixel data") {
+    auto p = pixels();
+    p.resize(p.size() - 1);
+    write_gz(img, idx_bytes(2051, {3, 2, 3}, p));
+    const auto msg = config_error([&] { load_idx(img, lab); });
+    CHECK_THAT(msg, Catch::Contains(img) && Catch::Contains("truncated"));
+  }
+  SECTION("truncated header") {
+    write_gz(img, idx_bytes(2051, {3, 2}, {}));
+    const auto msg = config_error([&] { load_idx(img, lab); });
+    CHECK_THAT(msg, Catch::Contains(img) && Catch::Contains("truncated"));
+  }
+  SECTION("truncated label data") {
+    write_gz(img, idx_bytes(2051, {3, 2, 3}, pixels()));
+    write_gz(lab, idx_bytes(2049, {3}, {7, 0}));
+    const auto msg = config_error([&] { load_idx(img, lab); });
+    CHECK_THAT(msg, Catch::Contains(lab) && Catch::Contains("truncated"));
+  }
+  SECTION("a gzip stream cut short") {
+    write_gz(img, idx_bytes(2051, {3, 2, 3}, pixels()));
+    const auto size = fs::file_size(img);
+    fs::resize_file(img, size / 2);
+    const auto msg = config_error([&] { load_idx(img, lab); });
+    CHECK_THAT(msg, Catch::Contains(img));
+  }
+  SECTION("image and label counts differ") {
+    write_gz(img, idx_bytes(2051, {3, 2, 3}, pixels()));
+    write_gz(lab, idx_bytes(2049, {2}, {7, 0}));
+    const auto msg = config_error([&] { load_idx(img, lab); });
+    CHECK_THAT(msg, Catch::Contains(lab) && Catch::Contains("3 images but 2 labels"));
+  }
+  SECTION("zero rows") {
+    write_gz(img, idx_bytes(2051, {3, 0, 3}, {}));
+    const auto msg = config_error([&] { load_idx(img, lab); });
+    CHECK_THAT(msg, Catch::Contains(img) && Catch::Contains("row count"));
+  }
+  SECTION("trailing bytes") {
+    auto p = pixels();
+    p.push_back(1);
+    write_gz(img, idx_bytes(2051, {3, 2, 3}, p));
+    const auto msg = config_error([&] { load_idx(img, lab); });
+    CHECK_THAT(msg, Catch::Contains(img) && Catch::Contains("trailing"));
+  }
+  SECTION("missing file") {
+    const auto missing = dir.file("nope.gz");
+    const auto msg = config_error([&] { load_idx(missing, lab); });
+    CHECK_THAT(msg, Catch::Contains(missing) && Catch::Contains("cannot open"));
+  }
+}
+
+TEST_CASE("load_fashion_mnist reads the real training set when it is installed",
+          "[data][idx][fashion]") {
+  const std::string dir = "/usr/share/datasets/fashion-mnist";
+  if (!fs::exists(dir + "/train-images-idx3-ubyte.gz")) {
+    WARN("Fashion-MNIST not found at " << dir << ": skipped");
+    return;
+  }
+  const auto ds = psrt::data::load_fashion_mnist(dir, true);
+  CHECK(ds.n == 60000);
+  CHECK(ds.rows == 28);
+  CHECK(ds.cols == 28);
+  CHECK(ds.images.size() == 60000u * 28 * 28);
+  REQUIRE(ds.labels.size() == 60000u);
+  std::vector<int> per_class(10, 0);
+  for (int32_t l : ds.labels) {
+    REQUIRE(l >= 0);
+    REQUIRE(l <= 9);
+    ++per_class[l];
+  }
+  for (int c : per_class) CHECK(c == 6000);  // Fashion-MNIST's training set is balanced
+  float lo = 1, hi = 0;
+  for (float p : ds.images) {
+    lo = std::min(lo, p);
+    hi = std::max(hi, p);
+  }
+  CHECK(lo == 0.0f);
+  CHECK(hi == 1.0f);
+}

@@ -1,0 +1,38 @@
+// A worker's compute backend: runs one layer at a time so the runtime can wait for that layer's
+// parameters before its forward and push its gradients the moment its backward ends.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "core/config.h"
+#include "core/model.h"
+
+namespace psrt {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const ModelDesc& desc() const = 0;
+  // Parameter storage of tensor `key`: the runtime writes received values here.
+  virtual std::span<float> param(uint32_t key) = 0;
+  virtual std::span<const float> grad(uint32_t key) const = 0;
+
+  virtual void begin_iteration(uint64_t iteration) = 0;  // loads the iteration's batch
+  virtual void forward_layer(std::size_t layer) = 0;
+  virtual void backward_layer(std::size_t layer) = 0;
+  virtual std::optional<double> loss() const = 0;  // none for backends without a real loss
+  virtual int batch_samples() const = 0;
+  // Iterations in one pass over this worker's data shard (0: no notion of epochs).
+  virtual int64_t iterations_per_epoch() const = 0;
+  // Test-set accuracy with the current parameters, if the backend can evaluate.
+  virtual std::optional<double> evaluate() { return std::nullopt; }
+};
+
+// Builds the backend the config asks for. Throws ConfigError.
+std::unique_ptr<Backend> make_backend(const Config& config, uint32_t rank);
+
+}  // namespace psrt

@@ -1,0 +1,46 @@
+// psrt-worker: trains one model replica; pushes gradients, receives parameters.
+#include <cblas.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+#include "core/daemon_main.h"
+#include "worker/backend.h"
+#include "worker/ps_client.h"
+#include "worker/trainer.h"
+
+namespace {
+
+std::string with_rank(std::string path, int rank) {
+  const auto pos = path.find("{rank}");
+  if (pos != std::string::npos) path.replace(pos, 6, std::to_string(rank));
+  return path;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return psrt::daemon_main(argc, argv, "worker", [](const psrt::Config& config,
+                                                    const psrt::DaemonArgs& args) {
+    openblas_set_num_threads(config.job.blas_threads);
+    const auto rank = static_cast<uint32_t>(args.rank);
+    auto backend = psrt::make_backend(config, rank);
+    psrt::PsClient client(config, rank, backend->desc(),
+                          [&](uint32_t key) { return backend->param(key); });
+    const auto result = psrt::train(config, rank, *backend, client);
+    const auto stats = client.stats();
+    spdlog::info("{} iterations in {:.1f} s; pushed {:.1f} MiB; waited {:.1f} s for parameters",
+                 result.iterations, result.seconds, double(stats.bytes_pushed) / (1 << 20),
+                 stats.wait_seconds);
+    if (!config.job.dump_params.empty()) {
+      psrt::dump_params(with_rank(config.job.dump_params, args.rank), *backend);
+    }
+    if (rank == 0 && config.job.evaluate) {
+      if (auto acc = backend->evaluate()) {
+        std::printf("test accuracy: %.4f\n", *acc);
+        std::fflush(stdout);
+      }
+    }
+    client.finish();
+  });
+}

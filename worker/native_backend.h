@@ -1,0 +1,42 @@
+// The `native` backend: the engine's network on OpenBLAS, fed Fashion-MNIST batches sharded by
+// rank and reshuffled each epoch.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "worker/backend.h"
+#include "worker/data/idx.h"
+#include "worker/data/sampler.h"
+#include "worker/engine/network.h"
+
+namespace psrt {
+
+class NativeBackend final : public Backend {
+ public:
+  NativeBackend(const Config& config, uint32_t rank);
+
+  const ModelDesc& desc() const override { return net_->desc(); }
+  std::span<float> param(uint32_t key) override { return net_->param(key); }
+  std::span<const float> grad(uint32_t key) const override { return net_->grad(key); }
+  void begin_iteration(uint64_t iteration) override;
+  void forward_layer(std::size_t layer) override { net_->forward_layer(layer); }
+  void backward_layer(std::size_t layer) override { net_->backward_layer(layer); }
+  std::optional<double> loss() const override { return net_->loss(); }
+  int batch_samples() const override { return batch_; }
+  int64_t iterations_per_epoch() const override { return sampler_->iterations_per_epoch(); }
+  std::optional<double> evaluate() override;
+
+ private:
+  Config config_;
+  int batch_;
+  std::unique_ptr<engine::Network> net_;
+  data::Dataset train_;
+  std::unique_ptr<data::BatchSampler> sampler_;
+  std::vector<float> images_;
+  std::vector<int32_t> labels_;
+};
+
+engine::NetSpec net_spec(const ModelConfig& model);
+
+}  // namespace psrt

@@ -1,0 +1,111 @@
+// PsClient, compute-thread side: start, waits, pushes, finish.
+#include "worker/ps_client.h"
+
+#include "core/status.h"
+
+namespace psrt {
+
+PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, ParamAccess params)
+    : config_(config),
+      rank_(rank),
+      self_{wire::WORKER, rank, config.job.id},
+      model_(model),
+      params_(std::move(params)),
+      ctx_(1),
+      queue_(config.scheduler.mode, config.scheduler.credit_bytes) {
+  if (int64_t(rank) >= config.cluster.workers) {
+    throw ConfigError("worker rank " + std::to_string(rank) + " is outside cluster.workers = " +
+                      std::to_string(config.cluster.workers));
+  }
+  priority_.resize(model.tensors.size());
+  for (const auto& t : model.tensors) priority_[t.key] = t.key;
+  if (!config.scheduler.priority.empty()) {
+    if (config.scheduler.priority.size() != model.tensors.size()) {
+      throw ConfigError(config.source + ": scheduler.priority: lists " +
+                        std::to_string(config.scheduler.priority.size()) +
+                        " priorities, the model has " + std::to_string(model.tensors.size()) +
+                        " tensors");
+    }
+    for (std::size_t k = 0; k < priority_.size(); ++k) {
+      priority_[k] = uint32_t(config.scheduler.priority[k]);
+    }
+  }
+  queue_.expect_tensors(uint32_t(model.tensors.size()));
+  dealers_.push_back(make_dealer(ctx_, routing_id(wire::WORKER, rank)));
+  dealers_[0].connect(config.cluster.coordinator);
+  io_ = std::thread([this] { io_loop(); });
+}
+
+PsClient::~PsClient() {
+  {
+    std::lock_guard lock(mu_);
+    if (!error_ && !finished_) error_ = "worker stopped";
+  }
+  wakeup_.notify();
+  if (io_.joinable()) io_.join();
+}
+
+template <typename Pred>
+void PsClient::wait_for(Pred pred, const char* /*what*/) {
+  std::unique_lock lock(mu_);
+  if (pred()) return;
+  const auto t0 = std::chrono::steady_clock::now();
+  cv_.wait(lock, [&] { return error_.has_value() || pred(); });
+  stats_.wait_seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (error_ && !pred()) throw JobError(*error_);
+}
+
+void PsClient::start() {
+  wait_for([&] { return started_; }, "start");
+}
+
+bool PsClient::layer_ready(uint32_t layer, uint64_t iteration) const {
+  for (uint32_t key : model_.layers[layer].tensors) {
+    for (uint32_t id : shards_.tensor_chunks(key)) {
+      if (version_[id] < int64_t(iteration)) return false;
+    }
+  }
+  return true;
+}
+
+void PsClient::wait_layer(uint32_t layer, uint64_t iteration) {
+  if (model_.layers.at(layer).tensors.empty()) return;
+  wait_for([&] { return layer_ready(layer, iteration); }, "layer");
+}
+
+void PsClient::wait_all(uint64_t iteration) {
+  wait_for(
+      [&] {
+        for (auto v : version_)
+          if (v < int64_t(iteration)) return false;
+        return true;
+      },
+      "all");
+}
+
+void PsClient::push(uint32_t key, uint64_t iteration, std::span<const float> grad) {
+  auto buf = std::make_shared<std::vector<float>>(grad.begin(), grad.end());
+  {
+    std::lock_guard lock(mu_);
+    if (error_) throw JobError(*error_);
+    commands_.push_back({key, iteration, std::move(buf)});
+  }
+  wakeup_.notify();
+}
+
+void PsClient::finish() {
+  {
+    std::lock_guard lock(mu_);
+    want_shutdown_ = true;
+  }
+  wakeup_.notify();
+  wait_for([&] { return finished_; }, "shutdown");
+}
+
+ClientStats PsClient::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+}  // namespace psrt

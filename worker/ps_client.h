@@ -1,0 +1,126 @@
+// The worker's side of the parameter servers. One I/O thread owns every socket: a DEALER per
+// server (the one to server 0 also carries the coordinator traffic). The compute thread talks to
+// it through a command queue and a Wakeup, and waits for parameters on a condition variable.
+//
+// Gradients go out through the PushQueue (mode, priority, byte credit); each server acknowledges
+// a chunk on receipt, which releases its credit. Received parameters are written straight into
+// the backend's parameter storage: a layer's values change only after this worker pushed that
+// layer's gradient, and its next forward waits for them.
+#pragma once
+
+#include <zmq.hpp>
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/config.h"
+#include "core/model.h"
+#include "core/sharding.h"
+#include "core/transport.h"
+#include "core/wire.h"
+#include "scheduler/push_queue.h"
+
+namespace psrt {
+
+struct ClientStats {
+  uint64_t bytes_pushed = 0;
+  uint64_t chunks_pushed = 0;
+  uint64_t params_received = 0;
+  double wait_seconds = 0;  // compute thread blocked on parameters
+};
+
+class PsClient {
+ public:
+  using ParamAccess = std::function<std::span<float>(uint32_t key)>;
+
+  PsClient(const Config& config, uint32_t rank, const ModelDesc& model, ParamAccess params);
+  ~PsClient();
+  PsClient(const PsClient&) = delete;
+  PsClient& operator=(const PsClient&) = delete;
+
+  // Registers, receives the membership, initialises the servers (worker 0), passes the start
+  // barrier and asks for the first parameters. Throws JobError on timeout or abort.
+  void start();
+  // Blocks until every chunk of `layer`'s tensors holds the values for `iteration`.
+  void wait_layer(uint32_t layer, uint64_t iteration);
+  void wait_all(uint64_t iteration);
+  // Hands a tensor's gradient for `iteration` to the scheduler (copied; the caller may reuse it).
+  void push(uint32_t key, uint64_t iteration, std::span<const float> grad);
+  // Passes the shutdown barrier; the servers exit when every worker has.
+  void finish();
+
+  const ShardMap& shards() const { return shards_; }
+  ClientStats stats() const;
+
+ private:
+  struct Command {
+    uint32_t key;
+    uint64_t iteration;
+    std::shared_ptr<std::vector<float>> grad;
+  };
+
+  // I/O thread (ps_client_io.cc)
+  void io_loop();
+  void on_message(std::size_t server, Envelope& env);
+  void on_membership(const wire::Membership& m);
+  void on_params(const wire::Header& h, std::vector<zmq::message_t>& payload);
+  void send_init();
+  void send_barrier(const std::string& name);
+  void pump();
+  void take_commands();
+  void check_timers();
+  void fail(const std::string& why);
+  bool send_to(std::size_t server, const wire::Header& h, std::vector<zmq::message_t> payload = {});
+  wire::Header tensor_header(wire::MsgType type, const ChunkDesc& c, uint64_t iteration);
+
+  // compute thread side
+  template <typename Pred>
+  void wait_for(Pred pred, const char* what);
+  bool layer_ready(uint32_t layer, uint64_t iteration) const;
+
+  Config config_;
+  uint32_t rank_;
+  Sender self_;
+  ModelDesc model_;
+  ParamAccess params_;
+  std::vector<uint32_t> priority_;  // by tensor key
+
+  // I/O thread only
+  zmq::context_t ctx_;
+  std::vector<zmq::socket_t> dealers_;
+  ShardMap shards_;
+  PushQueue queue_;
+  std::map<uint64_t, uint64_t> unacked_;  // seq -> bytes
+  std::map<uint32_t, Command> pending_;    // by key: the gradient being sent
+  uint64_t seq_ = 0;
+  std::size_t init_acks_ = 0;
+  bool shutdown_sent_ = false;
+  std::chrono::steady_clock::time_point started_at_, coordinator_seen_, next_heartbeat_;
+
+  // shared, under mu_
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Command> commands_;
+  bool want_shutdown_ = false;
+  bool have_membership_ = false;
+  bool started_ = false;
+  bool finished_ = false;
+  std::optional<std::string> error_;
+  std::vector<int64_t> version_;  // by chunk id; -1: none yet
+  ClientStats stats_;
+
+  Wakeup wakeup_;
+  std::thread io_;
+};
+
+}  // namespace psrt

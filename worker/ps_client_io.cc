@@ -1,0 +1,275 @@
+// PsClient, I/O-thread side: the only code that touches the sockets.
+#include <spdlog/spdlog.h>
+
+#include <unistd.h>
+
+#include <cstring>
+
+#include "worker/ps_client.h"
+
+namespace psrt {
+
+namespace {
+using SteadyClock = std::chrono::steady_clock;
+SteadyClock::duration seconds(double s) {
+  return std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(s));
+}
+}  // namespace
+
+void PsClient::fail(const std::string& why) {
+  std::lock_guard lock(mu_);
+  if (!error_) error_ = why;
+  cv_.notify_all();
+}
+
+bool PsClient::send_to(std::size_t server, const wire::Header& h,
+                       std::vector<zmq::message_t> payload) {
+  return send_envelope(dealers_.at(server), nullptr, h, std::move(payload));
+}
+
+wire::Header PsClient::tensor_header(wire::MsgType type, const ChunkDesc& c, uint64_t iteration) {
+  wire::Header h = make_header(self_, type);
+  h.set_key(c.key);
+  h.set_offset(c.offset);
+  h.set_length(c.length);
+  h.set_iteration(iteration);
+  h.set_priority(priority_[c.key]);
+  h.set_codec(wire::CODEC_NONE);
+  h.set_seq(++seq_);
+  return h;
+}
+
+void PsClient::io_loop() {
+  try {
+    started_at_ = SteadyClock::now();
+    coordinator_seen_ = started_at_;
+    next_heartbeat_ = started_at_;
+    wire::Header reg = make_header(self_, wire::REGISTER);
+    for (const auto& t : model_.tensors) {
+      auto* ti = reg.mutable_register_()->add_tensors();
+      ti->set_key(t.key);
+      ti->set_name(t.name);
+      ti->set_num_elements(t.num_elements);
+      ti->set_layer(t.layer);
+    }
+    reg.mutable_register_()->set_pid(uint32_t(::getpid()));
+    send_to(0, reg);
+
+    Envelope env;
+    std::vector<zmq::pollitem_t> items;
+    while (true) {
+      {
+        std::lock_guard lock(mu_);
+        if (error_ || finished_) break;
+      }
+      check_timers();
+      take_commands();
+      pump();
+      items.clear();
+      items.push_back({nullptr, wakeup_.fd(), ZMQ_POLLIN, 0});
+      for (auto& d : dealers_) items.push_back({d.handle(), 0, ZMQ_POLLIN, 0});
+      const auto wait = std::max(SteadyClock::duration::zero(), next_heartbeat_ - SteadyClock::now());
+      zmq::poll(items.data(), items.size(),
+                std::chrono::duration_cast<std::chrono::milliseconds>(wait) +
+                    std::chrono::milliseconds(1));
+      if (items[0].revents & ZMQ_POLLIN) wakeup_.drain();
+      for (std::size_t s = 0; s < dealers_.size(); ++s) {
+        if (!(items[s + 1].revents & ZMQ_POLLIN)) continue;
+        for (int i = 0; i < 256 && recv_envelope(dealers_[s], env, false); ++i) on_message(s, env);
+      }
+    }
+  } catch (const std::exception& e) {
+    fail(std::string("I/O thread: ") + e.what());
+  }
+  // Sockets close here, in the thread that owns them; linger flushes what is queued.
+  dealers_.clear();
+}
+
+void PsClient::check_timers() {
+  const auto now = SteadyClock::now();
+  if (now >= next_heartbeat_) {
+    next_heartbeat_ = now + seconds(config_.cluster.heartbeat_s);
+    send_to(0, make_header(self_, wire::HEARTBEAT));
+  }
+  bool started = false, membership = false;
+  {
+    std::lock_guard lock(mu_);
+    started = started_;
+    membership = have_membership_;
+  }
+  if (!started && now - started_at_ > seconds(config_.cluster.start_timeout_s)) {
+    fail("gave up after " + std::to_string(config_.cluster.start_timeout_s) + " s waiting for " +
+         (membership ? "the start barrier" : "the membership") + " from the coordinator at " +
+         config_.cluster.coordinator);
+  }
+  if (membership && now - coordinator_seen_ > seconds(config_.cluster.peer_timeout_s)) {
+    fail("lost the coordinator (server 0 at " + config_.cluster.coordinator +
+         "): nothing heard from it for " + std::to_string(config_.cluster.peer_timeout_s) + " s");
+  }
+}
+
+void PsClient::on_message(std::size_t server, Envelope& env) {
+  wire::Header h;
+  WireError err;
+  if (!decode_header(env.header, env.payload, config_.job.id, h, err)) {
+    spdlog::warn("ignored a bad message from server {}: {}", server, err.message);
+    return;
+  }
+  if (h.role() != wire::SERVER || h.rank() != server) {
+    spdlog::warn("ignored a message claiming to be {} on the link to server {}",
+                 peer_name(h.role(), h.rank()), server);
+    return;
+  }
+  if (server == 0) coordinator_seen_ = SteadyClock::now();
+  switch (h.type()) {
+    case wire::HEARTBEAT: return;
+    case wire::MEMBERSHIP: on_membership(h.membership()); return;
+    case wire::BARRIER_RELEASE: {
+      std::lock_guard lock(mu_);
+      if (h.barrier().name() == "start" && !started_) {
+        started_ = true;
+        // First values for everyone; they count as iteration 0.
+        for (const auto& c : shards_.chunks()) send_to(c.server, tensor_header(wire::PULL, c, 0));
+      } else if (h.barrier().name() == "shutdown") {
+        finished_ = true;
+      }
+      cv_.notify_all();
+      return;
+    }
+    case wire::ACK: {
+      auto it = unacked_.find(h.seq());
+      if (it == unacked_.end()) return;
+      if (init_acks_ > 0 && --init_acks_ == 0) send_barrier("start");
+      queue_.acked(it->second);
+      unacked_.erase(it);
+      return;
+    }
+    case wire::PARAMS: on_params(h, env.payload); return;
+    case wire::ABORT: fail("job aborted by the coordinator: " + h.error().message()); return;
+    case wire::ERROR:
+      fail("server " + std::to_string(server) + " rejected " +
+           wire::MsgType_Name(h.error().about()) + " of tensor " + std::to_string(h.key()) +
+           " iteration " + std::to_string(h.iteration()) + ": " + h.error().message());
+      return;
+    default:
+      spdlog::warn("ignored {} from server {}", wire::MsgType_Name(h.type()), server);
+  }
+}
+
+void PsClient::on_membership(const wire::Membership& m) {
+  {
+    std::lock_guard lock(mu_);
+    if (have_membership_) return;  // a repeat
+  }
+  std::vector<ChunkDesc> chunks;
+  for (const auto& c : m.chunks()) {
+    ChunkDesc d;
+    d.key = c.key();
+    d.offset = c.offset();
+    d.length = c.length();
+    d.server = c.server();
+    chunks.push_back(d);
+  }
+  try {
+    shards_ = ShardMap(std::move(chunks), uint32_t(model_.tensors.size()), m.num_servers());
+  } catch (const std::exception& e) {
+    fail(std::string("unusable membership: ") + e.what());
+    return;
+  }
+  for (uint32_t s = 1; s < m.num_servers(); ++s) {
+    dealers_.push_back(make_dealer(ctx_, routing_id(wire::WORKER, rank_)));
+    dealers_.back().connect(m.server_addresses(int(s)));
+  }
+  {
+    std::lock_guard lock(mu_);
+    version_.assign(shards_.chunks().size(), -1);
+    have_membership_ = true;
+  }
+  spdlog::info("membership: {} servers, {} chunks", m.num_servers(), shards_.chunks().size());
+  if (rank_ == 0) {
+    send_init();
+  } else {
+    send_barrier("start");
+  }
+}
+
+void PsClient::send_init() {
+  for (const auto& c : shards_.chunks()) {
+    wire::Header h = tensor_header(wire::INIT, c, 0);
+    h.set_num_elements(c.length);
+    h.set_payload_bytes(c.bytes());
+    zmq::message_t frame(c.bytes());
+    std::memcpy(frame.data(), params_(c.key).data() + c.offset, c.bytes());
+    std::vector<zmq::message_t> payload;
+    payload.push_back(std::move(frame));
+    unacked_[h.seq()] = 0;
+    ++init_acks_;
+    send_to(c.server, h, std::move(payload));
+  }
+}
+
+void PsClient::send_barrier(const std::string& name) {
+  wire::Header h = make_header(self_, wire::BARRIER);
+  h.mutable_barrier()->set_name(name);
+  send_to(0, h);
+}
+
+void PsClient::on_params(const wire::Header& h, std::vector<zmq::message_t>& payload) {
+  const ChunkDesc* c = shards_.find(h.key(), h.offset());
+  if (!c || c->length != h.length() || payload.size() != 1 || h.codec() != wire::CODEC_NONE) {
+    spdlog::warn("ignored PARAMS for an unknown chunk ({}, {})", h.key(), h.offset());
+    return;
+  }
+  std::span<float> dst = params_(c->key);
+  std::memcpy(dst.data() + c->offset, payload[0].data(), c->bytes());
+  std::lock_guard lock(mu_);
+  auto& v = version_[c->id];
+  v = std::max<int64_t>(v, int64_t(h.iteration()));
+  ++stats_.params_received;
+  cv_.notify_all();
+}
+
+void PsClient::take_commands() {
+  std::deque<Command> cmds;
+  bool shutdown = false;
+  {
+    std::lock_guard lock(mu_);
+    cmds.swap(commands_);
+    shutdown = want_shutdown_;
+  }
+  for (auto& cmd : cmds) {
+    std::vector<PushUnit> units;
+    for (uint32_t id : shards_.tensor_chunks(cmd.key)) {
+      PushUnit u;
+      u.chunk = id;
+      u.bytes = shards_.chunks()[id].bytes();
+      units.push_back(u);
+    }
+    const uint32_t key = cmd.key;
+    pending_[key] = std::move(cmd);
+    queue_.add(key, priority_[key], std::move(units));
+  }
+  if (shutdown && !shutdown_sent_ && queue_.idle()) {
+    shutdown_sent_ = true;
+    send_barrier("shutdown");
+  }
+}
+
+void PsClient::pump() {
+  while (auto unit = queue_.next()) {
+    const ChunkDesc& c = shards_.chunks()[unit->chunk];
+    const Command& cmd = pending_.at(c.key);
+    wire::Header h = tensor_header(wire::PUSH, c, cmd.iteration);
+    h.set_num_elements(c.length);
+    h.set_payload_bytes(c.bytes());
+    std::vector<zmq::message_t> payload;
+    payload.push_back(shared_frame(cmd.grad, cmd.grad->data() + c.offset, c.bytes()));
+    unacked_[h.seq()] = unit->bytes;
+    send_to(c.server, h, std::move(payload));
+    std::lock_guard lock(mu_);
+    stats_.bytes_pushed += c.bytes();
+    ++stats_.chunks_pushed;
+  }
+}
+
+}  // namespace psrt

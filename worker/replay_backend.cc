@@ -1,0 +1,43 @@
+#include "worker/replay_backend.h"
+
+#include <chrono>
+#include <thread>
+
+#include "core/profile.h"
+#include "core/status.h"
+#include "worker/native_backend.h"
+
+namespace psrt {
+
+ReplayBackend::ReplayBackend(const Config& config, uint32_t rank)
+    : model_(load_profile(config.model.profile, config.model.scale)),
+      batch_(config.job.batch_size) {
+  params_.resize(model_.tensors.size());
+  grads_.resize(model_.tensors.size());
+  for (const auto& t : model_.tensors) {
+    params_[t.key].assign(t.num_elements, 0.01f);
+    auto& g = grads_[t.key];
+    g.resize(t.num_elements);
+    // Small, varied, and different per worker so aggregation is really exercised.
+    for (uint64_t i = 0; i < t.num_elements; ++i) {
+      g[i] = 1e-3f * float(int((i * 2654435761u + t.key * 97u + rank * 31u) % 17u) - 8);
+    }
+  }
+}
+
+void ReplayBackend::spend(double ms) {
+  if (ms <= 0) return;
+  // Emulated device time: the host thread waits until the layer would have finished.
+  std::this_thread::sleep_until(std::chrono::steady_clock::now() +
+                                std::chrono::duration<double, std::milli>(ms));
+}
+
+void ReplayBackend::forward_layer(std::size_t layer) { spend(model_.layers.at(layer).forward_ms); }
+void ReplayBackend::backward_layer(std::size_t layer) { spend(model_.layers.at(layer).backward_ms); }
+
+std::unique_ptr<Backend> make_backend(const Config& config, uint32_t rank) {
+  if (config.model.backend == "replay") return std::make_unique<ReplayBackend>(config, rank);
+  return std::make_unique<NativeBackend>(config, rank);
+}
+
+}  // namespace psrt

@@ -1,0 +1,36 @@
+// The `replay` backend: a model profile (bench/profiles/*.yaml) replayed without real compute.
+// Each layer's forward and backward take the profile's time, spent waiting (it emulates a device
+// that computes while the host waits); gradients have the real sizes and fixed values, so the
+// servers' traffic, aggregation and optimizer work are real.
+#pragma once
+
+#include <vector>
+
+#include "worker/backend.h"
+
+namespace psrt {
+
+class ReplayBackend final : public Backend {
+ public:
+  ReplayBackend(const Config& config, uint32_t rank);
+
+  const ModelDesc& desc() const override { return model_; }
+  std::span<float> param(uint32_t key) override { return params_.at(key); }
+  std::span<const float> grad(uint32_t key) const override { return grads_.at(key); }
+  void begin_iteration(uint64_t) override {}
+  void forward_layer(std::size_t layer) override;
+  void backward_layer(std::size_t layer) override;
+  std::optional<double> loss() const override { return std::nullopt; }
+  int batch_samples() const override { return batch_; }
+  int64_t iterations_per_epoch() const override { return 0; }
+
+ private:
+  void spend(double ms);
+
+  ModelDesc model_;
+  int batch_;
+  std::vector<std::vector<float>> params_;
+  std::vector<std::vector<float>> grads_;
+};
+
+}  // namespace psrt

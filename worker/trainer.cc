@@ -1,0 +1,116 @@
+#include "worker/trainer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+
+#include "core/status.h"
+
+namespace psrt {
+
+uint64_t planned_iterations(const Config& config, const Backend& backend) {
+  if (config.job.iterations > 0) return uint64_t(config.job.iterations);
+  const int64_t per_epoch = backend.iterations_per_epoch();
+  if (per_epoch <= 0) {
+    throw ConfigError(config.source + ": job.iterations: must be set for the " +
+                      config.model.backend + " backend (it has no epochs)");
+  }
+  return std::max<uint64_t>(1, uint64_t(std::llround(config.job.epochs * double(per_epoch))));
+}
+
+namespace {
+
+std::string format_eta(double seconds) {
+  const auto s = int64_t(seconds + 0.5);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", (long long)(s / 3600),
+                (long long)(s / 60 % 60), (long long)(s % 60));
+  return buf;
+}
+
+}  // namespace
+
+TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClient& client) {
+  using Clock = std::chrono::steady_clock;
+  const ModelDesc& model = backend.desc();
+  const uint64_t total = planned_iterations(config, backend);
+  const int64_t per_epoch = backend.iterations_per_epoch();
+  const bool bigdl = config.scheduler.mode == Mode::kBigdl;
+  const std::size_t layers = model.layers.size();
+
+  client.start();
+  if (rank == 0) {
+    spdlog::info("training {} for {} iterations ({} workers x batch {}, mode {})", model.name,
+                 total, config.cluster.workers, config.job.batch_size,
+                 mode_name(config.scheduler.mode));
+  }
+  TrainResult result;
+  const auto t0 = Clock::now();
+  auto window_start = t0;
+  double loss_sum = 0;
+  int loss_count = 0;
+  for (uint64_t t = 0; t < total; ++t) {
+    backend.begin_iteration(t);
+    if (bigdl) client.wait_all(t);
+    for (std::size_t l = 0; l < layers; ++l) {
+      if (!bigdl) client.wait_layer(uint32_t(l), t);
+      backend.forward_layer(l);
+    }
+    if (auto loss = backend.loss()) {
+      if (!std::isfinite(*loss)) {
+        throw JobError("loss is " + std::to_string(*loss) + " at iteration " + std::to_string(t) +
+                       ": training diverged (lower optimizer.lr?)");
+      }
+      loss_sum += *loss;
+      ++loss_count;
+      result.last_loss = *loss;
+    }
+    for (std::size_t l = layers; l-- > 0;) {
+      backend.backward_layer(l);
+      for (uint32_t key : model.layers[l].tensors) client.push(key, t, backend.grad(key));
+    }
+    const uint64_t done = t + 1;
+    if (config.job.log_every > 0 && (done % uint64_t(config.job.log_every) == 0 || done == total)) {
+      const auto now = Clock::now();
+      const double window = std::chrono::duration<double>(now - window_start).count();
+      const double elapsed = std::chrono::duration<double>(now - t0).count();
+      const uint64_t in_window = done % uint64_t(config.job.log_every) == 0
+                                     ? uint64_t(config.job.log_every)
+                                     : done % uint64_t(config.job.log_every);
+      const double samples_per_s = double(in_window) * config.job.batch_size *
+                                   config.cluster.workers / std::max(window, 1e-9);
+      const double eta = elapsed / double(done) * double(total - done);
+      const auto lvl = rank == 0 ? spdlog::level::info : spdlog::level::debug;
+      const std::string epoch =
+          per_epoch > 0 ? std::to_string(t / uint64_t(per_epoch) + 1) : std::string("-");
+      if (loss_count > 0) {
+        spdlog::log(lvl, "epoch {} iter {}/{} loss {:.4f} {:.0f} samples/s ETA {}", epoch, done,
+                    total, loss_sum / loss_count, samples_per_s, format_eta(eta));
+      } else {
+        spdlog::log(lvl, "iter {}/{} {:.1f} ms/iter {:.0f} samples/s ETA {}", done, total,
+                    window / double(in_window) * 1e3, samples_per_s, format_eta(eta));
+      }
+      window_start = now;
+      loss_sum = 0;
+      loss_count = 0;
+    }
+  }
+  client.wait_all(total);  // the final parameters
+  result.iterations = total;
+  result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  return result;
+}
+
+void dump_params(const std::string& path, Backend& backend) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw JobError("cannot write parameters to " + path);
+  for (const auto& t : backend.desc().tensors) {
+    auto p = backend.param(t.key);
+    out.write(reinterpret_cast<const char*>(p.data()), std::streamsize(p.size_bytes()));
+  }
+  if (!out) throw JobError("failed writing parameters to " + path);
+}
+
+}  // namespace psrt
