@@ -6,17 +6,30 @@
 
 namespace psrt {
 
+namespace {
+
+// Longest-processing-time placement: biggest chunks first onto the least-loaded server (ties:
+// lowest rank). Returns the servers' loads in bytes.
+std::vector<uint64_t> place(std::vector<ChunkDesc>& chunks, uint32_t num_servers) {
+  std::vector<uint32_t> order(chunks.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](uint32_t a, uint32_t b) { return chunks[a].length > chunks[b].length; });
+  std::vector<uint64_t> load(num_servers, 0);
+  for (uint32_t id : order) {
+    const auto s = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    chunks[id].server = s;
+    load[s] += chunks[id].bytes();
+  }
+  return load;
+}
+
+}  // namespace
+
 ShardMap::ShardMap(const ModelDesc& model, uint32_t num_servers, uint64_t chunk_bytes) {
   if (num_servers == 0) throw std::invalid_argument("ShardMap: no servers");
-  // Balance needs granularity: each server should hold at least kMinChunksPerServer chunks' worth,
-  // so the chunk size is capped at total / (servers * kMinChunksPerServer).
-  constexpr uint64_t kMinChunksPerServer = 16;
-  const uint64_t balance_cap = num_servers == 1
-                                   ? UINT64_MAX
-                                   : model.total_elements() / (num_servers * kMinChunksPerServer);
-  const uint64_t max_elems =
-      std::max<uint64_t>(1, std::min<uint64_t>(chunk_bytes / sizeof(float),
-                                               std::max<uint64_t>(balance_cap, 1024)));
+  const uint64_t max_elems = std::max<uint64_t>(1, chunk_bytes / sizeof(float));
+  std::vector<ChunkDesc> chunks;
   for (const auto& t : model.tensors) {
     const uint64_t n = std::max<uint64_t>(1, (t.num_elements + max_elems - 1) / max_elems);
     const uint64_t base = t.num_elements / n;
@@ -24,28 +37,33 @@ ShardMap::ShardMap(const ModelDesc& model, uint32_t num_servers, uint64_t chunk_
     uint64_t offset = 0;
     for (uint64_t i = 0; i < n; ++i) {
       ChunkDesc c;
-      c.id = static_cast<uint32_t>(chunks_.size());
       c.key = t.key;
       c.offset = offset;
       c.length = base + (i < extra ? 1 : 0);
       offset += c.length;
-      chunks_.push_back(c);
+      chunks.push_back(c);
     }
   }
-  // Longest-processing-time placement: biggest chunks first onto the least-loaded server.
-  std::vector<uint32_t> order(chunks_.size());
-  std::iota(order.begin(), order.end(), 0u);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](uint32_t a, uint32_t b) { return chunks_[a].length > chunks_[b].length; });
-  std::vector<uint64_t> load(num_servers, 0);
-  for (uint32_t id : order) {
-    const auto s = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    chunks_[id].server = s;
-    load[s] += chunks_[id].bytes();
+  // Balance: while the busiest server holds more than kTolerance times the least busy one, halve
+  // the largest chunk and place again. Small models end with few messages, big tensors get split
+  // only as far as balance needs.
+  constexpr double kTolerance = 1.05;
+  constexpr uint64_t kMinSplitElements = 2048;
+  for (int round = 0; round < 100000; ++round) {
+    const auto load = place(chunks, num_servers);
+    const uint64_t hi = *std::max_element(load.begin(), load.end());
+    const uint64_t lo = *std::min_element(load.begin(), load.end());
+    if (double(hi) <= kTolerance * double(lo)) break;
+    auto big = std::max_element(chunks.begin(), chunks.end(),
+                                [](const ChunkDesc& a, const ChunkDesc& b) { return a.length < b.length; });
+    if (big->length < 2 * kMinSplitElements) break;
+    ChunkDesc second = *big;
+    big->length /= 2;
+    second.offset = big->offset + big->length;
+    second.length -= big->length;
+    chunks.push_back(second);
   }
-  by_tensor_.resize(model.tensors.size());
-  server_bytes_.assign(num_servers, 0);
-  index();
+  *this = ShardMap(std::move(chunks), uint32_t(model.tensors.size()), num_servers);
 }
 
 ShardMap::ShardMap(std::vector<ChunkDesc> chunks, uint32_t num_tensors, uint32_t num_servers)

@@ -22,10 +22,9 @@ struct ChunkDesc {
 class ShardMap {
  public:
   ShardMap() = default;
-  // Splits every tensor into ceil(bytes / chunk) near-equal chunks and places them, largest first,
-  // on the server holding the fewest bytes so far (ties: lowest rank). chunk is chunk_bytes, capped
-  // so that each of several servers holds at least 16 chunks' worth (never below 4 KiB): balance
-  // needs it.
+  // Splits every tensor into ceil(bytes / chunk_bytes) near-equal chunks and places them, largest
+  // first, on the least-loaded server; then, while the busiest server holds more than 1.05x the
+  // least busy one, halves the largest chunk (down to 8 KiB) and places again.
   ShardMap(const ModelDesc& model, uint32_t num_servers, uint64_t chunk_bytes);
   // Rebuilds a map from an explicit chunk list (as received in the membership).
   ShardMap(std::vector<ChunkDesc> chunks, uint32_t num_tensors, uint32_t num_servers);

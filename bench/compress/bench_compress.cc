@@ -1,0 +1,234 @@
+// psrt-bench-compress: encode and decode throughput per codec (GB/s of fp32 input) beside memcpy
+// of the same buffer in the same run, the compression ratio, and the hierarchical rule's effect.
+// With a CUDA device: LACO's CUDA encode beside a device-to-device copy.
+//   psrt-bench-compress [--smoke] [--elements N] [--reps R]
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "compress/codec.h"
+#include "compress/density_schedule.h"
+#include "compress/lads.h"
+#include "compress/log_quant.h"
+#include "compress/registry.h"
+#include "compress/wire_format.h"
+#ifdef PSRT_BENCH_CUDA
+#include "compress/cuda/cuda_lads.h"
+#endif
+
+namespace psrt::compress {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  size_t elements = size_t{1} << 22;  // 16 MiB of fp32
+  int reps = 10;
+  bool smoke = false;
+};
+
+std::vector<float> gaussian(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+template <typename Fn>
+double seconds_per_rep(int reps, Fn&& fn) {
+  fn();  // warm
+  const auto start = Clock::now();
+  for (int r = 0; r < reps; ++r) fn();
+  return std::chrono::duration<double>(Clock::now() - start).count() / reps;
+}
+
+double gbps(size_t bytes, double seconds) { return static_cast<double>(bytes) / seconds / 1e9; }
+
+int bench_codecs(const Options& opt) {
+  const size_t n = opt.elements;
+  const size_t bytes = n * sizeof(float);
+  const std::vector<std::vector<float>> grads = {gaussian(n, 1), gaussian(n, 2)};
+  std::vector<float> copy(n);
+  const double t_memcpy = seconds_per_rep(opt.reps, [&] {
+    std::memcpy(copy.data(), grads[0].data(), bytes);
+  });
+  const double memcpy_gbps = gbps(bytes, t_memcpy);
+  std::printf("CPU, one thread, %zu fp32 elements (%.1f MiB) per chunk, %d reps\n", n,
+              static_cast<double>(bytes) / (1 << 20), opt.reps);
+  std::printf("memcpy of the same buffer: %.2f GB/s\n\n", memcpy_gbps);
+  std::printf("%-10s %-4s %10s %10s %10s %10s %10s %10s\n", "codec", "ef", "enc GB/s", "enc/memcpy",
+              "dec GB/s", "dec/memcpy", "density", "ratio");
+  for (const char* name : {"none", "laco", "topk", "graddrop", "signsgd"}) {
+    for (bool ef : {false, true}) {
+      if (std::string(name) == "none" && ef) continue;
+      CodecConfig c;
+      c.codec = name;
+      c.error_feedback = ef;
+      c.calibration_iters = 1;
+      c.warmup_iters = 0;
+      c.hierarchical = false;
+      Result<std::unique_ptr<Codec>> made = make_codec(c);
+      if (!made) {
+        std::fprintf(stderr, "%s\n", made.status().message().c_str());
+        return 1;
+      }
+      const Codec& codec = **made;
+      auto state = codec.make_state(TensorInfo{.num_elements = static_cast<int64_t>(n)});
+      std::vector<uint8_t> payload;
+      int64_t t = 0;
+      auto encode = [&] {
+        const Status s = codec.encode(*state, ChunkInput{.values = grads[t % 2], .iteration = t}, payload);
+        if (!s) std::fprintf(stderr, "encode: %s\n", s.message().c_str());
+        ++t;
+      };
+      for (int k = 0; k < 3; ++k) encode();  // past calibration, settle the residual
+      const double t_enc = seconds_per_rep(opt.reps, encode);
+      Result<PayloadView> view = parse_payload(payload);
+      const double density = view ? static_cast<double>(view->header.count) / n : 0;
+      std::vector<float> out(n, 0.0f);
+      const double t_dec = seconds_per_rep(opt.reps, [&] {
+        const Status s = codec.decode_accumulate(payload, out);
+        if (!s) std::fprintf(stderr, "decode: %s\n", s.message().c_str());
+      });
+      std::printf("%-10s %-4s %10.2f %10.2f %10.2f %10.2f %10.4f %10.1f\n", name, ef ? "yes" : "no",
+                  gbps(bytes, t_enc), t_memcpy / t_enc, gbps(bytes, t_dec), t_memcpy / t_dec,
+                  density, static_cast<double>(bytes) / payload.size());
+    }
+  }
+  return 0;
+}
+
+// A ResNet-50-like list of tensors (elements, in forward order), scaled down for --smoke.
+std::vector<int64_t> model_tensors(bool smoke) {
+  std::vector<int64_t> t = {9408, 64};  // conv1 + bn
+  const int64_t widths[] = {64, 128, 256, 512};
+  const int blocks[] = {3, 4, 6, 3};
+  for (int s = 0; s < 4; ++s) {
+    const int64_t w = widths[s];
+    for (int b = 0; b < blocks[s]; ++b) {
+      t.insert(t.end(), {w * 4 * w, w, 9 * w * w, w, w * 4 * w, 4 * w});
+    }
+  }
+  t.insert(t.end(), {2048 * 1000, 1000});  // fc
+  if (smoke) {
+    for (auto& x : t) x = std::max<int64_t>(1, x / 64);
+  }
+  return t;
+}
+
+int bench_hierarchy(const Options& opt) {
+  const std::vector<int64_t> tensors = model_tensors(opt.smoke);
+  const int layers = static_cast<int>(tensors.size());
+  std::printf("\nHierarchical rule on a ResNet-50-like model (%d tensors), LACO, density 0.01,\n"
+              "dense_below 1024, Gaussian gradients, third iteration (after calibration):\n",
+              layers);
+  std::vector<double> per_tensor[2];
+  int64_t in = 0, out[2] = {0, 0}, sent[2] = {0, 0};
+  for (int h = 0; h < 2; ++h) {
+    CodecConfig c;
+    c.codec = "laco";
+    c.calibration_iters = 1;
+    c.warmup_iters = 0;
+    c.hierarchical = h == 1;
+    auto codec = std::move(*make_codec(c));
+    std::vector<uint8_t> payload;
+    for (int l = 0; l < layers; ++l) {
+      const auto n = static_cast<size_t>(tensors[static_cast<size_t>(l)]);
+      auto state = codec->make_state(
+          TensorInfo{.num_elements = static_cast<int64_t>(n), .layer = l, .num_layers = layers});
+      for (int64_t t = 0; t < 3; ++t) {
+        const auto g = gaussian(n, static_cast<uint64_t>(l * 10 + t));
+        if (!codec->encode(*state, ChunkInput{.values = g, .iteration = t}, payload)) return 1;
+      }
+      Result<PayloadView> view = parse_payload(payload);
+      if (!view) return 1;
+      if (h == 0) in += static_cast<int64_t>(n * 4);
+      out[h] += static_cast<int64_t>(payload.size());
+      sent[h] += view->header.count;
+      per_tensor[h].push_back(static_cast<double>(view->header.count) / static_cast<double>(n));
+    }
+  }
+  std::printf("%-8s %10s %8s %12s %12s\n", "tensor", "elements", "depth", "flat dens.", "hier. dens.");
+  for (int l : {0, 2, 4, layers / 2, layers - 4, layers - 2, layers - 1}) {
+    std::printf("%-8d %10lld %8.2f %12.4f %12.4f\n", l, static_cast<long long>(tensors[static_cast<size_t>(l)]),
+                static_cast<double>(l) / (layers - 1), per_tensor[0][static_cast<size_t>(l)],
+                per_tensor[1][static_cast<size_t>(l)]);
+  }
+  int64_t elements = 0;
+  for (int64_t n : tensors) elements += n;
+  std::printf("%-14s %12s %12s %10s\n", "rule", "payload B", "ratio", "density");
+  for (int h = 0; h < 2; ++h) {
+    std::printf("%-14s %12lld %12.1f %10.4f\n", h ? "hierarchical" : "flat",
+                static_cast<long long>(out[h]), static_cast<double>(in) / static_cast<double>(out[h]),
+                static_cast<double>(sent[h]) / static_cast<double>(elements));
+  }
+  return 0;
+}
+
+int bench_gpu(const Options& opt) {
+#ifdef PSRT_BENCH_CUDA
+  if (!cuda::device_available()) {
+    std::printf("\nGPU: no CUDA device, CUDA path not measured\n");
+    return 0;
+  }
+  const size_t n = opt.elements;
+  Result<std::unique_ptr<cuda::CudaLads>> gpu = cuda::CudaLads::create(n);
+  if (!gpu) {
+    std::fprintf(stderr, "%s\n", gpu.status().message().c_str());
+    return 1;
+  }
+  const auto g = gaussian(n, 1);
+  const LogCodebook book(12);
+  const LadsParams params{.alpha = 2.576f, .quant_bits = 8, .log_range = 12};
+  Result<double> t_copy = (*gpu)->time_copy(n, opt.reps);
+  Result<double> t_enc = (*gpu)->time_encode(g, params, book, opt.reps);
+  if (!t_copy || !t_enc) {
+    std::fprintf(stderr, "%s\n", (!t_copy ? t_copy.status() : t_enc.status()).message().c_str());
+    return 1;
+  }
+  const size_t bytes = n * 4;
+  std::printf("\nGPU, LACO encode (payload back on the host) beside a device-to-device copy:\n");
+  std::printf("%-12s %10s %10s\n", "", "GB/s", "/copy");
+  std::printf("%-12s %10.2f %10.2f\n", "d2d copy", gbps(bytes, *t_copy), 1.0);
+  std::printf("%-12s %10.2f %10.2f\n", "laco encode", gbps(bytes, *t_enc), *t_copy / *t_enc);
+#else
+  (void)opt;
+  std::printf("\nGPU: built without CUDA\n");
+#endif
+  return 0;
+}
+
+}  // namespace
+}  // namespace psrt::compress
+
+int main(int argc, char** argv) {
+  psrt::compress::Options opt;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--smoke") {
+      opt.smoke = true;
+      opt.elements = size_t{1} << 16;
+      opt.reps = 3;
+    } else if (a == "--elements" && i + 1 < argc) {
+      opt.elements = std::strtoull(argv[++i], nullptr, 10);
+    } else if (a == "--reps" && i + 1 < argc) {
+      opt.reps = std::atoi(argv[++i]);
+    } else {
+      std::fprintf(stderr, "usage: psrt-bench-compress [--smoke] [--elements N] [--reps R]\n");
+      return 2;
+    }
+  }
+  if (opt.elements == 0 || opt.reps < 1) {
+    std::fprintf(stderr, "psrt-bench-compress: --elements and --reps must be positive\n");
+    return 2;
+  }
+  if (int rc = psrt::compress::bench_codecs(opt); rc != 0) return rc;
+  if (int rc = psrt::compress::bench_hierarchy(opt); rc != 0) return rc;
+  return psrt::compress::bench_gpu(opt);
+}

@@ -1,0 +1,335 @@
+#!/usr/bin/python3
+"""Generates the model profiles in bench/profiles/ from architecture tables.
+
+Run:  /usr/bin/python3 bench/profiles/gen_profiles.py [--out DIR] [--gflops G] [--batch N]
+(standard library only). Writes vgg16.yaml, resnet50.yaml, inception_v3.yaml, lenet5.yaml and
+mlp.yaml, and checks every model's parameter total against the published count.
+
+Times come from FLOPs, not from measurements:
+    forward_flops  = 2 * MACs per sample           (conv2d, linear)
+                   = elements touched per sample   (relu, pooling; only where listed as a layer)
+    forward_ms     = forward_flops * batch / (device_gflops * 1e9) * 1e3
+    backward_ms    = 2 * forward_ms                (gradient w.r.t. input and w.r.t. weights)
+with device_gflops = 10000 (an effective 10 TFLOPS, a V100-class GPU in fp32/TF32 practice) and
+batch 32. conv MACs = out_h * out_w * out_c * (in_c / groups) * k_h * k_w; linear MACs = in * out.
+In the three large models batch-norm, ReLU and pooling are folded into the layer before them and
+their FLOPs are not counted (they are about 1% of the total); LeNet-5 and the MLP list them.
+"""
+
+import argparse
+import os
+import sys
+
+DEVICE_GFLOPS = 10000.0
+BATCH = 32
+
+
+class Net:
+    def __init__(self, name, description, source, expected_params):
+        self.name = name
+        self.description = description
+        self.source = source
+        self.expected_params = expected_params
+        self.layers = []
+
+    def add(self, name, kind, macs, out_elems, tensors, flops=None):
+        self.layers.append({
+            "name": name,
+            "kind": kind,
+            "flops": 2.0 * macs if flops is None else float(flops),
+            "act": int(out_elems),
+            "tensors": [(n, int(e)) for n, e in tensors],
+        })
+
+    def params(self):
+        return sum(e for l in self.layers for _, e in l["tensors"])
+
+
+def conv_out(size, k, stride, pad):
+    return (size + 2 * pad - k) // stride + 1
+
+
+# ---------------------------------------------------------------- VGG-16
+def vgg16():
+    net = Net("vgg16", "VGG-16 (configuration D), 224x224x3 input, 1000 classes",
+              "Simonyan & Zisserman 2014, 'Very Deep Convolutional Networks for Large-Scale "
+              "Image Recognition', table 1 column D; 138,357,544 parameters (as torchvision "
+              "vgg16)", 138357544)
+    cfg = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"]
+    size, cin, block, idx = 224, 3, 1, 1
+    for v in cfg:
+        if v == "M":
+            size //= 2
+            block += 1
+            idx = 1
+            continue
+        name = "conv%d_%d" % (block, idx)
+        macs = size * size * v * cin * 9
+        net.add(name, "conv2d", macs, size * size * v,
+                [(name + ".weight", v * cin * 9), (name + ".bias", v)])
+        cin = v
+        idx += 1
+    fin = cin * size * size  # 512 * 7 * 7
+    for name, n_in, n_out in (("fc6", fin, 4096), ("fc7", 4096, 4096), ("fc8", 4096, 1000)):
+        net.add(name, "linear", n_in * n_out, n_out,
+                [(name + ".weight", n_in * n_out), (name + ".bias", n_out)])
+    return net
+
+
+# ---------------------------------------------------------------- ResNet-50
+def conv_bn(net, name, cin, cout, k, stride, pad, size, bn_names=None, kh=None, kw=None):
+    """conv (no bias) + batch norm (gamma, beta); returns the output size (square maps)."""
+    kh = k if kh is None else kh
+    kw = k if kw is None else kw
+    out = conv_out(size, k, stride, pad)
+    conv_w, bn_w, bn_b = bn_names or (name + ".weight", name + ".bn.weight", name + ".bn.bias")
+    macs = out * out * cout * cin * kh * kw
+    net.add(name, "conv2d", macs, out * out * cout,
+            [(conv_w, cout * cin * kh * kw), (bn_w, cout), (bn_b, cout)])
+    return out
+
+
+def resnet50():
+    net = Net("resnet50", "ResNet-50 (v1.5: stride in the 3x3 conv), 224x224x3 input, 1000 classes",
+              "He et al. 2015, 'Deep Residual Learning for Image Recognition', table 1 (50-layer); "
+              "25,557,032 trained parameters as torchvision resnet50: conv weights, batch-norm "
+              "gamma and beta, fc weight and bias. Batch-norm running mean/variance are excluded: "
+              "they are not trained and not pushed as gradients", 25557032)
+    size = conv_bn(net, "conv1", 3, 64, 7, 2, 3, 224, ("conv1.weight", "bn1.weight", "bn1.bias"))
+    size = conv_out(size, 3, 2, 1)  # max pool
+    cin = 64
+    for li, (planes, blocks, stride) in enumerate(((64, 3, 1), (128, 4, 2), (256, 6, 2),
+                                                   (512, 3, 2)), start=1):
+        for b in range(blocks):
+            s = stride if b == 0 else 1
+            p = "layer%d.%d" % (li, b)
+            o1 = conv_bn(net, p + ".conv1", cin, planes, 1, 1, 0, size,
+                         (p + ".conv1.weight", p + ".bn1.weight", p + ".bn1.bias"))
+            o2 = conv_bn(net, p + ".conv2", planes, planes, 3, s, 1, o1,
+                         (p + ".conv2.weight", p + ".bn2.weight", p + ".bn2.bias"))
+            conv_bn(net, p + ".conv3", planes, planes * 4, 1, 1, 0, o2,
+                    (p + ".conv3.weight", p + ".bn3.weight", p + ".bn3.bias"))
+            if b == 0:
+                conv_bn(net, p + ".downsample", cin, planes * 4, 1, s, 0, size,
+                        (p + ".downsample.0.weight", p + ".downsample.1.weight",
+                         p + ".downsample.1.bias"))
+            cin = planes * 4
+            size = o2
+    net.add("fc", "linear", 2048 * 1000, 1000, [("fc.weight", 2048 * 1000), ("fc.bias", 1000)])
+    return net
+
+
+# ---------------------------------------------------------------- Inception-v3
+class Inception:
+    """torchvision's Inception3 without the auxiliary classifier; BasicConv2d = conv (no bias) +
+    batch norm (gamma, beta). Spatial maps are square except inside the factorised 1xn / nx1
+    convolutions, which keep the size (padding (0, n//2) / (n//2, 0))."""
+
+    def __init__(self, net):
+        self.net = net
+
+    def conv(self, name, cin, cout, size, k=1, stride=1, pad=0, kh=None, kw=None):
+        kh = k if kh is None else kh
+        kw = k if kw is None else kw
+        if kh == kw:
+            out = conv_out(size, kh, stride, pad)
+        else:  # factorised: "same" padding along the long side, stride 1
+            out = size
+        macs = out * out * cout * cin * kh * kw
+        self.net.add(name, "conv2d", macs, out * out * cout,
+                     [(name + ".conv.weight", cout * cin * kh * kw), (name + ".bn.weight", cout),
+                      (name + ".bn.bias", cout)])
+        return out
+
+    def block_a(self, p, cin, pool_features, size):
+        c = self.conv
+        c(p + ".branch1x1", cin, 64, size)
+        c(p + ".branch5x5_1", cin, 48, size)
+        c(p + ".branch5x5_2", 48, 64, size, 5, 1, 2)
+        c(p + ".branch3x3dbl_1", cin, 64, size)
+        c(p + ".branch3x3dbl_2", 64, 96, size, 3, 1, 1)
+        c(p + ".branch3x3dbl_3", 96, 96, size, 3, 1, 1)
+        c(p + ".branch_pool", cin, pool_features, size)
+        return 64 + 64 + 96 + pool_features
+
+    def block_b(self, p, cin, size):
+        c = self.conv
+        out = c(p + ".branch3x3", cin, 384, size, 3, 2)
+        c(p + ".branch3x3dbl_1", cin, 64, size)
+        c(p + ".branch3x3dbl_2", 64, 96, size, 3, 1, 1)
+        c(p + ".branch3x3dbl_3", 96, 96, size, 3, 2)
+        return 384 + 96 + cin, out
+
+    def block_c(self, p, cin, c7, size):
+        c = self.conv
+        c(p + ".branch1x1", cin, 192, size)
+        c(p + ".branch7x7_1", cin, c7, size)
+        c(p + ".branch7x7_2", c7, c7, size, kh=1, kw=7)
+        c(p + ".branch7x7_3", c7, 192, size, kh=7, kw=1)
+        c(p + ".branch7x7dbl_1", cin, c7, size)
+        c(p + ".branch7x7dbl_2", c7, c7, size, kh=7, kw=1)
+        c(p + ".branch7x7dbl_3", c7, c7, size, kh=1, kw=7)
+        c(p + ".branch7x7dbl_4", c7, c7, size, kh=7, kw=1)
+        c(p + ".branch7x7dbl_5", c7, 192, size, kh=1, kw=7)
+        c(p + ".branch_pool", cin, 192, size)
+        return 768
+
+    def block_d(self, p, cin, size):
+        c = self.conv
+        c(p + ".branch3x3_1", cin, 192, size)
+        out = c(p + ".branch3x3_2", 192, 320, size, 3, 2)
+        c(p + ".branch7x7x3_1", cin, 192, size)
+        c(p + ".branch7x7x3_2", 192, 192, size, kh=1, kw=7)
+        c(p + ".branch7x7x3_3", 192, 192, size, kh=7, kw=1)
+        c(p + ".branch7x7x3_4", 192, 192, size, 3, 2)
+        return 320 + 192 + cin, out
+
+    def block_e(self, p, cin, size):
+        c = self.conv
+        c(p + ".branch1x1", cin, 320, size)
+        c(p + ".branch3x3_1", cin, 384, size)
+        c(p + ".branch3x3_2a", 384, 384, size, kh=1, kw=3)
+        c(p + ".branch3x3_2b", 384, 384, size, kh=3, kw=1)
+        c(p + ".branch3x3dbl_1", cin, 448, size)
+        c(p + ".branch3x3dbl_2", 448, 384, size, 3, 1, 1)
+        c(p + ".branch3x3dbl_3a", 384, 384, size, kh=1, kw=3)
+        c(p + ".branch3x3dbl_3b", 384, 384, size, kh=3, kw=1)
+        c(p + ".branch_pool", cin, 192, size)
+        return 320 + 768 + 768 + 192
+
+
+INCEPTION_AUX_PARAMS = 128 * 768 + 2 * 128 + 768 * 128 * 25 + 2 * 768 + 768 * 1000 + 1000
+
+
+def inception_v3():
+    net = Net("inception_v3",
+              "Inception-v3, 299x299x3 input, 1000 classes, without the auxiliary classifier",
+              "Szegedy et al. 2015, 'Rethinking the Inception Architecture for Computer Vision', "
+              "table 1, layer by layer as torchvision inception_v3: 23,834,568 trained parameters "
+              "without the auxiliary classifier (27,161,264 with it; the aux head's 3,326,696 are "
+              "left out here). Batch-norm running statistics are excluded", 23834568)
+    m = Inception(net)
+    s = m.conv("Conv2d_1a_3x3", 3, 32, 299, 3, 2)
+    s = m.conv("Conv2d_2a_3x3", 32, 32, s, 3)
+    s = m.conv("Conv2d_2b_3x3", 32, 64, s, 3, 1, 1)
+    s = conv_out(s, 3, 2, 0)
+    s = m.conv("Conv2d_3b_1x1", 64, 80, s)
+    s = m.conv("Conv2d_4a_3x3", 80, 192, s, 3)
+    s = conv_out(s, 3, 2, 0)
+    c = m.block_a("Mixed_5b", 192, 32, s)
+    c = m.block_a("Mixed_5c", c, 64, s)
+    c = m.block_a("Mixed_5d", c, 64, s)
+    c, s = m.block_b("Mixed_6a", c, s)
+    c = m.block_c("Mixed_6b", c, 128, s)
+    c = m.block_c("Mixed_6c", c, 160, s)
+    c = m.block_c("Mixed_6d", c, 160, s)
+    c = m.block_c("Mixed_6e", c, 192, s)
+    c, s = m.block_d("Mixed_7a", c, s)
+    c = m.block_e("Mixed_7b", c, s)
+    c = m.block_e("Mixed_7c", c, s)
+    assert (c, s) == (2048, 8), (c, s)
+    net.add("fc", "linear", 2048 * 1000, 1000, [("fc.weight", 2048 * 1000), ("fc.bias", 1000)])
+    return net
+
+
+# ---------------------------------------------------------------- LeNet-5
+def lenet5():
+    net = Net("lenet5", "LeNet-5 for 28x28x1 input (MNIST) with padding 2 on conv1, 10 classes",
+              "LeCun et al. 1998, 'Gradient-Based Learning Applied to Document Recognition': "
+              "conv1 6x1x5x5, conv2 16x6x5x5 (full connection), fc 400-120-84-10, with ReLU and "
+              "2x2 max pooling; 61,706 parameters", 61706)
+    net.add("conv1", "conv2d", 28 * 28 * 6 * 1 * 25, 28 * 28 * 6,
+            [("conv1.weight", 6 * 25), ("conv1.bias", 6)])
+    net.add("relu1", "relu", 0, 28 * 28 * 6, [], flops=28 * 28 * 6)
+    net.add("pool1", "maxpool2d", 0, 14 * 14 * 6, [], flops=28 * 28 * 6)
+    net.add("conv2", "conv2d", 10 * 10 * 16 * 6 * 25, 10 * 10 * 16,
+            [("conv2.weight", 16 * 6 * 25), ("conv2.bias", 16)])
+    net.add("relu2", "relu", 0, 10 * 10 * 16, [], flops=10 * 10 * 16)
+    net.add("pool2", "maxpool2d", 0, 5 * 5 * 16, [], flops=10 * 10 * 16)
+    for name, n_in, n_out, relu in (("fc1", 400, 120, True), ("fc2", 120, 84, True),
+                                    ("fc3", 84, 10, False)):
+        net.add(name, "linear", n_in * n_out, n_out,
+                [(name + ".weight", n_in * n_out), (name + ".bias", n_out)])
+        if relu:
+            net.add("relu_" + name, "relu", 0, n_out, [], flops=n_out)
+    return net
+
+
+# ---------------------------------------------------------------- MLP
+def mlp():
+    net = Net("mlp", "The quickstart MLP 784-256-128-10 with ReLU between the linear layers",
+              "examples/quickstart: fc1 784x256 + 256, fc2 256x128 + 128, fc3 128x10 + 10; "
+              "235,146 parameters", 235146)
+    for name, n_in, n_out, relu in (("fc1", 784, 256, True), ("fc2", 256, 128, True),
+                                    ("fc3", 128, 10, False)):
+        net.add(name, "linear", n_in * n_out, n_out,
+                [(name + ".weight", n_in * n_out), (name + ".bias", n_out)])
+        if relu:
+            net.add("relu_" + name, "relu", 0, n_out, [], flops=n_out)
+    return net
+
+
+# ---------------------------------------------------------------- output
+def fmt(x):
+    return repr(float("%.9g" % x))
+
+
+def render(net, gflops, batch):
+    out = []
+    out.append("# Generated by bench/profiles/gen_profiles.py; edit the generator, not this file.")
+    out.append("name: %s" % net.name)
+    out.append("description: \"%s\"" % net.description)
+    out.append("source: \"%s\"" % net.source)
+    out.append("formula: \"forward_flops = 2 * MACs per sample (conv2d, linear; elements for "
+               "relu/pooling); forward_ms = forward_flops * batch_size / (device_gflops * 1e9) "
+               "* 1e3; backward_ms = 2 * forward_ms; total parameters %d\"" % net.params())
+    out.append("batch_size: %d" % batch)
+    out.append("device_gflops: %s" % fmt(gflops))
+    out.append("scale: 1.0")
+    out.append("layers:")
+    for l in net.layers:
+        fwd = l["flops"] * batch / (gflops * 1e9) * 1e3
+        out.append("  - name: %s" % l["name"])
+        out.append("    kind: %s" % l["kind"])
+        out.append("    forward_ms: %s" % fmt(fwd))
+        out.append("    backward_ms: %s" % fmt(2 * fwd))
+        out.append("    forward_flops: %s" % fmt(l["flops"]))
+        out.append("    activation_elements: %d" % l["act"])
+        if l["tensors"]:
+            out.append("    tensors:")
+            for n, e in l["tensors"]:
+                out.append("      - {name: %s, elements: %d}" % (n, e))
+    return "\n".join(out) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default=os.path.dirname(os.path.abspath(__file__)))
+    ap.add_argument("--gflops", type=float, default=DEVICE_GFLOPS)
+    ap.add_argument("--batch", type=int, default=BATCH)
+    args = ap.parse_args()
+    ok = True
+    for make in (vgg16, resnet50, inception_v3, lenet5, mlp):
+        net = make()
+        total = net.params()
+        if total != net.expected_params:
+            print("%s: %d parameters, expected %d" % (net.name, total, net.expected_params),
+                  file=sys.stderr)
+            ok = False
+            continue
+        if net.name == "inception_v3":
+            assert total + INCEPTION_AUX_PARAMS == 27161264
+        path = os.path.join(args.out, net.name + ".yaml")
+        with open(path, "w") as f:
+            f.write(render(net, args.gflops, args.batch))
+        gf = sum(l["flops"] for l in net.layers)
+        fwd_ms = gf * args.batch / (args.gflops * 1e9) * 1e3
+        print("%-13s %11d params %4d layers %4d tensors %8.3f GFLOP/sample  fwd %9.4f ms  "
+              "fwd+bwd %9.4f ms" % (net.name, total, len(net.layers),
+                                    sum(len(l["tensors"]) for l in net.layers), gf / 1e9, fwd_ms,
+                                    3 * fwd_ms))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+#include "compress/codec_config.h"
+
+#include <cmath>
+#include <string>
+
+namespace psrt::compress {
+
+namespace {
+
+Status bad(const std::string& key, const std::string& value, const std::string& allowed) {
+  return Status::error("compression." + key + " = " + value + ": " + allowed);
+}
+
+}  // namespace
+
+Status validate(const CodecConfig& c) {
+  if (c.codec != "none" && c.codec != "laco" && c.codec != "signsgd" && c.codec != "graddrop" &&
+      c.codec != "topk") {
+    return bad("codec", c.codec, "one of none, laco, signsgd, graddrop, topk");
+  }
+  if (!(c.density > 0.0 && c.density <= 1.0)) {
+    return bad("density", std::to_string(c.density), "in (0, 1]");
+  }
+  if (c.calibration_iters < 1) {
+    return bad("calibration_iters", std::to_string(c.calibration_iters), "at least 1");
+  }
+  if (c.warmup_iters < 0) return bad("warmup_iters", std::to_string(c.warmup_iters), ">= 0");
+  if (c.dense_below < 0) return bad("dense_below", std::to_string(c.dense_below), ">= 0");
+  if (c.quant_bits != 8 && c.quant_bits != 32) {
+    return bad("quant_bits", std::to_string(c.quant_bits), "8 (log codes) or 32 (fp32)");
+  }
+  if (c.log_range < 1 || c.log_range > 64) {
+    return bad("log_range", std::to_string(c.log_range), "an integer 1..64");
+  }
+  if (c.recheck_every < 1) return bad("recheck_every", std::to_string(c.recheck_every), ">= 1");
+  if (!(c.sample_fraction > 0.0 && c.sample_fraction <= 1.0)) {
+    return bad("sample_fraction", std::to_string(c.sample_fraction), "in (0, 1]");
+  }
+  return Status::ok();
+}
+
+}  // namespace psrt::compress

@@ -1,0 +1,111 @@
+#include "compress/cpu_kernels.h"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace psrt::compress {
+
+namespace {
+
+constexpr size_t kLanes = 8;
+constexpr size_t kBlock = 1024;
+
+#if defined(__SSE2__)
+inline __m128 abs4(__m128 v) { return _mm_and_ps(v, _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff))); }
+inline float hmax(__m128 v) {
+  alignas(16) float f[4];
+  _mm_store_ps(f, v);
+  return std::max(std::max(f[0], f[1]), std::max(f[2], f[3]));
+}
+inline float hsum(__m128 v) {
+  alignas(16) float f[4];
+  _mm_store_ps(f, v);
+  return (f[0] + f[1]) + (f[2] + f[3]);
+}
+#endif
+
+}  // namespace
+
+ChunkMoments chunk_moments(std::span<const float> values) {
+  ChunkMoments m;
+  const float* g = values.data();
+  const size_t n = values.size();
+  size_t i = 0;
+#if defined(__SSE2__)
+  __m128 mx0 = _mm_setzero_ps(), mx1 = _mm_setzero_ps();
+  __m128 bad = _mm_setzero_ps();  // NaN lanes compare unordered
+  while (i + kLanes <= n) {
+    __m128 acc0 = _mm_setzero_ps(), acc1 = _mm_setzero_ps();
+    const size_t end = std::min(n - (n - i) % kLanes, i + kBlock);
+    for (; i < end; i += kLanes) {
+      const __m128 a = _mm_loadu_ps(g + i);
+      const __m128 b = _mm_loadu_ps(g + i + 4);
+      acc0 = _mm_add_ps(acc0, _mm_mul_ps(a, a));
+      acc1 = _mm_add_ps(acc1, _mm_mul_ps(b, b));
+      mx0 = _mm_max_ps(mx0, abs4(a));
+      mx1 = _mm_max_ps(mx1, abs4(b));
+      bad = _mm_or_ps(bad, _mm_cmpunord_ps(a, b));
+    }
+    m.sum_squares += hsum(_mm_add_ps(acc0, acc1));
+  }
+  m.max_abs = hmax(_mm_max_ps(mx0, mx1));
+  if (_mm_movemask_ps(bad) != 0) m.sum_squares = NAN;
+#endif
+  for (; i < n; ++i) {
+    m.sum_squares += double{g[i]} * g[i];
+    m.max_abs = std::max(m.max_abs, std::fabs(g[i]));
+  }
+  m.finite = std::isfinite(m.sum_squares);
+  return m;
+}
+
+void select_at_least(std::span<const float> values, float threshold,
+                     std::vector<uint32_t>& indices) {
+  indices.clear();
+  const float* g = values.data();
+  const size_t n = values.size();
+  size_t i = 0;
+#if defined(__SSE2__)
+  const __m128 t = _mm_set1_ps(threshold);
+  for (; i + 16 <= n; i += 16) {
+    const int m0 = _mm_movemask_ps(_mm_cmpge_ps(abs4(_mm_loadu_ps(g + i)), t));
+    const int m1 = _mm_movemask_ps(_mm_cmpge_ps(abs4(_mm_loadu_ps(g + i + 4)), t));
+    const int m2 = _mm_movemask_ps(_mm_cmpge_ps(abs4(_mm_loadu_ps(g + i + 8)), t));
+    const int m3 = _mm_movemask_ps(_mm_cmpge_ps(abs4(_mm_loadu_ps(g + i + 12)), t));
+    auto mask = static_cast<uint32_t>(m0 | (m1 << 4) | (m2 << 8) | (m3 << 12));
+    while (mask != 0) {
+      indices.push_back(static_cast<uint32_t>(i + static_cast<size_t>(std::countr_zero(mask))));
+      mask &= mask - 1;
+    }
+  }
+#endif
+  for (; i < n; ++i) {
+    if (std::fabs(g[i]) >= threshold) indices.push_back(static_cast<uint32_t>(i));
+  }
+}
+
+double sum_abs(std::span<const float> values) {
+  double total = 0;
+  const float* g = values.data();
+  const size_t n = values.size();
+  size_t i = 0;
+  while (i + kLanes <= n) {
+    float acc[kLanes] = {};
+    const size_t end = std::min(n - (n - i) % kLanes, i + kBlock);
+    for (; i < end; i += kLanes) {
+      for (size_t j = 0; j < kLanes; ++j) acc[j] += std::fabs(g[i + j]);
+    }
+    float block = 0;
+    for (size_t j = 0; j < kLanes; ++j) block += acc[j];
+    total += block;
+  }
+  for (; i < n; ++i) total += std::fabs(g[i]);
+  return total;
+}
+
+}  // namespace psrt::compress

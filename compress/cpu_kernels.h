@@ -1,0 +1,27 @@
+// The CPU passes LACO and the baselines are built from: SSE2 (the x86-64 baseline) where
+// available, with a portable scalar path that gives the same results (sum of squares in fp32 lanes
+// per 1024-element block, summed in double; the lane order differs, so the last bits may too).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace psrt::compress {
+
+struct ChunkMoments {
+  double sum_squares = 0;  // fp32 lanes per 1024-element block, summed in double
+  float max_abs = 0;
+  bool finite = true;      // false when the chunk holds a NaN or an infinity
+};
+
+ChunkMoments chunk_moments(std::span<const float> values);
+
+// Appends to `indices` (cleared first) every i with |values[i]| >= threshold, in order.
+void select_at_least(std::span<const float> values, float threshold,
+                     std::vector<uint32_t>& indices);
+
+// Sum of |values|, in double.
+double sum_abs(std::span<const float> values);
+
+}  // namespace psrt::compress

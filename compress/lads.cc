@@ -1,0 +1,48 @@
+#include "compress/lads.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "compress/codec.h"
+#include "compress/cpu_kernels.h"
+#include "compress/payload_writer.h"
+
+namespace psrt::compress {
+
+float lads_threshold(const LadsParams& params, const LogCodebook& book, float rms, float scale) {
+  const float tau = params.alpha * rms;
+  const float floor = params.quant_bits == 8 ? scale * book.relative_bounds()[0]
+                                             : std::numeric_limits<float>::denorm_min();
+  return std::max(tau, std::max(floor, std::numeric_limits<float>::denorm_min()));
+}
+
+Result<LadsResult> lads_encode(std::span<const float> values, const LadsParams& params,
+                               const LogCodebook& book, LadsScratch& scratch,
+                               std::vector<uint8_t>& payload) {
+  const ChunkMoments m = chunk_moments(values);
+  if (!m.finite) return Status::error("laco: gradient chunk holds a NaN or an infinity");
+  LadsResult r;
+  r.scale = m.max_abs;
+  r.rms = values.empty() ? 0.0f
+                         : static_cast<float>(std::sqrt(m.sum_squares / static_cast<double>(values.size())));
+  r.threshold = lads_threshold(params, book, r.rms, r.scale);
+  select_at_least(values, r.threshold, scratch.indices);
+  r.kept = static_cast<uint32_t>(scratch.indices.size());
+  const auto length = static_cast<uint32_t>(values.size());
+  if (params.quant_bits == 32) {
+    write_sparse_fp32(CodecId::kLaco, values, scratch.indices, payload);
+    return r;
+  }
+  float t[kLogLevels];
+  book.thresholds(r.scale, t);
+  scratch.codes.resize(scratch.indices.size());
+  for (size_t j = 0; j < scratch.indices.size(); ++j) {
+    scratch.codes[j] = LogCodebook::encode(values[scratch.indices[j]], t);
+  }
+  write_sparse_log8(CodecId::kLaco, length, scratch.indices, scratch.codes, params.log_range,
+                    r.scale, payload);
+  return r;
+}
+
+}  // namespace psrt::compress

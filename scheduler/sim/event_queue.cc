@@ -1,0 +1,36 @@
+#include "scheduler/sim/event_queue.h"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+namespace psrt::sim {
+
+void EventQueue::push(double time, int phase, Action action) {
+  heap_.push_back(Event{time, phase, seq_++, std::move(action)});
+  std::push_heap(heap_.begin(), heap_.end(), Later{});
+}
+
+void EventQueue::at(double time, Action action) {
+  if (time < now_) throw std::logic_error("EventQueue: an event in the past");
+  push(time, 0, std::move(action));
+}
+
+void EventQueue::decide(Action action) {
+  push(now_, 1, std::move(action));
+}
+
+uint64_t EventQueue::run() {
+  uint64_t n = 0;
+  while (!heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), Later{});
+    Event e = std::move(heap_.back());
+    heap_.pop_back();
+    now_ = e.time;
+    e.action();
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace psrt::sim

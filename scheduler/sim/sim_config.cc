@@ -1,0 +1,33 @@
+#include "scheduler/sim/sim_config.h"
+
+#include <limits>
+#include <stdexcept>
+
+namespace psrt::sim {
+
+void validate(const SimConfig& c) {
+  auto fail = [](const char* what) { throw std::invalid_argument(std::string("sim: ") + what); };
+  if (c.workers == 0) fail("workers must be at least 1");
+  if (c.servers == 0) fail("servers must be at least 1");
+  if (!(c.bandwidth_bytes_per_s > 0)) fail("bandwidth must be positive");
+  if (c.chunk_bytes == 0) fail("chunk_bytes must be positive");
+  if (c.credit_bytes == 0) fail("credit_bytes must be positive");
+  if (!(c.latency_ms >= 0)) fail("latency_ms must not be negative");
+  if (!(c.ack_latency_ms >= 0)) fail("ack_latency_ms must not be negative");
+  if (!(c.aggregation_bytes_per_s >= 0)) fail("aggregation rate must not be negative");
+  if (c.iterations < 2) fail("iterations must be at least 2");
+}
+
+ShardMap shard_map_for(const ModelDesc& model, const SimConfig& config) {
+  const uint64_t chunk =
+      mode_is_chunked(config.mode) ? config.chunk_bytes : std::numeric_limits<uint64_t>::max();
+  return ShardMap(model, config.servers, chunk);
+}
+
+double aggregation_ms(const SimConfig& config, uint64_t chunk_bytes) {
+  if (config.aggregation_bytes_per_s <= 0) return 0;
+  return static_cast<double>(config.workers) * static_cast<double>(chunk_bytes) * 1000.0 /
+         config.aggregation_bytes_per_s;
+}
+
+}  // namespace psrt::sim

@@ -1,0 +1,37 @@
+// What the iteration simulator is asked to simulate: the cluster, the network and the push policy.
+#pragma once
+
+#include <cstdint>
+
+#include "core/model.h"
+#include "core/sharding.h"
+#include "scheduler/mode.h"
+
+namespace psrt::sim {
+
+struct SimConfig {
+  uint32_t workers = 1;
+  uint32_t servers = 1;
+  double bandwidth_bytes_per_s = 125e6;  // every host's link, each direction (1 Gbit/s)
+  Mode mode = Mode::kPreemptive;
+  uint64_t chunk_bytes = 4u << 20;   // chunked modes' unit of transfer
+  uint64_t credit_bytes = 8u << 20;  // per sender (a worker; a server per worker for replies)
+  double latency_ms = 0;             // added to every message's arrival
+  double ack_latency_ms = 0;         // from a message's arrival to the sender's credit coming back
+  // Aggregation throughput in gradient bytes read per second: a chunk of b bytes from W workers
+  // takes W * b / rate, one chunk at a time per server. 0 means instant.
+  double aggregation_bytes_per_s = 0;
+  uint32_t iterations = 5;  // simulated; the last one's duration is the prediction (>= 2)
+};
+
+// Throws std::invalid_argument naming the field that is out of range.
+void validate(const SimConfig& config);
+
+// The shard map the runtime uses in this mode: chunks of chunk_bytes in the chunked modes; in
+// the whole-tensor modes no size limit, so tensors are split only as far as balance needs.
+ShardMap shard_map_for(const ModelDesc& model, const SimConfig& config);
+
+// W * bytes / aggregation rate, in ms (0 when the rate is 0).
+double aggregation_ms(const SimConfig& config, uint64_t chunk_bytes);
+
+}  // namespace psrt::sim

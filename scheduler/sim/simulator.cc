@@ -1,0 +1,226 @@
+#include "scheduler/sim/simulator.h"
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <utility>
+
+#include "core/sharding.h"
+#include "scheduler/push_queue.h"
+#include "scheduler/sim/event_queue.h"
+#include "scheduler/sim/network.h"
+
+namespace psrt::sim {
+
+namespace {
+
+struct Worker {
+  explicit Worker(const SimConfig& c) : push(c.mode, c.credit_bytes) {}
+  PushQueue push;
+  std::vector<uint32_t> received;  // per layer: chunks in for the next forward
+  uint32_t iteration = 0;
+  uint32_t layer = 0;
+  bool forward = true;
+  bool busy = false;
+  bool done = false;
+  bool pump_pending = false;
+};
+
+struct Server {
+  std::vector<PushQueue> replies;  // one per worker
+  std::vector<char> pump_pending;  // per worker
+  double aggregation_free = 0;
+};
+
+class Simulation {
+ public:
+  Simulation(const ModelDesc& model, const SimConfig& config)
+      : model_(model),
+        config_(config),
+        shards_(shard_map_for(model, config)),
+        net_(events_, config.workers + config.servers, config.bandwidth_bytes_per_s,
+             config.latency_ms) {
+    layer_chunks_.assign(model.layers.size(), 0);
+    for (const auto& c : shards_.chunks()) ++layer_chunks_[model.tensors[c.key].layer];
+    arrived_.assign(shards_.chunks().size(), 0);
+    for (uint32_t w = 0; w < config.workers; ++w) {
+      auto worker = std::make_unique<Worker>(config);
+      if (config.mode == Mode::kBigdl) {
+        worker->push.expect_tensors(static_cast<uint32_t>(model.tensors.size()));
+      }
+      worker->received = layer_chunks_;  // iteration 0 starts with its parameters
+      workers_.push_back(std::move(worker));
+    }
+    for (uint32_t s = 0; s < config.servers; ++s) {
+      Server server;
+      for (uint32_t w = 0; w < config.workers; ++w) {
+        server.replies.emplace_back(Mode::kPreemptive, config.credit_bytes);
+      }
+      server.pump_pending.assign(config.workers, 0);
+      servers_.push_back(std::move(server));
+    }
+  }
+
+  SimResult run() {
+    for (uint32_t w = 0; w < config_.workers; ++w) try_compute(w);
+    SimResult r;
+    r.events = events_.run();
+    for (const auto& w : workers_) {
+      if (!w->done) throw std::logic_error("sim: stopped before every worker finished");
+    }
+    r.iteration_start_ms = starts_;
+    r.iteration_ms = starts_[starts_.size() - 1] - starts_[starts_.size() - 2];
+    r.end_ms = events_.now();
+    r.bounds = lower_bounds(model_, shards_, config_);
+    r.chunks = static_cast<uint32_t>(shards_.chunks().size());
+    for (uint32_t h = 0; h < config_.workers + config_.servers; ++h) {
+      r.max_link_bytes = std::max({r.max_link_bytes, net_.bytes_sent(h), net_.bytes_received(h)});
+    }
+    return r;
+  }
+
+ private:
+  uint32_t server_host(uint32_t s) const { return config_.workers + s; }
+  uint32_t layers() const { return static_cast<uint32_t>(model_.layers.size()); }
+
+  bool params_ready(const Worker& w, uint32_t layer) const {
+    if (config_.mode == Mode::kBigdl && layer == 0) return w.received == layer_chunks_;
+    return w.received[layer] == layer_chunks_[layer];
+  }
+
+  // Starts the worker's next forward or backward step if it may start now.
+  void try_compute(uint32_t wi) {
+    Worker& w = *workers_[wi];
+    if (w.busy || w.done) return;
+    const LayerDesc& layer = model_.layers[w.layer];
+    if (w.forward) {
+      if (!params_ready(w, w.layer)) return;
+      if (w.layer == 0 && wi == 0) starts_.push_back(events_.now());
+      w.received[w.layer] = 0;
+      w.busy = true;
+      events_.at(events_.now() + layer.forward_ms, [this, wi] { forward_done(wi); });
+    } else {
+      w.busy = true;
+      events_.at(events_.now() + layer.backward_ms, [this, wi] { backward_done(wi); });
+    }
+  }
+
+  void forward_done(uint32_t wi) {
+    Worker& w = *workers_[wi];
+    w.busy = false;
+    if (w.layer + 1 < layers()) {
+      ++w.layer;
+    } else {
+      w.forward = false;  // backward starts with the last layer
+    }
+    try_compute(wi);
+  }
+
+  void backward_done(uint32_t wi) {
+    Worker& w = *workers_[wi];
+    w.busy = false;
+    for (uint32_t key : model_.layers[w.layer].tensors) {
+      std::vector<PushUnit> units;
+      for (uint32_t id : shards_.tensor_chunks(key)) {
+        PushUnit u;
+        u.chunk = id;
+        u.bytes = shards_.chunks()[id].bytes();
+        units.push_back(u);
+      }
+      w.push.add(key, key, std::move(units));
+    }
+    request_push(wi);
+    if (w.layer > 0) {
+      --w.layer;
+    } else if (++w.iteration == config_.iterations) {
+      w.done = true;
+    } else {
+      w.forward = true;
+    }
+    try_compute(wi);
+  }
+
+  void request_push(uint32_t wi) {
+    Worker& w = *workers_[wi];
+    if (w.pump_pending) return;
+    w.pump_pending = true;
+    events_.decide([this, wi] {
+      Worker& wk = *workers_[wi];
+      wk.pump_pending = false;
+      while (auto u = wk.push.next()) {
+        const PushUnit unit = *u;
+        const uint32_t s = shards_.chunks()[unit.chunk].server;
+        net_.send(wi, server_host(s), unit.bytes, [this, s, wi, unit] { at_server(s, wi, unit); });
+      }
+    });
+  }
+
+  void at_server(uint32_t s, uint32_t wi, const PushUnit& unit) {
+    const uint64_t bytes = unit.bytes;
+    events_.at(events_.now() + config_.ack_latency_ms, [this, wi, bytes] {
+      workers_[wi]->push.acked(bytes);
+      request_push(wi);
+    });
+    if (++arrived_[unit.chunk] < config_.workers) return;
+    arrived_[unit.chunk] = 0;
+    Server& server = servers_[s];
+    const double start = std::max(events_.now(), server.aggregation_free);
+    server.aggregation_free = start + aggregation_ms(config_, bytes);
+    events_.at(server.aggregation_free, [this, s, unit] {
+      for (uint32_t v = 0; v < config_.workers; ++v) {
+        PushUnit reply;
+        reply.chunk = unit.chunk;
+        reply.bytes = unit.bytes;
+        servers_[s].replies[v].add(unit.key, unit.key, {reply});
+        request_reply(s, v);
+      }
+    });
+  }
+
+  void request_reply(uint32_t s, uint32_t wi) {
+    if (servers_[s].pump_pending[wi]) return;
+    servers_[s].pump_pending[wi] = 1;
+    events_.decide([this, s, wi] {
+      Server& server = servers_[s];
+      server.pump_pending[wi] = 0;
+      while (auto u = server.replies[wi].next()) {
+        const PushUnit unit = *u;
+        net_.send(server_host(s), wi, unit.bytes, [this, s, wi, unit] { at_worker(s, wi, unit); });
+      }
+    });
+  }
+
+  void at_worker(uint32_t s, uint32_t wi, const PushUnit& unit) {
+    const uint64_t bytes = unit.bytes;
+    events_.at(events_.now() + config_.ack_latency_ms, [this, s, wi, bytes] {
+      servers_[s].replies[wi].acked(bytes);
+      request_reply(s, wi);
+    });
+    ++workers_[wi]->received[model_.tensors[unit.key].layer];
+    try_compute(wi);
+  }
+
+  const ModelDesc& model_;
+  const SimConfig config_;
+  const ShardMap shards_;
+  EventQueue events_;
+  Network net_;
+  std::vector<uint32_t> layer_chunks_;  // chunks per layer
+  std::vector<uint32_t> arrived_;       // per chunk: workers' copies in for this iteration
+  std::vector<std::unique_ptr<Worker>> workers_;
+  std::vector<Server> servers_;
+  std::vector<double> starts_;
+};
+
+}  // namespace
+
+SimResult simulate(const ModelDesc& model, const SimConfig& config) {
+  validate(config);
+  if (model.tensors.empty() || model.layers.empty()) {
+    throw std::invalid_argument("sim: the model has no parameter tensors");
+  }
+  Simulation sim(model, config);
+  return sim.run();
+}
+
+}  // namespace psrt::sim

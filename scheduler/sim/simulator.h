@@ -1,0 +1,51 @@
+// psrt-sim's core: a discrete-event simulation of synchronous data-parallel training on a
+// parameter server, one profile, W identical workers and S servers, to predict the steady-state
+// iteration time of each push mode. GradOptimizer and NetPlacer build on it.
+//
+// What is simulated (the runtime's semantics, see DESIGN.md):
+//  - Worker compute is one stream. Forward of layer l in iteration i > 0 starts when forward
+//    l-1 has ended and every chunk of l's tensors has come back from iteration i-1 (bigdl: every
+//    chunk of every tensor, before forward 0). Backward runs L-1..0 back to back. When backward l
+//    ends, each of l's tensors is added to the worker's PushQueue (priority = key; bigdl expects
+//    all tensors before any leaves). Iteration 0 starts with all parameters present.
+//  - Chunks: shard_map_for() (chunk_bytes in the chunked modes, whole tensors otherwise, still
+//    split as far as server balance needs). The worker hands the queue's next chunk to its uplink
+//    whenever credit allows (PushQueue::next), the same policy object the real worker uses.
+//  - Network: see network.h (cut-through, per-host full-duplex links, FIFO uplinks).
+//  - Server: acknowledges each chunk on arrival (credit returns after ack_latency_ms); when the
+//    chunk of all W workers is in, aggregates it (one chunk at a time per server, W * b / rate),
+//    then adds the reply chunk to each worker's reply PushQueue (preemptive, credit_bytes,
+//    priority = key); replies are acknowledged on arrival at the worker.
+//  - Decisions at an instant (what to send) see every state change of that instant.
+// Deterministic: the same inputs give the same result, bit for bit.
+//
+// Prediction: the duration of the last simulated iteration on worker 0, from the start of its
+// forward of layer 0 to the next one's, so pipelining across iteration boundaries counts.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/model.h"
+#include "scheduler/sim/bounds.h"
+#include "scheduler/sim/sim_config.h"
+
+namespace psrt::sim {
+
+struct SimResult {
+  double iteration_ms = 0;                 // the prediction: the last iteration on worker 0
+  std::vector<double> iteration_start_ms;  // worker 0's forward-0 starts, one per iteration
+  double end_ms = 0;                       // when the last reply of the last iteration landed
+  LowerBounds bounds;                      // for the same model, shard map and config
+  uint32_t chunks = 0;                     // in the shard map used
+  uint64_t max_link_bytes = 0;             // busiest link direction over the whole run
+  uint64_t events = 0;                     // actions run
+
+  double ratio_to_bound() const { return iteration_ms / bounds.max_ms(); }
+};
+
+// Throws std::invalid_argument for a bad config or a model without tensors, std::logic_error if
+// the simulation stops before every worker has finished (a bug, not an input error).
+SimResult simulate(const ModelDesc& model, const SimConfig& config);
+
+}  // namespace psrt::sim

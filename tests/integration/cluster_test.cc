@@ -1,0 +1,133 @@
+// Real processes on loopback: 2 servers and 3 workers train the native MLP for k iterations via
+// psrt-launch; the parameters must equal those of a single-process reference fed the same batches.
+#include <catch2/catch.hpp>
+#include <cblas.h>
+
+#include <cmath>
+#include <fstream>
+#include <vector>
+
+#include "core/config.h"
+#include "server/optimizer.h"
+#include "tests/integration/proc_util.h"
+#include "worker/data/idx.h"
+#include "worker/data/sampler.h"
+#include "worker/engine/network.h"
+#include "worker/native_backend.h"
+
+using namespace psrt;
+
+namespace {
+
+constexpr int kIterations = 6;
+
+std::string cluster_config(const std::string& dir, const std::string& optimizer,
+                           const std::string& mode) {
+  return "job: {id: itest, iterations: " + std::to_string(kIterations) +
+         ", batch_size: 32, seed: 7, log_every: 0, evaluate: false, dump_params: '" + dir +
+         "/params-{rank}.bin'}\n"
+         "cluster: {servers: 2, workers: 3, start_timeout_s: 60, heartbeat_s: 0.2, "
+         "peer_timeout_s: 20}\n"
+         "model: {backend: native, arch: mlp, hidden: [64, 32]}\n"
+         "data: {train_limit: 2000}\n"
+         "optimizer: " + optimizer + "\n"
+         "scheduler: {mode: " + mode + ", chunk_bytes: 4096, credit_bytes: 16384}\n";
+}
+
+std::vector<float> read_floats(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  REQUIRE(in);
+  const auto bytes = std::size_t(in.tellg());
+  std::vector<float> v(bytes / sizeof(float));
+  in.seekg(0);
+  in.read(reinterpret_cast<char*>(v.data()), std::streamsize(bytes));
+  return v;
+}
+
+// The same training, in one process: each worker's gradient on its own batch, the mean in rank
+// order, the optimizer on each tensor.
+std::vector<float> reference(const Config& c) {
+  openblas_set_num_threads(c.job.blas_threads);  // as the workers do: the same kernels
+  data::Dataset train = data::load_fashion_mnist(c.data.path, true);
+  train.n = int(c.data.train_limit);
+  auto net = engine::build_network(net_spec(c.model), c.job.seed);
+  const auto opt = make_optimizer(c.optimizer);
+  const auto& tensors = net->desc().tensors;
+  std::vector<OptimizerState> states(tensors.size());
+  const int W = c.cluster.workers;
+  std::vector<data::BatchSampler> samplers;
+  for (int w = 0; w < W; ++w) samplers.emplace_back(train.n, w, W, c.job.batch_size, c.job.seed);
+  const std::size_t sample = net->input_size();
+  for (uint64_t t = 0; t < uint64_t(c.job.iterations); ++t) {
+    std::vector<std::vector<std::vector<float>>> grads(W);
+    for (int w = 0; w < W; ++w) {
+      const auto idx = samplers[w].batch(t);
+      std::vector<float> images(idx.size() * sample);
+      std::vector<int32_t> labels(idx.size());
+      for (std::size_t i = 0; i < idx.size(); ++i) {
+        std::copy_n(train.images.begin() + std::ptrdiff_t(std::size_t(idx[i]) * sample), sample,
+                    images.begin() + std::ptrdiff_t(i * sample));
+        labels[i] = train.labels[std::size_t(idx[i])];
+      }
+      net->set_batch(images.data(), labels.data(), int(idx.size()));
+      const auto L = net->desc().layers.size();
+      for (std::size_t l = 0; l < L; ++l) net->forward_layer(l);
+      for (std::size_t l = L; l-- > 0;) net->backward_layer(l);
+      for (const auto& t2 : tensors) {
+        auto g = net->grad(t2.key);
+        grads[w].emplace_back(g.begin(), g.end());
+      }
+    }
+    for (const auto& td : tensors) {
+      std::vector<const float*> in;
+      for (int w = 0; w < W; ++w) in.push_back(grads[w][td.key].data());
+      std::vector<float> mean(td.num_elements);
+      aggregate_mean(mean, in);
+      opt->update(net->param(td.key), mean, states[td.key]);
+    }
+  }
+  std::vector<float> all;
+  for (const auto& td : tensors) {
+    auto p = net->param(td.key);
+    all.insert(all.end(), p.begin(), p.end());
+  }
+  return all;
+}
+
+void run_and_compare(const std::string& optimizer, const std::string& mode) {
+  const std::string dir = test::temp_dir("cluster");
+  const std::string cfg = dir + "/job.yaml";
+  test::write_file(cfg, cluster_config(dir, optimizer, mode));
+  test::Proc launch("launch", {test::bin("psrt-launch"), cfg});
+  const auto rc = launch.wait_exit(120);
+  INFO(launch.output());
+  REQUIRE(rc == 0);
+  const auto expected = reference(load_config(cfg));
+  for (int w = 0; w < 3; ++w) {
+    const auto got = read_floats(dir + "/params-" + std::to_string(w) + ".bin");
+    REQUIRE(got.size() == expected.size());
+    std::size_t bad = 0;
+    double worst = 0;
+    std::size_t worst_at = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const double err = std::abs(double(got[i]) - expected[i]) / std::max(1e-6, std::abs(double(expected[i])));
+      if (err > worst) worst_at = i;
+      worst = std::max(worst, err);
+      if (err > 1e-5) ++bad;
+    }
+    INFO("worker " << w << " worst relative error " << worst << " at element " << worst_at << ": "
+                   << got[worst_at] << " vs " << expected[worst_at] << "; " << bad << " elements off");
+    CHECK(bad == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("2 servers and 3 workers train like a single process (SGD, momentum, decay)",
+          "[integration]") {
+  run_and_compare("{type: sgd, lr: 0.1, momentum: 0.9, weight_decay: 0.001}", "fifo");
+}
+
+TEST_CASE("2 servers and 3 workers train like a single process (Adam)", "[integration]") {
+  run_and_compare("{type: adam, lr: 0.01, weight_decay: 0.0001}", "preemptive");
+}

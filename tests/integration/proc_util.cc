@@ -1,0 +1,72 @@
+#include "tests/integration/proc_util.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <stdexcept>
+
+namespace psrt::test {
+
+Proc::Proc(std::string name, std::vector<std::string> argv)
+    : child_(std::make_unique<launch::Child>(std::move(name), argv)) {}
+
+bool Proc::pump(int timeout_ms) {
+  std::vector<pollfd> fds;
+  for (int fd : {child_->out_fd(), child_->err_fd()})
+    if (fd >= 0) fds.push_back({fd, POLLIN, 0});
+  if (fds.empty()) return false;
+  ::poll(fds.data(), fds.size(), timeout_ms);
+  for (const auto& p : fds) {
+    if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    for (const auto& line : child_->read_lines(p.fd)) output_ += line + "\n";
+  }
+  return true;
+}
+
+bool Proc::wait_line(const std::string& text, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (true) {
+    if (output_.find(text, scanned_) != std::string::npos) return true;
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) return false;
+    if (!pump(int(std::min<int64_t>(left.count(), 200)))) {
+      return output_.find(text, scanned_) != std::string::npos;
+    }
+  }
+}
+
+std::optional<int> Proc::wait_exit(double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    const bool open = pump(50);
+    if (auto code = child_->poll_exit(); code && !open) return code;
+    if (!open) {
+      // pipes closed; the exit is imminent
+      if (auto code = child_->poll_exit()) return code;
+    }
+  }
+  return child_->poll_exit();
+}
+
+void Proc::kill(int sig) { child_->signal(sig); }
+
+std::string bin(const std::string& name) { return std::string(PSRT_BIN_DIR) + "/" + name; }
+std::string source(const std::string& path) { return std::string(PSRT_SOURCE_DIR) + "/" + path; }
+
+std::string temp_dir(const std::string& tag) {
+  std::string templ = "/tmp/psrt-test-" + tag + "-XXXXXX";
+  if (!::mkdtemp(templ.data())) throw std::runtime_error("mkdtemp failed");
+  return templ;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+}  // namespace psrt::test

@@ -1,0 +1,35 @@
+#!/bin/bash
+# psrt-sim prints one row per mode, and rejects bad arguments with one line and exit code 2.
+set -u
+sim=$1
+profiles=$2
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+out=$("$sim" --profile "$profiles/resnet50.yaml" --workers 4 --servers 2 --bandwidth 1Gbit \
+      --all-modes --scale 0.05) || fail "psrt-sim --all-modes exited $?"
+for m in bigdl fifo fifo_chunked nonpreemptive preemptive; do
+  grep -q "^$m " <<<"$out" || fail "no row for $m in: $out"
+done
+"$sim" --profile "$profiles/mlp.yaml" --mode fifo --bandwidth 125MB/s --chunk-bytes 512KiB \
+  --credit-bytes 1000000 >/dev/null || fail "single mode run exited $?"
+
+expect_2() {
+  local err rc
+  err=$("$sim" "$@" 2>&1 >/dev/null)
+  rc=$?
+  [ "$rc" -eq 2 ] || fail "exit $rc (want 2) for: $*"
+  [ "$(wc -l <<<"$err")" -eq 1 ] || fail "want one line on stderr for: $*; got: $err"
+  grep -q "psrt-sim" <<<"$err" || fail "message does not name psrt-sim: $err"
+}
+p="$profiles/mlp.yaml"
+expect_2 --profile "$p" --bandwidth fast
+expect_2 --profile "$p" --bandwidth 1G
+expect_2 --profile "$p" --chunk-bytes 4XB
+expect_2 --profile "$p" --credit-bytes 0
+expect_2 --profile "$p" --mode lifo
+expect_2 --profile "$p" --workers 0
+expect_2 --profile "$p" --iterations 1
+expect_2 --profile "$p" --no-such-flag
+expect_2 --profile /nonexistent/profile.yaml
+expect_2 --bandwidth 1Gbit
+echo "psrt-sim CLI: ok"

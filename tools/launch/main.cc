@@ -1,0 +1,195 @@
+// psrt-launch CONFIG: starts the job's servers and workers on this machine, prefixes their output
+// with role and rank, stops everyone when one fails or on Ctrl-C, and leaves no process behind.
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/status.h"
+#include "tools/launch/child.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using psrt::launch::Child;
+
+std::string self_dir() {
+  return std::filesystem::canonical("/proc/self/exe").parent_path().string();
+}
+
+void print_line(const Child& c, const std::string& line, bool err) {
+  std::FILE* f = err ? stderr : stdout;
+  std::fprintf(f, "%-9s| %s\n", c.name().c_str(), line.c_str());
+  std::fflush(f);
+}
+
+class Launcher {
+ public:
+  Launcher(std::string config_path, std::vector<std::string> sets, double grace_s)
+      : config_path_(std::move(config_path)), sets_(std::move(sets)), grace_s_(grace_s) {
+    sigset_t mask;
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGINT);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGCHLD);
+    sigaddset(&mask, SIGHUP);
+    sigprocmask(SIG_BLOCK, &mask, nullptr);
+    sig_fd_ = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  }
+
+  int run(const psrt::Config& config) {
+    const std::string dir = self_dir();
+    spawn(dir + "/psrt-server", "server", 0, {});
+    // Server 0 binds the coordinator endpoint (maybe port 0) and says where it listens.
+    const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                             std::chrono::duration<double>(
+                                                 config.cluster.start_timeout_s));
+    while (endpoint_.empty() && !stopping_) {
+      if (Clock::now() > deadline) {
+        std::fprintf(stderr, "psrt-launch: server 0 did not start listening within %.0f s\n",
+                     config.cluster.start_timeout_s);
+        stop(1);
+        break;
+      }
+      step(200);
+    }
+    if (!stopping_) {
+      const std::vector<std::string> extra{"--set", "cluster.coordinator=" + endpoint_};
+      for (int s = 1; s < config.cluster.servers; ++s) spawn(dir + "/psrt-server", "server", s, extra);
+      for (int w = 0; w < config.cluster.workers; ++w) spawn(dir + "/psrt-worker", "worker", w, extra);
+    }
+    while (!all_done()) step(kill_at_ ? 100 : 1000);
+    return rc_;
+  }
+
+ private:
+  void spawn(const std::string& bin, const std::string& role, int rank,
+             const std::vector<std::string>& extra) {
+    std::vector<std::string> argv{bin, "--config", config_path_, "--rank", std::to_string(rank)};
+    for (const auto& s : sets_) {
+      argv.push_back("--set");
+      argv.push_back(s);
+    }
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    children_.push_back(std::make_unique<Child>(role + " " + std::to_string(rank), argv));
+  }
+
+  bool all_done() {
+    for (auto& c : children_)
+      if (!c->poll_exit() || c->pipes_open()) return false;
+    return true;
+  }
+
+  void stop(int rc) {
+    if (!stopping_) {
+      stopping_ = true;
+      rc_ = rc;
+      for (auto& c : children_) c->signal(SIGTERM);
+      kill_at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                    std::chrono::duration<double>(grace_s_));
+    }
+  }
+
+  void step(int timeout_ms) {
+    std::vector<pollfd> fds{{sig_fd_, POLLIN, 0}};
+    std::vector<std::pair<Child*, int>> owners{{nullptr, -1}};
+    for (auto& c : children_) {
+      for (int fd : {c->out_fd(), c->err_fd()}) {
+        if (fd < 0) continue;
+        fds.push_back({fd, POLLIN, 0});
+        owners.emplace_back(c.get(), fd);
+      }
+    }
+    ::poll(fds.data(), fds.size(), timeout_ms);
+    for (std::size_t i = 1; i < fds.size(); ++i) {
+      if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      Child* c = owners[i].first;
+      const bool err = owners[i].second == c->err_fd();
+      for (const auto& line : c->read_lines(owners[i].second)) {
+        if (endpoint_.empty() && c == children_.front().get() && line.rfind("PSRT_LISTENING ", 0) == 0) {
+          endpoint_ = line.substr(15);
+          continue;
+        }
+        print_line(*c, line, err);
+      }
+    }
+    if (fds[0].revents & POLLIN) {
+      signalfd_siginfo info;
+      while (::read(sig_fd_, &info, sizeof info) == sizeof info) {
+        if (info.ssi_signo == SIGINT || info.ssi_signo == SIGTERM || info.ssi_signo == SIGHUP) {
+          if (!stopping_) std::fprintf(stderr, "psrt-launch: stopping every process\n");
+          stop(130);
+        }
+      }
+    }
+    for (auto& c : children_) {
+      const bool was_running = !c->exit_code();
+      auto code = c->poll_exit();
+      if (was_running && code) {
+        if (*code != 0 && !stopping_) {
+          std::fprintf(stderr, "psrt-launch: %s exited with code %d; stopping the others\n",
+                       c->name().c_str(), *code);
+          stop(*code > 125 ? 1 : *code);
+        }
+      }
+    }
+    if (kill_at_ && Clock::now() > *kill_at_) {
+      for (auto& c : children_) c->signal(SIGKILL);
+    }
+  }
+
+  std::string config_path_;
+  std::vector<std::string> sets_;
+  double grace_s_;
+  int sig_fd_ = -1;
+  std::vector<std::unique_ptr<Child>> children_;
+  std::string endpoint_;
+  bool stopping_ = false;
+  int rc_ = 0;
+  std::optional<Clock::time_point> kill_at_;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"psrt-launch: run a psrt job's servers and workers on this machine"};
+  std::string config_path;
+  std::vector<std::string> sets;
+  double grace = 5;
+  app.add_option("config", config_path, "job configuration (YAML)")->required();
+  app.add_option("-s,--set", sets, "override a config key: a.b=value (repeatable)");
+  app.add_option("--grace", grace, "seconds between SIGTERM and SIGKILL when stopping")
+      ->check(CLI::Range(0.0, 3600.0));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  psrt::Config config;
+  try {
+    config = psrt::load_config(config_path, sets);
+  } catch (const psrt::ConfigError& e) {
+    std::fprintf(stderr, "psrt-launch: %s\n", e.what());
+    return 2;
+  }
+  ::setenv("PSRT_LAUNCHED", "1", 1);
+  std::printf("psrt-launch: %s: %d servers, %d workers\n", config_path.c_str(),
+              config.cluster.servers, config.cluster.workers);
+  std::fflush(stdout);
+  Launcher launcher(config_path, sets, grace);
+  const int rc = launcher.run(config);
+  std::fprintf(rc == 0 ? stdout : stderr, "psrt-launch: %s\n",
+               rc == 0 ? "every process finished" : "job failed");
+  return rc;
+}
