@@ -34,6 +34,8 @@ struct ServerStats {
 
 class Server {
  public:
+  // Chunks up to this size update in the I/O thread; larger ones in the pool.
+  static constexpr uint64_t kInlineUpdateBytes = 64 << 10;
   Server(const Config& config, uint32_t rank);
   ~Server();
 
@@ -60,6 +62,8 @@ class Server {
   void on_push(const std::string& identity, PeerId from, const wire::Header& h, ChunkState& c,
                std::vector<zmq::message_t>& payload);
   void start_update(ChunkState& c);
+  void update_chunk(ChunkState& c);  // aggregate + optimizer; runs in the pool or inline
+  void complete_update(ChunkState& c);
   void finish_updates();
   void send_params(const std::string& identity, const ChunkState& c, uint64_t seq);
   void reply_error(const std::string& identity, const wire::Header* about, const WireError& e);

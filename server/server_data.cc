@@ -137,42 +137,54 @@ void Server::on_push(const std::string& identity, PeerId from, const wire::Heade
   if (c.arrived_count == chunks_.workers()) start_update(c);
 }
 
+void Server::update_chunk(ChunkState& c) {
+  if (c.params.use_count() > 1) c.params = std::make_shared<std::vector<float>>(*c.params);
+  std::vector<const float*> inputs;
+  inputs.reserve(c.pushes.size());
+  for (const auto& m : c.pushes) inputs.push_back(static_cast<const float*>(m.data()));
+  std::span<float> params(c.params->data(), c.params->size());
+  if (inputs.size() == 1) {
+    optimizer_->update(params, {inputs[0], c.desc.length}, c.opt);
+  } else {
+    std::vector<float> grad(c.desc.length);
+    aggregate_mean(grad, inputs);
+    optimizer_->update(params, grad, c.opt);
+  }
+}
+
 void Server::start_update(ChunkState& c) {
   c.updating = true;
+  // Small chunks update inline: a hand-off to the pool and back costs more than the work.
+  if (c.desc.bytes() <= kInlineUpdateBytes) {
+    update_chunk(c);
+    complete_update(c);
+    return;
+  }
   by_id_.push_back(&c);
   const uint64_t id = by_id_.size() - 1;
   // The pool owns the chunk until finish_updates() sees it done.
-  pool_->submit(id, [this, &c] {
-    if (c.params.use_count() > 1) c.params = std::make_shared<std::vector<float>>(*c.params);
-    std::vector<const float*> inputs;
-    inputs.reserve(c.pushes.size());
-    for (const auto& m : c.pushes) inputs.push_back(static_cast<const float*>(m.data()));
-    std::span<float> params(c.params->data(), c.params->size());
-    if (inputs.size() == 1) {
-      optimizer_->update(params, {inputs[0], c.desc.length}, c.opt);
-    } else {
-      std::vector<float> grad(c.desc.length);
-      aggregate_mean(grad, inputs);
-      optimizer_->update(params, grad, c.opt);
-    }
-  });
+  pool_->submit(id, [this, &c] { update_chunk(c); });
 }
 
 void Server::finish_updates() {
   for (uint64_t id : pool_->take_finished()) {
     ChunkState& c = *by_id_.at(id);
     by_id_[id] = nullptr;
-    c.updating = false;
-    ++c.iteration;
-    ++stats_.updates;
-    for (auto& m : c.pushes) m.rebuild();
-    std::fill(c.arrived.begin(), c.arrived.end(), 0);
-    c.arrived_count = 0;
-    for (uint32_t w = 0; w < chunks_.workers(); ++w) {
-      send_params(routing_id(wire::WORKER, w), c, 0);
-    }
+    complete_update(c);
   }
   while (!by_id_.empty() && by_id_.back() == nullptr) by_id_.pop_back();
+}
+
+void Server::complete_update(ChunkState& c) {
+  c.updating = false;
+  ++c.iteration;
+  ++stats_.updates;
+  for (auto& m : c.pushes) m.rebuild();
+  std::fill(c.arrived.begin(), c.arrived.end(), 0);
+  c.arrived_count = 0;
+  for (uint32_t w = 0; w < chunks_.workers(); ++w) {
+    send_params(routing_id(wire::WORKER, w), c, 0);
+  }
 }
 
 void Server::send_params(const std::string& identity, const ChunkState& c, uint64_t seq) {

@@ -3,6 +3,8 @@
 
 #include "core/status.h"
 
+#include <stdexcept>
+
 namespace psrt {
 
 PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, ParamAccess params)
@@ -85,7 +87,15 @@ void PsClient::wait_all(uint64_t iteration) {
 }
 
 void PsClient::push(uint32_t key, uint64_t iteration, std::span<const float> grad) {
-  auto buf = std::make_shared<std::vector<float>>(grad.begin(), grad.end());
+  push(key, iteration, std::make_shared<const std::vector<float>>(grad.begin(), grad.end()));
+}
+
+void PsClient::push(uint32_t key, uint64_t iteration,
+                    std::shared_ptr<const std::vector<float>> buf) {
+  if (key >= model_.tensors.size() || buf->size() != model_.tensors[key].num_elements) {
+    throw std::invalid_argument("push: tensor " + std::to_string(key) + " with " +
+                                std::to_string(buf->size()) + " elements does not fit the model");
+  }
   {
     std::lock_guard lock(mu_);
     if (error_) throw JobError(*error_);

@@ -56,6 +56,8 @@ class PsClient {
   void wait_all(uint64_t iteration);
   // Hands a tensor's gradient for `iteration` to the scheduler (copied; the caller may reuse it).
   void push(uint32_t key, uint64_t iteration, std::span<const float> grad);
+  // The same without a copy: the buffer is shared with the transport until sent.
+  void push(uint32_t key, uint64_t iteration, std::shared_ptr<const std::vector<float>> grad);
   // Passes the shutdown barrier; the servers exit when every worker has.
   void finish();
 
@@ -66,7 +68,7 @@ class PsClient {
   struct Command {
     uint32_t key;
     uint64_t iteration;
-    std::shared_ptr<std::vector<float>> grad;
+    std::shared_ptr<const std::vector<float>> grad;
   };
 
   // I/O thread (ps_client_io.cc)

@@ -46,18 +46,29 @@ void check_conv(const ConvShape& s, uint64_t seed) {
   const std::vector<float> dw_first(params[0].grad.begin(), params[0].grad.end());
   layer.backward(xf.data(), y.data(), rf.data(), nullptr, s.n);
   CHECK(std::equal(dw_first.begin(), dw_first.end(), params[0].grad.begin()));
+  // Input the training forward did not see (another buffer): backward recomputes the columns;
+  // an evaluation forward in between leaves the cache alone.
+  const std::vector<float> x_copy = xf;
+  std::vector<float> y_eval(y.size()), dx_again(dx.size());
+  layer.forward(x_copy.data(), y_eval.data(), s.n, false);
+  CHECK(y_eval == y);
+  layer.backward(x_copy.data(), y.data(), rf.data(), dx_again.data(), s.n);
+  CHECK(std::equal(dw_first.begin(), dw_first.end(), params[0].grad.begin()));
+  CHECK(dx_again == dx);
+  layer.backward(xf.data(), y.data(), rf.data(), dx_again.data(), s.n);  // cached again
+  CHECK(dx_again == dx);
 }
 
 }  // namespace
 
 TEST_CASE("Conv2d matches a direct double convolution and its central differences",
           "[engine][conv2d]") {
-  check_conv({2, 1, 8, 8, 3, 5, 1, 2}, 31);   // LeNet conv1 shape, smaller
-  check_conv({2, 3, 7, 6, 4, 5, 1, 0}, 32);   // LeNet conv2: no padding, odd sizes
-  check_conv({3, 2, 6, 6, 5, 3, 1, 1}, 33);   // VGG 3x3 pad 1
-  check_conv({2, 2, 7, 8, 3, 3, 2, 1}, 34);   // stride 2 with padding, odd height
-  check_conv({1, 1, 4, 4, 2, 1, 1, 0}, 35);   // 1x1
-  check_conv({1, 2, 3, 3, 2, 3, 3, 2}, 36);   // stride > kernel reach, padding > half the kernel
+  check_conv({2, 1, 8, 8, 3, 5, 1, 2}, 31);  // LeNet conv1 shape, smaller
+  check_conv({2, 3, 7, 6, 4, 5, 1, 0}, 32);  // LeNet conv2: no padding, odd sizes
+  check_conv({3, 2, 6, 6, 5, 3, 1, 1}, 33);  // VGG 3x3 pad 1
+  check_conv({2, 2, 7, 8, 3, 3, 2, 1}, 34);  // stride 2 with padding, odd height
+  check_conv({1, 1, 4, 4, 2, 1, 1, 0}, 35);  // 1x1
+  check_conv({1, 2, 3, 3, 2, 3, 3, 2}, 36);  // stride > kernel reach, padding > half the kernel
 }
 
 TEST_CASE("im2col and col2im_add are adjoint", "[engine][conv2d]") {

@@ -30,8 +30,8 @@ ArchLayers mlp_layers(const NetSpec& spec) {
   for (const int h : spec.hidden) {
     check_positive("hidden width", h);
     const std::string suffix = std::to_string(index++);
-    out.layers.push_back(std::make_unique<Linear>(
-        "fc" + suffix, width, static_cast<std::size_t>(h), LinearInit::kHeNormal));
+    out.layers.push_back(std::make_unique<Linear>("fc" + suffix, width, static_cast<std::size_t>(h),
+                                                  LinearInit::kHeNormal));
     out.layers.push_back(std::make_unique<Relu>("relu" + suffix, static_cast<std::size_t>(h)));
     width = static_cast<std::size_t>(h);
     out.name += '-';

@@ -1,7 +1,9 @@
 // 2-D convolution over NCHW samples by im2col plus one cblas_sgemm per sample.
 // Tensors: "<name>.weight" of shape [out_c, in_c, k, k], "<name>.bias" of shape [out_c].
-// Weights are Kaiming/He normal with fan_in = in_c * k * k (every conv here feeds a ReLU); biases 0.
-// The im2col buffers are workspace (one sample's worth), not activations.
+// Weights are Kaiming/He normal with fan_in = in_c * k * k (every conv here feeds a ReLU); biases
+// 0. A training forward keeps the batch's im2col columns for the backward that follows (same `in`
+// pointer and n) when they take at most kColCacheBytes; otherwise backward recomputes them.
+// Evaluation (training == false) neither uses nor disturbs that cache.
 #pragma once
 
 #include <vector>
@@ -13,6 +15,8 @@ namespace psrt::engine {
 
 class Conv2d final : public Layer {
  public:
+  static constexpr std::size_t kColCacheBytes = std::size_t{16} << 20;
+
   // Throws psrt::ConfigError when !geom.valid().
   Conv2d(std::string name, const ConvGeom& geom);
 
@@ -30,6 +34,10 @@ class Conv2d final : public Layer {
   ConvGeom g_;
   std::vector<float> weight_, bias_, dweight_, dbias_;
   std::vector<float> col_, dcol_;  // workspace: col_rows x col_cols
+  std::vector<float> ones_;        // col_cols ones, for the bias gradient
+  std::vector<float> cols_;        // the last training forward's columns, n x col_rows x col_cols
+  const float* cached_in_ = nullptr;
+  int cached_n_ = 0;
 };
 
 }  // namespace psrt::engine

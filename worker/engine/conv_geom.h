@@ -5,6 +5,8 @@
 
 #include <cstddef>
 
+#include "worker/engine/host_device.h"
+
 namespace psrt::engine {
 
 struct ConvGeom {
@@ -12,24 +14,26 @@ struct ConvGeom {
   int out_c = 1;
   int kernel = 1, stride = 1, pad = 0;
 
-  int out_h() const { return (in_h + 2 * pad - kernel) / stride + 1; }
-  int out_w() const { return (in_w + 2 * pad - kernel) / stride + 1; }
+  PSRT_HOST_DEVICE int out_h() const { return (in_h + 2 * pad - kernel) / stride + 1; }
+  PSRT_HOST_DEVICE int out_w() const { return (in_w + 2 * pad - kernel) / stride + 1; }
   // Rows of the im2col matrix: one per (input channel, kernel row, kernel column).
-  std::size_t col_rows() const {
+  PSRT_HOST_DEVICE std::size_t col_rows() const {
     return static_cast<std::size_t>(in_c) * static_cast<std::size_t>(kernel) *
            static_cast<std::size_t>(kernel);
   }
   // Columns of the im2col matrix: one per output pixel.
-  std::size_t col_cols() const {
+  PSRT_HOST_DEVICE std::size_t col_cols() const {
     return static_cast<std::size_t>(out_h()) * static_cast<std::size_t>(out_w());
   }
-  std::size_t in_size() const {
+  PSRT_HOST_DEVICE std::size_t in_size() const {
     return static_cast<std::size_t>(in_c) * static_cast<std::size_t>(in_h) *
            static_cast<std::size_t>(in_w);
   }
-  std::size_t out_size() const { return static_cast<std::size_t>(out_c) * col_cols(); }
+  PSRT_HOST_DEVICE std::size_t out_size() const {
+    return static_cast<std::size_t>(out_c) * col_cols();
+  }
   // True when every size is positive and the kernel fits the padded input.
-  bool valid() const {
+  PSRT_HOST_DEVICE bool valid() const {
     return in_c > 0 && in_h > 0 && in_w > 0 && out_c > 0 && kernel > 0 && stride > 0 && pad >= 0 &&
            in_h + 2 * pad >= kernel && in_w + 2 * pad >= kernel;
   }

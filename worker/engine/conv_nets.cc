@@ -41,9 +41,9 @@ class Stack {
     out_.layers.push_back(std::make_unique<Flatten>("flatten", width_));
   }
   void fc(std::size_t out, bool last) {
-    out_.layers.push_back(std::make_unique<Linear>("fc" + std::to_string(++fc_), width_, out,
-                                                   last ? LinearInit::kXavierUniform
-                                                        : LinearInit::kHeNormal));
+    out_.layers.push_back(
+        std::make_unique<Linear>("fc" + std::to_string(++fc_), width_, out,
+                                 last ? LinearInit::kXavierUniform : LinearInit::kHeNormal));
     width_ = out;
     if (!last) relu();
   }
@@ -62,9 +62,9 @@ class Stack {
     out_.layers.push_back(std::make_unique<Relu>("relu" + std::to_string(++relu_), size));
   }
   [[noreturn]] void too_small(const std::string& layer) const {
-    throw ConfigError("network spec: input " + std::to_string(c_) + "x" + std::to_string(h_) +
-                      "x" + std::to_string(w_) + " at " + layer + " is too small for arch '" +
-                      arch_ + "'");
+    throw ConfigError("network spec: input " + std::to_string(c_) + "x" + std::to_string(h_) + "x" +
+                      std::to_string(w_) + " at " + layer + " is too small for arch '" + arch_ +
+                      "'");
   }
 
   std::string arch_;

@@ -5,11 +5,7 @@
 
 #include <cstdint>
 
-#if defined(__CUDACC__)
-#define PSRT_HOST_DEVICE __host__ __device__
-#else
-#define PSRT_HOST_DEVICE
-#endif
+#include "worker/engine/host_device.h"
 
 namespace psrt::engine {
 

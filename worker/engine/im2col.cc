@@ -1,7 +1,6 @@
 #include "worker/engine/im2col.h"
 
 #include <algorithm>
-#include <cstring>
 
 namespace psrt::engine {
 namespace {
@@ -43,10 +42,9 @@ void im2col(const float* img, const ConvGeom& g, float* col) {
           const float* row = plane + static_cast<std::size_t>(ih) * g.in_w;
           std::fill(dst, dst + r.lo, 0.0f);
           if (s == 1) {
-            if (r.hi > r.lo) {
-              std::memcpy(dst + r.lo, row + r.lo + shift,
-                          sizeof(float) * static_cast<std::size_t>(r.hi - r.lo));
-            }
+            const float* from = row + (r.lo + shift);
+            float* to = dst + r.lo;
+            for (int j = 0; j < r.hi - r.lo; ++j) to[j] = from[j];
           } else {
             for (int ow = r.lo; ow < r.hi; ++ow) dst[ow] = row[ow * s + shift];
           }
@@ -71,7 +69,13 @@ void col2im_add(const float* col, const ConvGeom& g, float* img) {
           if (ih < 0 || ih >= g.in_h) continue;
           const float* src = col + static_cast<std::size_t>(oh) * ow_count;
           float* row = plane + static_cast<std::size_t>(ih) * g.in_w;
-          for (int ow = r.lo; ow < r.hi; ++ow) row[ow * s + shift] += src[ow];
+          if (s == 1) {
+            float* to = row + (r.lo + shift);
+            const float* from = src + r.lo;
+            for (int j = 0; j < r.hi - r.lo; ++j) to[j] += from[j];
+          } else {
+            for (int ow = r.lo; ow < r.hi; ++ow) row[ow * s + shift] += src[ow];
+          }
         }
         col += static_cast<std::size_t>(oh_count) * ow_count;
       }

@@ -1,6 +1,6 @@
 // im2col and its adjoint for one NCHW sample. The column matrix is [col_rows, col_cols] row-major:
-// row (c, ki, kj), column (oh, ow) holds input (c, oh*stride - pad + ki, ow*stride - pad + kj), or 0
-// where that falls into the padding. The loops split each output row into padding / interior /
+// row (c, ki, kj), column (oh, ow) holds input (c, oh*stride - pad + ki, ow*stride - pad + kj), or
+// 0 where that falls into the padding. The loops split each output row into padding / interior /
 // padding ranges up front, so the inner loops carry no bounds branches.
 #pragma once
 

@@ -5,18 +5,9 @@
 #pragma once
 
 #include "worker/engine/layer.h"
+#include "worker/engine/pool_geom.h"
 
 namespace psrt::engine {
-
-struct PoolGeom {
-  int channels = 1, in_h = 1, in_w = 1;
-  int kernel = 2, stride = 2;
-  int out_h() const { return (in_h - kernel) / stride + 1; }
-  int out_w() const { return (in_w - kernel) / stride + 1; }
-  bool valid() const {
-    return channels > 0 && kernel > 0 && stride > 0 && in_h >= kernel && in_w >= kernel;
-  }
-};
 
 class MaxPool2d final : public Layer {
  public:

@@ -1,0 +1,217 @@
+// psrt-bench-transport: push-to-reply round trip between one worker and one server over loopback,
+// beside a plain-TCP echo measured by the same program with the same sizes and process layout.
+//
+// psrt: this process is worker 0 (PsClient: scheduler, credit, I/O thread); a psrt-server child
+// process aggregates (one worker) and runs plain SGD, then replies with the new values.
+// TCP: a child process of this binary echoes each request back after reading all of it.
+#include <spdlog/spdlog.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench/transport/tcp_baseline.h"
+#include "core/config.h"
+#include "core/model.h"
+#include "core/status.h"
+#include "tools/launch/child.h"
+#include "worker/ps_client.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using psrt::launch::Child;
+
+struct Row {
+  uint64_t bytes;
+  int reps;
+  double psrt_us = 0;
+  double tcp_us = 0;
+  double zmq_us = 0;
+};
+
+std::string self_dir() {
+  return std::filesystem::canonical("/proc/self/exe").parent_path().string();
+}
+
+// Starts a child and returns what it printed after "PSRT_LISTENING ".
+std::string wait_listening(Child& child) {
+  while (child.out_fd() >= 0) {
+    for (const auto& line : child.read_lines(child.out_fd())) {
+      if (line.rfind("PSRT_LISTENING ", 0) == 0) return line.substr(15);
+    }
+    if (child.poll_exit()) break;
+    pollfd p{child.out_fd(), POLLIN, 0};
+    ::poll(&p, 1, 200);
+  }
+  throw std::runtime_error(child.name() + " did not start");
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+void measure_psrt(std::vector<Row>& rows, const std::string& mode, uint64_t chunk_bytes) {
+  psrt::ModelDesc model;
+  model.name = "transport";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    psrt::LayerDesc layer;
+    layer.name = "t" + std::to_string(i);
+    model.add_layer(layer, {{layer.name, rows[i].bytes / sizeof(float)}});
+  }
+  const std::string dir = std::filesystem::temp_directory_path() /
+                          ("psrt-bench-transport-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string cfg = dir + "/job.yaml";
+  {
+    std::FILE* f = std::fopen(cfg.c_str(), "w");
+    std::fprintf(f,
+                 "job: {id: bench-transport, iterations: 1}\n"
+                 "cluster: {servers: 1, workers: 1, coordinator: 'tcp://127.0.0.1:0'}\n"
+                 "model: {backend: replay, profile: unused.yaml}\n"
+                 "optimizer: {type: sgd, lr: 0.000001, momentum: 0}\n"
+                 "scheduler: {mode: %s, chunk_bytes: %llu, credit_bytes: %llu}\n"
+                 "log_level: warn\n",
+                 mode.c_str(), (unsigned long long)chunk_bytes,
+                 (unsigned long long)(4 * chunk_bytes));
+    std::fclose(f);
+  }
+  Child server("server 0", {self_dir() + "/psrt-server", "--config", cfg});
+  const std::string endpoint = wait_listening(server);
+  psrt::Config config = psrt::load_config(cfg, {"cluster.coordinator=" + endpoint});
+  std::vector<std::vector<float>> params(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) params[i].assign(rows[i].bytes / 4, 0.5f);
+  psrt::PsClient client(config, 0, model, [&](uint32_t key) {
+    return std::span<float>(params[key]);
+  });
+  client.start();
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    // The zero-copy push: this measures the transport, not a copy of the gradient.
+    auto grad = std::make_shared<const std::vector<float>>(rows[i].bytes / 4, 1e-3f);
+    std::vector<double> us;
+    const int warmup = std::max(1, rows[i].reps / 10);
+    for (int r = 0; r < warmup + rows[i].reps; ++r) {
+      const uint64_t t = uint64_t(r);
+      const auto t0 = Clock::now();
+      client.push(uint32_t(i), t, grad);
+      client.wait_layer(uint32_t(i), t + 1);
+      const double d = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+      if (r >= warmup) us.push_back(d);
+    }
+    rows[i].psrt_us = median(us);
+  }
+  client.wait_all(0);
+  client.finish();
+  while (!server.poll_exit()) {
+    for (int fd : {server.out_fd(), server.err_fd()})
+      if (fd >= 0) server.read_lines(fd);
+    pollfd p{server.err_fd(), POLLIN, 0};
+    ::poll(&p, server.err_fd() >= 0 ? 1 : 0, 50);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Times `client.round_trip` for every row into `field`.
+template <typename Client>
+void measure_echo(std::vector<Row>& rows, Client& client, double Row::*field) {
+  for (auto& row : rows) {
+    std::vector<char> buf(row.bytes, 1);
+    std::vector<double> us;
+    const int warmup = std::max(1, row.reps / 10);
+    for (int r = 0; r < warmup + row.reps; ++r) {
+      const auto t0 = Clock::now();
+      client.round_trip(buf);
+      const double d = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+      if (r >= warmup) us.push_back(d);
+    }
+    row.*field = median(us);
+  }
+}
+
+void reap(Child& child) {
+  while (!child.poll_exit()) {
+    pollfd p{child.out_fd(), POLLIN, 0};
+    if (child.out_fd() >= 0) child.read_lines(child.out_fd());
+    ::poll(&p, child.out_fd() >= 0 ? 1 : 0, 50);
+  }
+}
+
+void measure_baselines(std::vector<Row>& rows) {
+  const std::string self = std::filesystem::canonical("/proc/self/exe").string();
+  {
+    Child echo("zmq echo", {self, "--zmq-echo"});
+    {
+      psrt::bench::ZmqClient client(wait_listening(echo));
+      measure_echo(rows, client, &Row::zmq_us);
+    }
+    reap(echo);
+  }
+  Child echo("tcp echo", {self, "--tcp-echo"});
+  const int port = std::stoi(wait_listening(echo));
+  {
+    psrt::bench::TcpClient client(port);
+    measure_echo(rows, client, &Row::tcp_us);
+  }
+  reap(echo);
+}
+
+std::string human(uint64_t b) {
+  if (b >= (1 << 20)) return std::to_string(b >> 20) + " MB";
+  return std::to_string(b >> 10) + " KB";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"psrt-bench-transport: psrt push-to-reply round trip beside plain TCP"};
+  bool smoke = false, echo = false, zmq_echo = false;
+  std::string mode = "fifo";
+  uint64_t chunk = 1 << 20;
+  app.add_flag("--smoke", smoke, "tiny run for the test suite");
+  app.add_flag("--tcp-echo", echo, "internal: run the TCP echo server");
+  app.add_flag("--zmq-echo", zmq_echo, "internal: run the ZeroMQ echo server");
+  app.add_option("--mode", mode, "psrt scheduler mode")->capture_default_str();
+  app.add_option("--chunk-bytes", chunk, "psrt chunk size (chunked modes)")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (echo) return psrt::bench::run_tcp_echo_server();
+  if (zmq_echo) return psrt::bench::run_zmq_echo_server();
+  spdlog::set_level(spdlog::level::warn);
+
+  std::vector<Row> rows;
+  if (smoke) {
+    rows = {{4 << 10, 20}, {64 << 10, 10}, {1 << 20, 4}};
+  } else {
+    rows = {{4 << 10, 2000}, {64 << 10, 500}, {1 << 20, 100}, {16 << 20, 20}, {64 << 20, 8}};
+  }
+  try {
+    measure_baselines(rows);
+    measure_psrt(rows, mode, chunk);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "psrt-bench-transport: %s\n", e.what());
+    return 1;
+  }
+  std::printf("psrt-bench-transport: 1 worker, 1 server, loopback; psrt mode %s, chunk %s;\n"
+              "round trip = push N bytes, server applies SGD, reply N bytes (median)\n",
+              mode.c_str(), human(chunk).c_str());
+  std::printf("goodput = 2 x size / round trip; ratios are psrt over plain TCP\n");
+  std::printf("%-6s %9s %9s %9s %10s %10s %10s %10s %10s\n", "size", "tcp us", "zmq us",
+              "psrt us", "rtt ratio", "tcp MB/s", "zmq MB/s", "psrt MB/s", "gput ratio");
+  for (const auto& r : rows) {
+    const double gp = 2.0 * double(r.bytes) / r.psrt_us;  // bytes per us = MB/s
+    const double gt = 2.0 * double(r.bytes) / r.tcp_us;
+    const double gz = 2.0 * double(r.bytes) / r.zmq_us;
+    std::printf("%-6s %9.1f %9.1f %9.1f %9.2fx %10.0f %10.0f %10.0f %9.2fx\n",
+                human(r.bytes).c_str(), r.tcp_us, r.zmq_us, r.psrt_us, r.psrt_us / r.tcp_us, gt,
+                gz, gp, gp / gt);
+  }
+  return 0;
+}
