@@ -32,6 +32,13 @@ int main(int argc, char** argv) {
     spdlog::info("{} iterations in {:.1f} s; pushed {:.1f} MiB; waited {:.1f} s for parameters",
                  result.iterations, result.seconds, double(stats.bytes_pushed) / (1 << 20),
                  stats.wait_seconds);
+    if (rank == 0) {
+      // Machine-readable, for benchmark drivers.
+      std::printf("PSRT_RESULT iterations=%llu seconds=%.3f ms_per_iteration=%.3f mode=%s\n",
+                  (unsigned long long)result.iterations, result.seconds,
+                  result.steady_ms_per_iteration, psrt::mode_name(config.scheduler.mode));
+      std::fflush(stdout);
+    }
     if (!config.job.dump_params.empty()) {
       psrt::dump_params(with_rank(config.job.dump_params, args.rank), *backend);
     }

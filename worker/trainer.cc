@@ -51,7 +51,10 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
   auto window_start = t0;
   double loss_sum = 0;
   int loss_count = 0;
+  const uint64_t warmup = total > 1 ? std::max<uint64_t>(1, total / 10) : 0;
+  auto steady_start = t0;
   for (uint64_t t = 0; t < total; ++t) {
+    if (t == warmup) steady_start = Clock::now();
     backend.begin_iteration(t);
     if (bigdl) client.wait_all(t);
     for (std::size_t l = 0; l < layers; ++l) {
@@ -98,8 +101,12 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
     }
   }
   client.wait_all(total);  // the final parameters
+  const auto end = Clock::now();
   result.iterations = total;
-  result.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  result.seconds = std::chrono::duration<double>(end - t0).count();
+  result.steady_ms_per_iteration =
+      std::chrono::duration<double, std::milli>(end - steady_start).count() /
+      double(std::max<uint64_t>(1, total - warmup));
   return result;
 }
 

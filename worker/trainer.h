@@ -15,6 +15,9 @@ struct TrainResult {
   uint64_t iterations = 0;
   double seconds = 0;
   double last_loss = 0;
+  // Steady-state iteration time: from the end of the first tenth of the run (at least one
+  // iteration) to the end, so start-up does not count.
+  double steady_ms_per_iteration = 0;
   std::optional<double> test_accuracy;
 };
 
