@@ -17,7 +17,12 @@ ChunkTable::ChunkTable(uint32_t self_rank, uint32_t workers, const wire::Members
     s.params = std::make_shared<std::vector<float>>(c.length(), 0.0f);
     s.pushes.resize(workers);
     s.arrived.assign(workers, 0);
+    s.priority = c.key();
     chunks_.emplace(std::make_pair(c.key(), c.offset()), std::move(s));
+  }
+  for (auto& [k, c] : chunks_) {
+    c.index = uint32_t(by_index_.size());
+    by_index_.push_back(&c);
   }
 }
 

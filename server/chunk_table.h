@@ -19,6 +19,8 @@ namespace psrt {
 
 struct ChunkState {
   ChunkDesc desc;
+  uint32_t index = 0;     // position in ChunkTable::at()
+  uint32_t priority = 0;  // from the workers' pushes; the tensor key until then
   // Shared with ZeroMQ while replies are in flight; replaced (copy-on-write) when still shared.
   std::shared_ptr<std::vector<float>> params;
   OptimizerState opt;
@@ -37,6 +39,7 @@ class ChunkTable {
 
   // The chunk that `h` (key, offset, length) names, if this server owns it; else an error.
   ChunkState* find(const wire::Header& h, WireError& error);
+  ChunkState& at(uint32_t index) { return *by_index_.at(index); }
   std::size_t size() const { return chunks_.size(); }
   uint64_t bytes() const;
   uint32_t workers() const { return workers_; }
@@ -46,6 +49,7 @@ class ChunkTable {
   uint32_t self_ = 0;
   uint32_t workers_ = 0;
   std::map<std::pair<uint32_t, uint64_t>, ChunkState> chunks_;  // by (key, offset)
+  std::vector<ChunkState*> by_index_;  // map nodes are stable, also when the table moves
   std::map<uint32_t, uint64_t> tensor_sizes_;
 };
 

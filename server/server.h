@@ -20,6 +20,7 @@
 #include "server/chunk_table.h"
 #include "server/coordinator.h"
 #include "server/optimizer.h"
+#include "scheduler/push_queue.h"
 #include "server/update_pool.h"
 
 namespace psrt {
@@ -65,6 +66,11 @@ class Server {
   void update_chunk(ChunkState& c);  // aggregate + optimizer; runs in the pool or inline
   void complete_update(ChunkState& c);
   void finish_updates();
+  // Replies go through a per-worker priority queue under the same byte credit as the pushes: a
+  // pending lower-layer reply overtakes queued higher-layer ones.
+  void queue_reply(uint32_t worker, const ChunkState& c);
+  void pump_replies(uint32_t worker);
+  void on_reply_ack(uint32_t worker, const wire::Header& h);
   void send_params(const std::string& identity, const ChunkState& c, uint64_t seq);
   void reply_error(const std::string& identity, const wire::Header* about, const WireError& e);
   void send(const std::string& identity, const wire::Header& h,
@@ -82,6 +88,12 @@ class Server {
   std::unique_ptr<UpdatePool> pool_;
   std::optional<Coordinator> coordinator_;  // server 0 only
   ChunkTable chunks_;
+  struct ReplyLink {
+    PushQueue queue;
+    std::map<uint64_t, uint64_t> unacked;  // seq -> bytes
+    uint64_t seq = 0;
+  };
+  std::vector<ReplyLink> replies_;  // by worker rank
   std::vector<ChunkState*> by_id_;
   bool have_membership_ = false;
   bool started_ = false;

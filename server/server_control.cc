@@ -81,6 +81,10 @@ void Server::on_membership(const wire::Membership& m) {
               std::to_string(config_.cluster.workers));
   }
   chunks_ = ChunkTable(rank_, m.num_workers(), m);
+  replies_.clear();
+  for (uint32_t w = 0; w < m.num_workers(); ++w) {
+    replies_.push_back({PushQueue(Mode::kPreemptive, config_.scheduler.credit_bytes), {}, 0});
+  }
   have_membership_ = true;
   spdlog::info("membership: {} servers, {} workers, {} tensors; this server holds {} chunks, {:.1f} MiB",
                m.num_servers(), m.num_workers(), m.tensors_size(), chunks_.size(),

@@ -84,8 +84,9 @@ void Server::on_tensor(const std::string& identity, PeerId from, const wire::Hea
       if (c->updating) {
         return;  // the reply to every worker follows when the update finishes
       }
-      send_params(identity, *c, h.seq());
+      queue_reply(from.rank, *c);
       return;
+    case wire::ACK: on_reply_ack(from.rank, h); return;
     case wire::PUSH: on_push(identity, from, h, *c, payload); return;
     default:
       reply_error(identity, &h, {ErrorCode::kUnexpected,
@@ -129,6 +130,7 @@ void Server::on_push(const std::string& identity, PeerId from, const wire::Heade
     send(identity, ack);
     return;
   }
+  c.priority = h.priority();
   c.pushes[from.rank] = aligned_frame(std::move(payload[0]));
   c.arrived[from.rank] = 1;
   ++c.arrived_count;
@@ -182,9 +184,39 @@ void Server::complete_update(ChunkState& c) {
   for (auto& m : c.pushes) m.rebuild();
   std::fill(c.arrived.begin(), c.arrived.end(), 0);
   c.arrived_count = 0;
-  for (uint32_t w = 0; w < chunks_.workers(); ++w) {
-    send_params(routing_id(wire::WORKER, w), c, 0);
+  for (uint32_t w = 0; w < chunks_.workers(); ++w) queue_reply(w, c);
+}
+
+void Server::queue_reply(uint32_t worker, const ChunkState& c) {
+  PushUnit unit;
+  unit.chunk = c.index;
+  unit.bytes = c.desc.bytes();
+  replies_[worker].queue.add(c.desc.key, c.priority, {unit});
+  pump_replies(worker);
+}
+
+void Server::pump_replies(uint32_t worker) {
+  ReplyLink& link = replies_[worker];
+  const std::string identity = routing_id(wire::WORKER, worker);
+  while (auto unit = link.queue.next()) {
+    const uint64_t seq = ++link.seq;
+    link.unacked[seq] = unit->bytes;
+    send_params(identity, chunks_.at(unit->chunk), seq);
   }
+}
+
+void Server::on_reply_ack(uint32_t worker, const wire::Header& h) {
+  ReplyLink& link = replies_[worker];
+  auto it = link.unacked.find(h.seq());
+  if (it == link.unacked.end()) {
+    reply_error(routing_id(wire::WORKER, worker), &h,
+                {ErrorCode::kUnexpected, "ACK for reply " + std::to_string(h.seq()) +
+                                             ", which is not in flight"});
+    return;
+  }
+  link.queue.acked(it->second);
+  link.unacked.erase(it);
+  pump_replies(worker);
 }
 
 void Server::send_params(const std::string& identity, const ChunkState& c, uint64_t seq) {

@@ -222,6 +222,14 @@ void PsClient::on_params(const wire::Header& h, std::vector<zmq::message_t>& pay
   }
   std::span<float> dst = params_(c->key);
   std::memcpy(dst.data() + c->offset, payload[0].data(), c->bytes());
+  // Acknowledge, so the server's reply credit toward this worker is released.
+  wire::Header ack = make_header(self_, wire::ACK);
+  ack.set_key(c->key);
+  ack.set_offset(c->offset);
+  ack.set_length(c->length);
+  ack.set_iteration(h.iteration());
+  ack.set_seq(h.seq());
+  send_to(c->server, ack);
   std::lock_guard lock(mu_);
   auto& v = version_[c->id];
   v = std::max<int64_t>(v, int64_t(h.iteration()));

@@ -94,17 +94,24 @@ std::vector<float> reference(const Config& c) {
   return all;
 }
 
-void run_and_compare(const std::string& optimizer, const std::string& mode) {
+// Runs the job through psrt-launch and returns each worker's final parameters.
+std::vector<std::vector<float>> run_cluster(const std::string& optimizer, const std::string& mode,
+                                            std::string& cfg) {
   const std::string dir = test::temp_dir("cluster");
-  const std::string cfg = dir + "/job.yaml";
+  cfg = dir + "/job.yaml";
   test::write_file(cfg, cluster_config(dir, optimizer, mode));
   test::Proc launch("launch", {test::bin("psrt-launch"), cfg});
   const auto rc = launch.wait_exit(120);
   INFO(launch.output());
   REQUIRE(rc == 0);
-  const auto expected = reference(load_config(cfg));
-  for (int w = 0; w < 3; ++w) {
-    const auto got = read_floats(dir + "/params-" + std::to_string(w) + ".bin");
+  std::vector<std::vector<float>> out;
+  for (int w = 0; w < 3; ++w) out.push_back(read_floats(dir + "/params-" + std::to_string(w) + ".bin"));
+  return out;
+}
+
+void compare(const std::vector<std::vector<float>>& workers, const std::vector<float>& expected) {
+  for (std::size_t w = 0; w < workers.size(); ++w) {
+    const auto& got = workers[w];
     REQUIRE(got.size() == expected.size());
     std::size_t bad = 0;
     double worst = 0;
@@ -121,6 +128,12 @@ void run_and_compare(const std::string& optimizer, const std::string& mode) {
   }
 }
 
+void run_and_compare(const std::string& optimizer, const std::string& mode) {
+  std::string cfg;
+  const auto workers = run_cluster(optimizer, mode, cfg);
+  compare(workers, reference(load_config(cfg)));
+}
+
 }  // namespace
 
 TEST_CASE("2 servers and 3 workers train like a single process (SGD, momentum, decay)",
@@ -130,4 +143,16 @@ TEST_CASE("2 servers and 3 workers train like a single process (SGD, momentum, d
 
 TEST_CASE("2 servers and 3 workers train like a single process (Adam)", "[integration]") {
   run_and_compare("{type: adam, lr: 0.01, weight_decay: 0.0001}", "preemptive");
+}
+
+TEST_CASE("every scheduling mode gives the same parameters", "[integration]") {
+  const std::string sgd = "{type: sgd, lr: 0.1, momentum: 0.9, weight_decay: 0.001}";
+  std::string cfg;
+  const auto first = run_cluster(sgd, "bigdl", cfg);
+  compare(first, reference(load_config(cfg)));
+  for (const char* mode : {"fifo", "fifo_chunked", "nonpreemptive", "preemptive"}) {
+    INFO("mode " << mode);
+    const auto other = run_cluster(sgd, mode, cfg);
+    for (std::size_t w = 0; w < other.size(); ++w) CHECK(other[w] == first[0]);  // bit for bit
+  }
 }
