@@ -21,7 +21,8 @@ Server::Server(const Config& config, uint32_t rank)
       self_{wire::SERVER, rank, config.job.id},
       ctx_(1),
       router_(make_router(ctx_)),
-      optimizer_(make_optimizer(config.optimizer)) {
+      optimizer_(make_optimizer(config.optimizer)),
+      timeline_(config.timeline, "server-" + std::to_string(rank), 1 + int(rank)) {
   if (int64_t(rank) >= config.cluster.servers) {
     throw ConfigError("server rank " + std::to_string(rank) + " is outside cluster.servers = " +
                       std::to_string(config.cluster.servers));
@@ -83,6 +84,8 @@ void Server::run() {
       }
     }
   }
+  timeline_.flush();
+  if (timeline_.enabled()) spdlog::info("timeline written to {}", timeline_.path());
   spdlog::info("shut down: {} pushes, {} duplicates, {} updates, {} errors", stats_.pushes,
                stats_.duplicates, stats_.updates, stats_.errors);
 }

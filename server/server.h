@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/timeline.h"
 #include "core/transport.h"
 #include "core/wire.h"
 #include "server/chunk_table.h"
@@ -102,6 +103,7 @@ class Server {
   Clock::time_point coordinator_seen_;
   Clock::time_point next_heartbeat_;
   ServerStats stats_;
+  Timeline timeline_;
 };
 
 }  // namespace psrt

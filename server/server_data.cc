@@ -140,6 +140,19 @@ void Server::on_push(const std::string& identity, PeerId from, const wire::Heade
 }
 
 void Server::update_chunk(ChunkState& c) {
+  const auto start = Timeline::Clock::now();
+  struct Record {
+    Timeline& tl;
+    const ChunkState& c;
+    Timeline::Clock::time_point start;
+    Timeline::Track track;
+    ~Record() {
+      if (!tl.enabled()) return;
+      tl.span(track, "update", chunk_label(c.desc.key, c.desc.offset, int64_t(c.iteration)), start,
+              Timeline::Clock::now());
+    }
+  } record{timeline_, c, start,
+           c.desc.bytes() <= kInlineUpdateBytes ? Timeline::kIo : Timeline::kPool};
   if (c.params.use_count() > 1) c.params = std::make_shared<std::vector<float>>(*c.params);
   std::vector<const float*> inputs;
   inputs.reserve(c.pushes.size());

@@ -25,9 +25,10 @@ int main(int argc, char** argv) {
     openblas_set_num_threads(config.job.blas_threads);
     const auto rank = static_cast<uint32_t>(args.rank);
     auto backend = psrt::make_backend(config, rank);
+    psrt::Timeline timeline(config.timeline, "worker-" + std::to_string(rank), 1000 + int(rank));
     psrt::PsClient client(config, rank, backend->desc(),
-                          [&](uint32_t key) { return backend->param(key); });
-    const auto result = psrt::train(config, rank, *backend, client);
+                          [&](uint32_t key) { return backend->param(key); }, &timeline);
+    const auto result = psrt::train(config, rank, *backend, client, &timeline);
     const auto stats = client.stats();
     spdlog::info("{} iterations in {:.1f} s; pushed {:.1f} MiB; waited {:.1f} s for parameters",
                  result.iterations, result.seconds, double(stats.bytes_pushed) / (1 << 20),
@@ -49,5 +50,7 @@ int main(int argc, char** argv) {
       }
     }
     client.finish();
+    timeline.flush();
+    if (timeline.enabled()) spdlog::info("timeline written to {}", timeline.path());
   });
 }

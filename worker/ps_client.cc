@@ -7,12 +7,14 @@
 
 namespace psrt {
 
-PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, ParamAccess params)
+PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, ParamAccess params,
+                   Timeline* timeline)
     : config_(config),
       rank_(rank),
       self_{wire::WORKER, rank, config.job.id},
       model_(model),
       params_(std::move(params)),
+      timeline_(timeline),
       ctx_(1),
       queue_(config.scheduler.mode, config.scheduler.credit_bytes) {
   if (int64_t(rank) >= config.cluster.workers) {
@@ -99,7 +101,7 @@ void PsClient::push(uint32_t key, uint64_t iteration,
   {
     std::lock_guard lock(mu_);
     if (error_) throw JobError(*error_);
-    commands_.push_back({key, iteration, std::move(buf)});
+    commands_.push_back({key, iteration, std::move(buf), std::chrono::steady_clock::now()});
   }
   wakeup_.notify();
 }

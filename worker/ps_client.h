@@ -26,6 +26,7 @@
 #include "core/config.h"
 #include "core/model.h"
 #include "core/sharding.h"
+#include "core/timeline.h"
 #include "core/transport.h"
 #include "core/wire.h"
 #include "scheduler/push_queue.h"
@@ -43,7 +44,9 @@ class PsClient {
  public:
   using ParamAccess = std::function<std::span<float>(uint32_t key)>;
 
-  PsClient(const Config& config, uint32_t rank, const ModelDesc& model, ParamAccess params);
+  // `timeline` (may be null) records chunks in flight and parameter arrivals.
+  PsClient(const Config& config, uint32_t rank, const ModelDesc& model, ParamAccess params,
+           Timeline* timeline = nullptr);
   ~PsClient();
   PsClient(const PsClient&) = delete;
   PsClient& operator=(const PsClient&) = delete;
@@ -69,6 +72,12 @@ class PsClient {
     uint32_t key;
     uint64_t iteration;
     std::shared_ptr<const std::vector<float>> grad;
+    std::chrono::steady_clock::time_point enqueued;
+  };
+  struct InFlight {
+    uint64_t bytes;
+    uint32_t chunk;
+    std::chrono::steady_clock::time_point enqueued, sent;
   };
 
   // I/O thread (ps_client_io.cc)
@@ -95,6 +104,7 @@ class PsClient {
   Sender self_;
   ModelDesc model_;
   ParamAccess params_;
+  Timeline* timeline_;
   std::vector<uint32_t> priority_;  // by tensor key
 
   // I/O thread only
@@ -102,7 +112,7 @@ class PsClient {
   std::vector<zmq::socket_t> dealers_;
   ShardMap shards_;
   PushQueue queue_;
-  std::map<uint64_t, uint64_t> unacked_;  // seq -> bytes
+  std::map<uint64_t, InFlight> unacked_;  // by seq
   std::map<uint32_t, Command> pending_;    // by key: the gradient being sent
   uint64_t seq_ = 0;
   std::size_t init_acks_ = 0;

@@ -3,6 +3,7 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 
 #include "worker/ps_client.h"
@@ -140,7 +141,16 @@ void PsClient::on_message(std::size_t server, Envelope& env) {
       auto it = unacked_.find(h.seq());
       if (it == unacked_.end()) return;
       if (init_acks_ > 0 && --init_acks_ == 0) send_barrier("start");
-      queue_.acked(it->second);
+      const InFlight& f = it->second;
+      if (timeline_ && f.bytes > 0) {
+        const ChunkDesc& c = shards_.chunks()[f.chunk];
+        char args[96];
+        std::snprintf(args, sizeof args, "{\"bytes\":%llu,\"server\":%u,\"iteration\":%llu}",
+                      (unsigned long long)f.bytes, c.server, (unsigned long long)h.iteration());
+        timeline_->flight("push", chunk_label(c.key, c.offset), h.seq(), f.enqueued,
+                          SteadyClock::now(), args);
+      }
+      queue_.acked(f.bytes);
       unacked_.erase(it);
       return;
     }
@@ -202,7 +212,7 @@ void PsClient::send_init() {
     std::memcpy(frame.data(), params_(c.key).data() + c.offset, c.bytes());
     std::vector<zmq::message_t> payload;
     payload.push_back(std::move(frame));
-    unacked_[h.seq()] = 0;
+    unacked_[h.seq()] = {0, c.id, {}, {}};
     ++init_acks_;
     send_to(c.server, h, std::move(payload));
   }
@@ -230,6 +240,10 @@ void PsClient::on_params(const wire::Header& h, std::vector<zmq::message_t>& pay
   ack.set_iteration(h.iteration());
   ack.set_seq(h.seq());
   send_to(c->server, ack);
+  if (timeline_) {
+    timeline_->instant(Timeline::kIo, "params",
+                       chunk_label(c->key, c->offset, int64_t(h.iteration())), SteadyClock::now());
+  }
   std::lock_guard lock(mu_);
   auto& v = version_[c->id];
   v = std::max<int64_t>(v, int64_t(h.iteration()));
@@ -272,7 +286,7 @@ void PsClient::pump() {
     h.set_payload_bytes(c.bytes());
     std::vector<zmq::message_t> payload;
     payload.push_back(shared_frame(cmd.grad, cmd.grad->data() + c.offset, c.bytes()));
-    unacked_[h.seq()] = unit->bytes;
+    unacked_[h.seq()] = {unit->bytes, unit->chunk, cmd.enqueued, SteadyClock::now()};
     send_to(c.server, h, std::move(payload));
     std::lock_guard lock(mu_);
     stats_.bytes_pushed += c.bytes();

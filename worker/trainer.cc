@@ -32,7 +32,24 @@ std::string format_eta(double seconds) {
 
 }  // namespace
 
-TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClient& client) {
+namespace {
+
+// Runs `fn` and records it on the compute track when a timeline is on.
+template <typename Fn>
+void traced(Timeline* tl, const char* cat, const std::string& name, Fn&& fn) {
+  if (!tl || !tl->enabled()) {
+    fn();
+    return;
+  }
+  const auto start = Timeline::Clock::now();
+  fn();
+  tl->span(Timeline::kCompute, cat, name, start, Timeline::Clock::now());
+}
+
+}  // namespace
+
+TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClient& client,
+                  Timeline* timeline) {
   using Clock = std::chrono::steady_clock;
   const ModelDesc& model = backend.desc();
   const uint64_t total = planned_iterations(config, backend);
@@ -56,10 +73,13 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
   for (uint64_t t = 0; t < total; ++t) {
     if (t == warmup) steady_start = Clock::now();
     backend.begin_iteration(t);
-    if (bigdl) client.wait_all(t);
+    if (bigdl) traced(timeline, "wait", "wait all params", [&] { client.wait_all(t); });
     for (std::size_t l = 0; l < layers; ++l) {
-      if (!bigdl) client.wait_layer(uint32_t(l), t);
-      backend.forward_layer(l);
+      const std::string& name = model.layers[l].name;
+      if (!bigdl && !model.layers[l].tensors.empty()) {
+        traced(timeline, "wait", "wait " + name, [&] { client.wait_layer(uint32_t(l), t); });
+      }
+      traced(timeline, "forward", "fwd " + name, [&] { backend.forward_layer(l); });
     }
     if (auto loss = backend.loss()) {
       if (!std::isfinite(*loss)) {
@@ -71,7 +91,7 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
       result.last_loss = *loss;
     }
     for (std::size_t l = layers; l-- > 0;) {
-      backend.backward_layer(l);
+      traced(timeline, "backward", "bwd " + model.layers[l].name, [&] { backend.backward_layer(l); });
       for (uint32_t key : model.layers[l].tensors) client.push(key, t, backend.grad(key));
     }
     const uint64_t done = t + 1;

@@ -24,7 +24,8 @@ struct TrainResult {
 // Iterations the job runs: job.iterations, or job.epochs passes over the worker's shard.
 uint64_t planned_iterations(const Config& config, const Backend& backend);
 
-TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClient& client);
+TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClient& client,
+                  Timeline* timeline = nullptr);
 
 // Writes every tensor's values, in key order, as raw little-endian fp32.
 void dump_params(const std::string& path, Backend& backend);

@@ -1,0 +1,69 @@
+// timeline: each process writes its Chrome-trace file; psrt-timeline merge joins them.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "tests/integration/proc_util.h"
+
+using namespace psrt;
+
+namespace {
+
+std::map<std::string, int> count_events(const std::string& path, int& lines) {
+  std::ifstream in(path);
+  std::string line;
+  std::map<std::string, int> by_phase;
+  lines = 0;
+  std::getline(in, line);
+  REQUIRE(line.rfind("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[", 0) == 0);
+  while (std::getline(in, line)) {
+    if (line == "]}") break;
+    ++lines;
+    REQUIRE(line.rfind("{\"ph\":\"", 0) == 0);
+    REQUIRE((line.back() == '}' || line.substr(line.size() - 2) == "},"));
+    by_phase[line.substr(7, 1)]++;
+    for (const char* cat : {"forward", "backward", "wait", "push", "update", "params"}) {
+      if (line.find(std::string("\"cat\":\"") + cat + "\"") != std::string::npos) by_phase[cat]++;
+    }
+  }
+  return by_phase;
+}
+
+}  // namespace
+
+TEST_CASE("every process writes a timeline and psrt-timeline merges them", "[integration]") {
+  const std::string dir = test::temp_dir("timeline");
+  const std::string cfg = dir + "/job.yaml";
+  test::write_file(cfg,
+                   "job: {id: tl, iterations: 4, batch_size: 16, log_every: 0, evaluate: false}\n"
+                   "cluster: {servers: 2, workers: 2}\n"
+                   "model: {backend: native, arch: mlp, hidden: [32]}\n"
+                   "data: {train_limit: 500}\n"
+                   "scheduler: {mode: preemptive, chunk_bytes: 8192}\n"
+                   "timeline: " + dir + "/trace\n");
+  test::Proc launch("launch", {test::bin("psrt-launch"), cfg});
+  REQUIRE(launch.wait_exit(120) == 0);
+  for (const char* f : {"server-0", "server-1", "worker-0", "worker-1"}) {
+    CHECK(std::filesystem::exists(dir + "/trace/" + f + ".json"));
+  }
+  test::Proc merge("merge", {test::bin("psrt-timeline"), "merge", dir + "/trace", "-o",
+                             dir + "/merged.json"});
+  REQUIRE(merge.wait_exit(30) == 0);
+  int lines = 0;
+  auto n = count_events(dir + "/merged.json", lines);
+  CHECK(lines > 50);
+  CHECK(n["M"] == 4 * 6);          // process name, sort index and 4 track names per process
+  CHECK(n["b"] == n["e"]);         // every chunk in flight begins and ends
+  CHECK(n["b"] > 0);
+  CHECK(n["forward"] == 2 * 4 * 4);  // 2 workers x 4 iterations x 4 layers (fc, relu, fc, loss)
+  CHECK(n["backward"] == n["forward"]);
+  CHECK(n["update"] > 0);
+  CHECK(n["params"] > 0);
+
+  test::Proc bad("merge", {test::bin("psrt-timeline"), "merge", cfg, "-o", dir + "/x.json"});
+  CHECK(bad.wait_exit(30) == 2);
+  CHECK(bad.output().find("not a psrt timeline file") != std::string::npos);
+}
