@@ -152,6 +152,22 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
   for (auto p : sch.get_int_list("priority", 0, 1 << 30)) c.scheduler.priority.push_back(int(p));
   sch.reject_unknown();
 
+  const YamlReader comp = top.child("compression");
+  c.compression.codec =
+      comp.get_choice("codec", "none", {"none", "laco", "signsgd", "graddrop", "topk"});
+  c.compression.density = comp.get_double("density", c.compression.density, 1e-6, 1.0);
+  c.compression.calibration_iters =
+      int(comp.get_int("calibration_iters", c.compression.calibration_iters, 0, 1 << 20));
+  c.compression.warmup_iters =
+      int(comp.get_int("warmup_iters", c.compression.warmup_iters, 0, 1 << 20));
+  c.compression.dense_below = comp.get_int("dense_below", c.compression.dense_below, 0, kMaxInt);
+  c.compression.quant_bits = int(comp.get_int("quant_bits", 8, 8, 32));
+  if (c.compression.quant_bits != 8 && c.compression.quant_bits != 32) {
+    comp.fail("quant_bits", std::to_string(c.compression.quant_bits) + " is not one of: 8, 32");
+  }
+  c.compression.error_feedback = comp.get_bool("error_feedback", true);
+  comp.reject_unknown();
+
   c.log_level = top.get_choice("log_level", "info", {"trace", "debug", "info", "warn", "error"});
   c.timeline = top.get_string("timeline", "");
   top.reject_unknown();

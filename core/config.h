@@ -65,6 +65,18 @@ struct SchedulerConfig {
   std::vector<int> priority;  // per tensor key; empty: forward order
 };
 
+// Gradient compression (compress/README.md has the method). The servers decode and accumulate;
+// the parameter replies stay dense.
+struct CompressionConfig {
+  std::string codec = "none";  // none | laco | signsgd | graddrop | topk
+  double density = 0.01;       // fraction of elements sent (laco, graddrop, topk)
+  int calibration_iters = 5;   // laco: dense iterations that find alpha
+  int warmup_iters = 20;       // laco: hot start from density 1 to the target
+  int64_t dense_below = 1024;  // laco: tensors smaller than this go dense
+  int quant_bits = 8;          // laco: 8 (log code) or 32 (fp32 values)
+  bool error_feedback = true;  // residual accumulation
+};
+
 struct Config {
   std::string source;  // the file it came from
   ClusterConfig cluster;
@@ -73,6 +85,7 @@ struct Config {
   DataConfig data;
   OptimizerConfig optimizer;
   SchedulerConfig scheduler;
+  CompressionConfig compression;
   std::string log_level = "info";
   std::string timeline;  // Chrome trace output path prefix; empty: off
 };

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <chrono>
 
+#include "compress/job_config.h"
+#include "compress/registry.h"
 #include "core/status.h"
 
 namespace psrt {
@@ -34,6 +36,12 @@ Server::Server(const Config& config, uint32_t rank)
     throw ConfigError("server " + std::to_string(rank) + " cannot bind " +
                       (rank == 0 ? config.cluster.coordinator : config.cluster.bind_host) + ": " +
                       e.what());
+  }
+  if (config.compression.codec != "none") {
+    auto made = compress::make_codec(compress::codec_config(config.compression));
+    if (!made) throw ConfigError("compression: " + made.status().message());
+    codec_ = std::move(made.value());
+    wire_codec_ = static_cast<wire::Codec>(codec_->id());
   }
   pool_ = std::make_unique<UpdatePool>(config.cluster.server_threads, wakeup_);
   started_at_ = Clock::now();

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "compress/codec.h"
 #include "core/config.h"
 #include "core/timeline.h"
 #include "core/transport.h"
@@ -86,6 +87,8 @@ class Server {
   std::string endpoint_;
   Wakeup wakeup_;
   std::unique_ptr<Optimizer> optimizer_;
+  std::unique_ptr<compress::Codec> codec_;  // null for codec none; decode only (stateless)
+  wire::Codec wire_codec_ = wire::CODEC_NONE;
   std::unique_ptr<UpdatePool> pool_;
   std::optional<Coordinator> coordinator_;  // server 0 only
   ChunkTable chunks_;

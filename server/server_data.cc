@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "compress/wire_format.h"
 #include "server/server.h"
 
 namespace psrt {
@@ -110,10 +111,27 @@ void Server::on_push(const std::string& identity, PeerId from, const wire::Heade
                      std::to_string(c.iteration)});
     return;
   }
-  if (h.codec() != wire::CODEC_NONE || payload.size() != 1) {
+  if (h.codec() != wire_codec_ || payload.size() != 1) {
     reply_error(identity, &h,
-                {ErrorCode::kBadPayload, "this server takes one uncompressed (codec none) frame"});
+                {ErrorCode::kBadPayload,
+                 "this job pushes one frame of codec " + std::string(wire::Codec_Name(wire_codec_)) +
+                     ", got " + std::to_string(payload.size()) + " frames of codec " +
+                     wire::Codec_Name(h.codec())});
     return;
+  }
+  if (codec_) {
+    auto view = compress::parse_payload(
+        {static_cast<const uint8_t*>(payload[0].data()), payload[0].size()});
+    Status st = view ? compress::validate_contents(*view) : view.status();
+    if (st && (uint8_t(view->header.codec) != uint8_t(wire_codec_) ||
+               view->header.length != h.length())) {
+      st = Status::error("payload holds " + std::to_string(view->header.length) +
+                         " elements of codec " + std::to_string(int(view->header.codec)));
+    }
+    if (!st) {
+      reply_error(identity, &h, {ErrorCode::kBadPayload, "compressed payload: " + st.message()});
+      return;
+    }
   }
   wire::Header ack = make_header(self_, wire::ACK);
   ack.set_key(h.key());
@@ -154,10 +172,22 @@ void Server::update_chunk(ChunkState& c) {
   } record{timeline_, c, start,
            c.desc.bytes() <= kInlineUpdateBytes ? Timeline::kIo : Timeline::kPool};
   if (c.params.use_count() > 1) c.params = std::make_shared<std::vector<float>>(*c.params);
+  std::span<float> params(c.params->data(), c.params->size());
+  if (codec_) {
+    // Decode and accumulate in rank order (checked on arrival), then the mean.
+    std::vector<float> grad(c.desc.length, 0.0f);
+    for (const auto& m : c.pushes) {
+      (void)codec_->decode_accumulate({static_cast<const uint8_t*>(m.data()), m.size()}, grad);
+    }
+    codec_->finish_aggregate(grad, int(c.pushes.size()));
+    const float scale = 1.0f / float(c.pushes.size());
+    for (auto& g : grad) g *= scale;
+    optimizer_->update(params, grad, c.opt);
+    return;
+  }
   std::vector<const float*> inputs;
   inputs.reserve(c.pushes.size());
   for (const auto& m : c.pushes) inputs.push_back(static_cast<const float*>(m.data()));
-  std::span<float> params(c.params->data(), c.params->size());
   if (inputs.size() == 1) {
     optimizer_->update(params, {inputs[0], c.desc.length}, c.opt);
   } else {

@@ -15,6 +15,7 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
       model_(model),
       params_(std::move(params)),
       timeline_(timeline),
+      encoder_(config.compression, model),
       ctx_(1),
       queue_(config.scheduler.mode, config.scheduler.credit_bytes) {
   if (int64_t(rank) >= config.cluster.workers) {
@@ -98,10 +99,17 @@ void PsClient::push(uint32_t key, uint64_t iteration,
     throw std::invalid_argument("push: tensor " + std::to_string(key) + " with " +
                                 std::to_string(buf->size()) + " elements does not fit the model");
   }
+  Command cmd{key, iteration, std::move(buf), std::chrono::steady_clock::now(), {}};
+  if (encoder_.compresses()) {
+    // The shard map is complete once start() has returned.
+    for (uint32_t id : shards_.tensor_chunks(key)) {
+      cmd.payloads.push_back(encoder_.encode(shards_.chunks()[id], iteration, *cmd.grad));
+    }
+  }
   {
     std::lock_guard lock(mu_);
     if (error_) throw JobError(*error_);
-    commands_.push_back({key, iteration, std::move(buf), std::chrono::steady_clock::now()});
+    commands_.push_back(std::move(cmd));
   }
   wakeup_.notify();
 }

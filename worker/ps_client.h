@@ -30,6 +30,7 @@
 #include "core/transport.h"
 #include "core/wire.h"
 #include "scheduler/push_queue.h"
+#include "worker/grad_encoder.h"
 
 namespace psrt {
 
@@ -73,6 +74,8 @@ class PsClient {
     uint64_t iteration;
     std::shared_ptr<const std::vector<float>> grad;
     std::chrono::steady_clock::time_point enqueued;
+    // Compressed payloads, one per chunk of the tensor in shard-map order; empty for codec none.
+    std::vector<std::shared_ptr<const std::vector<uint8_t>>> payloads;
   };
   struct InFlight {
     uint64_t bytes;
@@ -106,6 +109,7 @@ class PsClient {
   ParamAccess params_;
   Timeline* timeline_;
   std::vector<uint32_t> priority_;  // by tensor key
+  GradEncoder encoder_;             // compute thread only
 
   // I/O thread only
   zmq::context_t ctx_;

@@ -261,10 +261,11 @@ void PsClient::take_commands() {
   }
   for (auto& cmd : cmds) {
     std::vector<PushUnit> units;
-    for (uint32_t id : shards_.tensor_chunks(cmd.key)) {
+    const auto& ids = shards_.tensor_chunks(cmd.key);
+    for (std::size_t i = 0; i < ids.size(); ++i) {
       PushUnit u;
-      u.chunk = id;
-      u.bytes = shards_.chunks()[id].bytes();
+      u.chunk = ids[i];
+      u.bytes = cmd.payloads.empty() ? shards_.chunks()[ids[i]].bytes() : cmd.payloads[i]->size();
       units.push_back(u);
     }
     const uint32_t key = cmd.key;
@@ -283,13 +284,20 @@ void PsClient::pump() {
     const Command& cmd = pending_.at(c.key);
     wire::Header h = tensor_header(wire::PUSH, c, cmd.iteration);
     h.set_num_elements(c.length);
-    h.set_payload_bytes(c.bytes());
     std::vector<zmq::message_t> payload;
-    payload.push_back(shared_frame(cmd.grad, cmd.grad->data() + c.offset, c.bytes()));
+    if (cmd.payloads.empty()) {
+      payload.push_back(shared_frame(cmd.grad, cmd.grad->data() + c.offset, c.bytes()));
+    } else {
+      // Chunk ids of a tensor are consecutive, in offset order.
+      const auto& p = cmd.payloads[unit->chunk - shards_.tensor_chunks(c.key).front()];
+      h.set_codec(encoder_.wire_codec());
+      payload.push_back(shared_frame(p, p->data(), p->size()));
+    }
+    h.set_payload_bytes(payload[0].size());
     unacked_[h.seq()] = {unit->bytes, unit->chunk, cmd.enqueued, SteadyClock::now()};
     send_to(c.server, h, std::move(payload));
     std::lock_guard lock(mu_);
-    stats_.bytes_pushed += c.bytes();
+    stats_.bytes_pushed += unit->bytes;
     ++stats_.chunks_pushed;
   }
 }
