@@ -51,11 +51,13 @@ void apply_set(YAML::Node& root, const std::string& set, const std::string& wher
   chain.back()[parts.back()] = value;
 }
 
+// A relative path means relative to the config file's folder; if nothing is there, relative to
+// the working directory (for paths given with --set).
 std::string resolve(const std::string& path, const std::string& base_dir) {
   if (path.empty() || base_dir.empty() || std::filesystem::path(path).is_absolute()) return path;
-  if (std::filesystem::exists(path)) return path;
   auto p = std::filesystem::path(base_dir) / path;
-  return std::filesystem::exists(p) ? p.string() : path;
+  if (std::filesystem::exists(p)) return p.string();
+  return std::filesystem::exists(path) ? path : p.string();
 }
 
 }  // namespace
@@ -105,6 +107,7 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
   c.job.seed = static_cast<uint64_t>(job.get_int("seed", 1, 0, INT64_MAX));
   c.job.log_every = static_cast<int>(job.get_int("log_every", c.job.log_every, 0, 1 << 30));
   c.job.evaluate = job.get_bool("evaluate", true);
+  c.job.eval_every = int(job.get_int("eval_every", 0, 0, 1 << 30));
   c.job.dump_params = resolve(job.get_string("dump_params", ""), "");
   c.job.blas_threads = static_cast<int>(job.get_int("blas_threads", 1, 1, 1024));
   job.reject_unknown();
@@ -118,6 +121,7 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
   } else {
     model.mark_used("hidden");
   }
+  c.model.dropout = model.get_double("dropout", c.model.dropout, 0, 0.95);
   c.model.profile = resolve(model.get_string("profile", ""), base_dir);
   c.model.scale = model.get_double("scale", 0, 0, 1e6);
   if (c.model.backend == "replay" && c.model.profile.empty()) {

@@ -30,6 +30,7 @@ struct JobConfig {
   uint64_t seed = 1;
   int log_every = 50;
   bool evaluate = true;            // worker 0 prints the test accuracy at the end
+  int eval_every = 0;              // worker 0 also evaluates every N iterations (0: only at the end)
   std::string dump_params;         // write final parameters to this path ({rank} is replaced)
   int blas_threads = 1;
 };
@@ -38,6 +39,7 @@ struct ModelConfig {
   std::string backend = "native";  // native | replay
   std::string arch = "mlp";        // native: mlp | lenet5 | vgg-small
   std::vector<int> hidden = {256, 128};
+  double dropout = 0.5;            // native vgg-small: dropout after the first fully connected layer
   std::string profile;             // replay: a bench/profiles/*.yaml file
   double scale = 0;                // replay: overrides the profile's scale when > 0
 };

@@ -6,9 +6,18 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/mode.h"
 #include "core/model.h"
 
 namespace psrt {
+
+// No chunk is larger than this, in any mode: it bounds what one message can make a process
+// allocate (see core/wire.h).
+constexpr uint64_t kMaxChunkBytes = 256ull << 20;
+
+// The chunk size a mode transfers: chunk_bytes in the chunked modes, whole tensors otherwise;
+// never more than kMaxChunkBytes.
+uint64_t mode_chunk_bytes(Mode mode, uint64_t chunk_bytes);
 
 struct ChunkDesc {
   uint32_t id = 0;       // index in ShardMap::chunks

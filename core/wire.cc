@@ -92,9 +92,10 @@ bool decode_header(const zmq::message_t& frame, const std::vector<zmq::message_t
   }
   if (h.length() == 0 || h.length() > kMaxChunkElements) {
     return fail(error, ErrorCode::kMalformed,
-                "chunk length " + std::to_string(h.length()) + " elements is outside [1, 2^32]");
+                "chunk length " + std::to_string(h.length()) + " elements is outside [1, " +
+                    std::to_string(kMaxChunkElements) + "]");
   }
-  if (h.offset() > kMaxChunkElements * 64) {
+  if (h.offset() > kMaxTensorElements) {
     return fail(error, ErrorCode::kMalformed, "offset " + std::to_string(h.offset()) + " is absurd");
   }
   if (!wire::Codec_IsValid(h.codec())) {

@@ -9,15 +9,18 @@
 #include <string>
 #include <vector>
 
+#include "core/sharding.h"
 #include "core/status.h"
 #include "psrt.pb.h"
 
 namespace psrt {
 
 constexpr uint32_t kProtocolVersion = 1;
-// No chunk or payload may claim more than this (a peer can claim anything).
-constexpr uint64_t kMaxChunkElements = 1ull << 32;
-constexpr uint64_t kMaxPayloadBytes = 1ull << 34;
+// What one message from a peer may claim or make a process allocate (ZeroMQ's maxmsgsize): the
+// shard map never makes a chunk larger than kMaxChunkBytes.
+constexpr uint64_t kMaxChunkElements = kMaxChunkBytes / 4;
+constexpr uint64_t kMaxTensorElements = 1ull << 40;
+constexpr uint64_t kMaxPayloadBytes = kMaxChunkBytes + 4096;  // room for a codec's own header
 
 enum class ErrorCode : uint32_t {
   kMalformed = 1,       // header does not parse, or fields contradict each other

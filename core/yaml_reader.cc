@@ -90,7 +90,10 @@ bool YamlReader::get_bool(const std::string& key, bool fallback) const {
   if (!has(key)) return fallback;
   const YAML::Node v = node_[key];
   bool b = false;
-  if (!v.IsScalar() || !YAML::convert<bool>::decode(v, b)) fail(key, "must be true or false");
+  if (!v.IsScalar() || !YAML::convert<bool>::decode(v, b)) {
+    fail(key, "'" + (v.IsScalar() ? v.Scalar() : std::string("<not a scalar>")) +
+                  "' is not true or false");
+  }
   return b;
 }
 
@@ -116,7 +119,12 @@ void YamlReader::reject_unknown() const {
   if (!node_.IsMap()) return;
   for (const auto& kv : node_) {
     const std::string key = kv.first.as<std::string>();
-    if (!used_.count(key)) fail(key, "unknown key");
+    if (used_.count(key)) continue;
+    std::string value = kv.second.IsScalar() ? "'" + kv.second.Scalar() + "'" : "a " +
+                        std::string(kv.second.IsMap() ? "mapping" : "list");
+    std::string known;
+    for (const auto& k : used_) known += (known.empty() ? "" : ", ") + k;
+    fail(key, "unknown key (value " + value + "); known keys here: " + known);
   }
 }
 

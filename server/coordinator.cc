@@ -4,6 +4,8 @@
 #include "core/sharding.h"
 #include "core/wire.h"
 
+#include <algorithm>
+
 namespace psrt {
 
 std::string describe(PeerId peer) { return peer_name(peer.role, peer.rank); }
@@ -24,6 +26,18 @@ Status Coordinator::on_register(PeerId peer, const wire::Register& reg, Clock::t
   }
   if (peer.role == wire::WORKER) {
     if (reg.tensors_size() == 0) return Status::error(describe(peer) + " registered no tensors");
+    for (int i = 0; i < reg.tensors_size(); ++i) {
+      const auto& t = reg.tensors(i);
+      if (t.key() != uint32_t(i)) {
+        return Status::error(describe(peer) + ": tensor " + std::to_string(i) + " has key " +
+                             std::to_string(t.key()) + "; keys must be 0, 1, 2, ... in order");
+      }
+      if (t.num_elements() == 0 || t.num_elements() > kMaxModelElements) {
+        return Status::error(describe(peer) + ": tensor " + std::to_string(i) + " has " +
+                             std::to_string(t.num_elements()) + " elements, allowed 1 to " +
+                             std::to_string(kMaxModelElements));
+      }
+    }
     for (const auto& [other, r] : registrations_) {
       if (other.role != wire::WORKER) continue;
       bool same = r.tensors_size() == reg.tensors_size();
@@ -67,8 +81,8 @@ const wire::Membership& Coordinator::membership() {
     d.layer = t.layer();
     model.tensors.push_back(d);
   }
-  const uint64_t chunk = mode_is_chunked(scheduler_.mode) ? scheduler_.chunk_bytes : UINT64_MAX;
-  const ShardMap map(model, uint32_t(servers_), chunk);
+  const ShardMap map(model, uint32_t(servers_),
+                     mode_chunk_bytes(scheduler_.mode, scheduler_.chunk_bytes));
   for (const auto& c : map.chunks()) {
     auto* ci = m.add_chunks();
     ci->set_key(c.key);

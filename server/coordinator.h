@@ -25,6 +25,8 @@ struct PeerId {
 
 class Coordinator {
  public:
+  // Largest tensor a worker may register (2^34 fp32 elements: 64 GiB).
+  static constexpr uint64_t kMaxModelElements = 1ull << 34;
   Coordinator(int servers, int workers, const SchedulerConfig& scheduler);
 
   // A process announced itself. Rejects unknown ranks, a second registration under another

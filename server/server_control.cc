@@ -25,11 +25,14 @@ void Server::on_control(const std::string& identity, PeerId from, const wire::He
       spdlog::info("{} registered{}", describe(from),
                    h.register_().address().empty() ? "" : " at " + h.register_().address());
       if (coordinator_->all_registered()) {
-        const auto& m = coordinator_->membership();
         wire::Header out = make_header(self_, wire::MEMBERSHIP);
-        *out.mutable_membership() = m;
+        try {
+          *out.mutable_membership() = coordinator_->membership();
+        } catch (const std::exception& e) {
+          abort_job(std::string("cannot build the membership for this model: ") + e.what());
+        }
         broadcast(out);
-        on_membership(m);
+        on_membership(out.membership());
       }
       return;
     }
@@ -80,7 +83,12 @@ void Server::on_membership(const wire::Membership& m) {
               std::to_string(config_.cluster.servers) + " and " +
               std::to_string(config_.cluster.workers));
   }
-  chunks_ = ChunkTable(rank_, m.num_workers(), m);
+  try {
+    chunks_ = ChunkTable(rank_, m.num_workers(), m);
+  } catch (const std::bad_alloc&) {
+    abort_job("server " + std::to_string(rank_) + " has not enough memory for its " +
+              "share of the model");
+  }
   replies_.clear();
   for (uint32_t w = 0; w < m.num_workers(); ++w) {
     replies_.push_back({PushQueue(Mode::kPreemptive, config_.scheduler.credit_bytes), {}, 0});

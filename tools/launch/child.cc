@@ -67,7 +67,7 @@ std::vector<std::string> Child::read_lines(int fd) {
     // end of file or error: the child closed its end
     ::close(own);
     own = -1;
-    if (!buf.empty()) buf.push_back('\n');
+    if (!buf.empty() && buf.back() != '\n') buf.push_back('\n');
     break;
   }
   std::size_t start = 0;

@@ -1,0 +1,238 @@
+// The typed YAML configuration: defaults, errors that name the key and the value, --set overrides,
+// and relative paths resolved against the config file's folder.
+#include <catch2/catch.hpp>
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "core/config.h"
+#include "core/status.h"
+
+using namespace psrt;
+
+namespace {
+
+// The ConfigError message parse_config throws for `yaml` (with `sets`); fails the test if none.
+std::string error_of(const std::string& yaml, const std::vector<std::string>& sets = {}) {
+  try {
+    (void)parse_config(yaml, "job.yaml", sets);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  FAIL("no ConfigError for: " << yaml);
+  return {};
+}
+
+std::string make_temp_dir() {
+  std::string templ = "/tmp/psrt-config-test-XXXXXX";
+  REQUIRE(::mkdtemp(templ.data()) != nullptr);
+  return templ;
+}
+
+void write(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  REQUIRE(out.good());
+}
+
+}  // namespace
+
+TEST_CASE("an empty file gives the documented defaults", "[config]") {
+  const Config c = parse_config("", "empty.yaml");
+  CHECK(c.source == "empty.yaml");
+  CHECK(c.cluster.servers == 1);
+  CHECK(c.cluster.workers == 1);
+  CHECK(c.cluster.coordinator == "tcp://127.0.0.1:0");
+  CHECK(c.cluster.bind_host == "127.0.0.1");
+  CHECK(c.cluster.start_timeout_s == 60);
+  CHECK(c.cluster.heartbeat_s == 0.5);
+  CHECK(c.cluster.peer_timeout_s == 10);
+  CHECK(c.cluster.server_threads == 1);
+  CHECK(c.job.id == "psrt");
+  CHECK(c.job.iterations == 0);
+  CHECK(c.job.epochs == 1);
+  CHECK(c.job.batch_size == 64);
+  CHECK(c.job.seed == 1);
+  CHECK(c.job.evaluate);
+  CHECK(c.job.dump_params.empty());
+  CHECK(c.model.backend == "native");
+  CHECK(c.model.arch == "mlp");
+  CHECK(c.model.hidden == std::vector<int>{256, 128});
+  CHECK(c.data.dataset == "fashion-mnist");
+  CHECK(c.optimizer.type == "sgd");
+  CHECK(c.optimizer.lr == 0.05);
+  CHECK(c.optimizer.momentum == 0.9);
+  CHECK(c.optimizer.weight_decay == 0);
+  CHECK(c.scheduler.mode == Mode::kFifo);
+  CHECK(c.scheduler.chunk_bytes == 1u << 20);
+  CHECK(c.scheduler.credit_bytes == 4u << 20);
+  CHECK(c.scheduler.priority.empty());
+  CHECK(c.log_level == "info");
+  CHECK(c.timeline.empty());
+  // Adam's default learning rate differs from SGD's.
+  CHECK(parse_config("optimizer: {type: adam}", "a.yaml").optimizer.lr == 1e-3);
+}
+
+TEST_CASE("values in the file are read into the typed structs", "[config]") {
+  const Config c = parse_config(
+      "cluster: {servers: 3, workers: 4, heartbeat_s: 0.2, peer_timeout_s: 1.5}\n"
+      "job: {id: j1, iterations: 12, seed: 9, evaluate: false}\n"
+      "model: {hidden: [10, 20, 30]}\n"
+      "optimizer: {type: adam, lr: 0.01, beta2: 0.99}\n"
+      "scheduler: {mode: preemptive, chunk_bytes: 8192, priority: [2, 1, 0]}\n"
+      "log_level: warn\n",
+      "f.yaml");
+  CHECK(c.cluster.servers == 3);
+  CHECK(c.cluster.workers == 4);
+  CHECK(c.cluster.heartbeat_s == 0.2);
+  CHECK(c.cluster.peer_timeout_s == 1.5);
+  CHECK(c.job.id == "j1");
+  CHECK(c.job.iterations == 12);
+  CHECK(c.job.seed == 9);
+  CHECK_FALSE(c.job.evaluate);
+  CHECK(c.model.hidden == std::vector<int>{10, 20, 30});
+  CHECK(c.optimizer.type == "adam");
+  CHECK(c.optimizer.lr == 0.01);
+  CHECK(c.optimizer.beta2 == 0.99);
+  CHECK(c.scheduler.mode == Mode::kPreemptive);
+  CHECK(c.scheduler.chunk_bytes == 8192);
+  CHECK(c.scheduler.priority == std::vector<int>{2, 1, 0});
+  CHECK(c.log_level == "warn");
+}
+
+TEST_CASE("a bad configuration is a ConfigError naming the key and the value", "[config]") {
+  SECTION("unknown key") {
+    const auto e = error_of("cluster: {servers: 2, bogus_key: 17}");
+    CHECK_THAT(e, Catch::Contains("job.yaml"));
+    CHECK_THAT(e, Catch::Contains("cluster.bogus_key"));
+    CHECK_THAT(e, Catch::Contains("unknown"));
+    CHECK_THAT(e, Catch::Contains("17"));  // the value, as DESIGN.md asks of every error
+  }
+  SECTION("unknown top-level key") {
+    CHECK_THAT(error_of("optimiser: {lr: 0.1}"), Catch::Contains("optimiser"));
+  }
+  SECTION("wrong type") {
+    const auto e = error_of("cluster: {workers: three}");
+    CHECK_THAT(e, Catch::Contains("cluster.workers") && Catch::Contains("three"));
+    const auto d = error_of("optimizer: {lr: fast}");
+    CHECK_THAT(d, Catch::Contains("optimizer.lr") && Catch::Contains("fast"));
+    const auto b = error_of("job: {evaluate: maybe}");
+    CHECK_THAT(b, Catch::Contains("job.evaluate") && Catch::Contains("maybe"));
+  }
+  SECTION("out of range") {
+    const auto e = error_of("cluster: {servers: 0}");
+    CHECK_THAT(e, Catch::Contains("cluster.servers") && Catch::Contains("0") &&
+                      Catch::Contains("range"));
+    const auto d = error_of("optimizer: {momentum: 1.5}");
+    CHECK_THAT(d, Catch::Contains("optimizer.momentum") && Catch::Contains("1.5"));
+    const auto n = error_of("job: {batch_size: -4}");
+    CHECK_THAT(n, Catch::Contains("job.batch_size") && Catch::Contains("-4"));
+  }
+  SECTION("bad choice") {
+    const auto e = error_of("optimizer: {type: rmsprop}");
+    CHECK_THAT(e, Catch::Contains("optimizer.type") && Catch::Contains("rmsprop") &&
+                      Catch::Contains("sgd") && Catch::Contains("adam"));
+    const auto m = error_of("scheduler: {mode: lifo}");
+    CHECK_THAT(m, Catch::Contains("scheduler.mode") && Catch::Contains("lifo") &&
+                      Catch::Contains("preemptive"));
+  }
+  SECTION("a list element of the wrong type") {
+    CHECK_THAT(error_of("model: {hidden: [64, x]}"), Catch::Contains("model.hidden[1]"));
+  }
+  SECTION("contradicting values") {
+    CHECK_THAT(error_of("cluster: {heartbeat_s: 1, peer_timeout_s: 1.5}"),
+               Catch::Contains("cluster.peer_timeout_s"));
+    CHECK_THAT(error_of("model: {backend: replay}"), Catch::Contains("model.profile"));
+    CHECK_THAT(error_of("cluster: {coordinator: 'udp://x:1'}"),
+               Catch::Contains("cluster.coordinator") && Catch::Contains("udp://x:1"));
+  }
+  SECTION("not YAML, or not a mapping") {
+    CHECK_THAT(error_of("cluster: {servers: [1"), Catch::Contains("job.yaml"));
+    CHECK_THAT(error_of("- 1\n- 2\n"), Catch::Contains("mapping"));
+    CHECK_THAT(error_of("cluster: 5"), Catch::Contains("cluster"));
+  }
+}
+
+TEST_CASE("set overrides (--set) a key adds one and takes YAML values", "[config]") {
+  const std::string yaml = "cluster: {servers: 2, workers: 2}\nmodel: {hidden: [256]}\n";
+  const Config c = parse_config(yaml, "job.yaml",
+                                {"cluster.workers=5", "model.hidden=[64,32]", "optimizer.lr=0.25",
+                                 "job.id=from-cli", "scheduler.mode=bigdl"});
+  CHECK(c.cluster.servers == 2);
+  CHECK(c.cluster.workers == 5);
+  CHECK(c.model.hidden == std::vector<int>{64, 32});
+  CHECK(c.optimizer.lr == 0.25);
+  CHECK(c.job.id == "from-cli");
+  CHECK(c.scheduler.mode == Mode::kBigdl);
+  // The later --set wins.
+  CHECK(parse_config("", "j", {"job.seed=3", "job.seed=4"}).job.seed == 4);
+  // An endpoint with colons survives as a value.
+  CHECK(parse_config("", "j", {"cluster.coordinator=tcp://10.0.0.1:7000"}).cluster.coordinator ==
+        "tcp://10.0.0.1:7000");
+
+  SECTION("a --set value is checked like a value in the file") {
+    const auto e = error_of("", {"cluster.workers=many"});
+    CHECK_THAT(e, Catch::Contains("cluster.workers") && Catch::Contains("many"));
+    CHECK_THAT(error_of("", {"cluster.bogus=1"}), Catch::Contains("cluster.bogus"));
+  }
+  SECTION("a --set without '=' is refused") {
+    CHECK_THAT(error_of("", {"cluster.workers"}), Catch::Contains("cluster.workers"));
+    CHECK_THROWS_AS(parse_config("", "j", {"=3"}), ConfigError);
+  }
+  SECTION("a --set through a scalar is refused") {
+    CHECK_THAT(error_of("log_level: info", {"log_level.x=1"}), Catch::Contains("log_level"));
+  }
+}
+
+TEST_CASE("relative paths resolve against the config file's folder", "[config]") {
+  const std::string dir = make_temp_dir();
+  std::filesystem::create_directories(dir + "/profiles");
+  write(dir + "/profiles/tiny.yaml", "name: tiny\n");
+  std::filesystem::create_directories(dir + "/mnist");
+  write(dir + "/job.yaml",
+        "model: {backend: replay, profile: profiles/tiny.yaml}\ndata: {path: mnist}\n");
+  const Config c = load_config(dir + "/job.yaml");
+  CHECK(c.source == dir + "/job.yaml");
+  CHECK(c.model.profile == dir + "/profiles/tiny.yaml");
+  CHECK(c.data.path == dir + "/mnist");
+
+  SECTION("absolute paths stay as they are") {
+    write(dir + "/abs.yaml", "model: {backend: replay, profile: " + dir + "/profiles/tiny.yaml}\n");
+    CHECK(load_config(dir + "/abs.yaml").model.profile == dir + "/profiles/tiny.yaml");
+  }
+  SECTION("--set paths resolve the same way") {
+    const Config s = load_config(dir + "/job.yaml", {"model.profile=profiles/tiny.yaml"});
+    CHECK(s.model.profile == dir + "/profiles/tiny.yaml");
+  }
+  SECTION("the config's folder wins over a same-named file in the working directory") {
+    const std::string cwd_dir = make_temp_dir();
+    std::filesystem::create_directories(cwd_dir + "/profiles");
+    write(cwd_dir + "/profiles/tiny.yaml", "name: decoy\n");
+    const auto old = std::filesystem::current_path();
+    std::filesystem::current_path(cwd_dir);
+    std::string got;
+    try {
+      got = load_config(dir + "/job.yaml").model.profile;
+    } catch (...) {
+      std::filesystem::current_path(old);
+      throw;
+    }
+    std::filesystem::current_path(old);
+    INFO("resolved to " << got);
+    CHECK(got == dir + "/profiles/tiny.yaml");
+    std::filesystem::remove_all(cwd_dir);
+  }
+  SECTION("a missing file is a ConfigError naming it") {
+    try {
+      (void)load_config(dir + "/nope.yaml");
+      FAIL("no error");
+    } catch (const ConfigError& e) {
+      CHECK_THAT(std::string(e.what()), Catch::Contains(dir + "/nope.yaml"));
+    }
+  }
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,116 @@
+// Start-up errors of the daemons: exit code 2 and one line on stderr naming the problem.
+#include <catch2/catch.hpp>
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "tests/integration/proc_util.h"
+
+using namespace psrt;
+using namespace psrt::test;
+
+namespace {
+
+struct Outcome {
+  int rc = -1;
+  std::string output;
+};
+
+Outcome run(const std::vector<std::string>& argv) {
+  Proc p("daemon", argv);
+  const auto rc = p.wait_exit(30);
+  INFO(p.output());
+  REQUIRE(rc.has_value());
+  return {*rc, p.output()};
+}
+
+// Non-empty lines (launch::Child::read_lines may add an empty one at end of file).
+std::size_t lines(const std::string& s) {
+  std::size_t n = 0;
+  for (std::size_t at = 0; at < s.size();) {
+    const auto nl = std::min(s.find('\n', at), s.size());
+    if (nl > at) ++n;
+    at = nl + 1;
+  }
+  return n;
+}
+
+// Exit code 2, exactly one line of output (stderr: a start-up error logs nothing else), containing
+// every string of `names`.
+void check_config_error(const Outcome& o, const std::vector<std::string>& names) {
+  INFO("output:\n" << o.output);
+  CHECK(o.rc == 2);
+  CHECK(lines(o.output) == 1);
+  for (const auto& n : names) CHECK_THAT(o.output, Catch::Contains(n));
+}
+
+std::string replay_yaml(const std::string& extra = "") {
+  return "job: {id: ec, iterations: 1}\n"
+         "model: {backend: replay, profile: '" + source("tests/integration/data/tiny_profile.yaml") +
+         "'}\n" + extra;
+}
+
+}  // namespace
+
+TEST_CASE("daemons exit 2 with one line naming a missing config file", "[integration][exit]") {
+  const std::string dir = temp_dir("exit");
+  for (const char* daemon : {"psrt-server", "psrt-worker"}) {
+    INFO(daemon);
+    check_config_error(run({bin(daemon), "--config", dir + "/missing.yaml"}),
+                       {dir + "/missing.yaml", daemon});
+  }
+  const auto launch = run({bin("psrt-launch"), dir + "/missing.yaml"});
+  CHECK(launch.rc == 2);
+  CHECK_THAT(launch.output, Catch::Contains(dir + "/missing.yaml"));
+}
+
+TEST_CASE("daemons exit 2 with one line naming a bad key or value", "[integration][exit]") {
+  const std::string dir = temp_dir("exit");
+  write_file(dir + "/unknown.yaml", replay_yaml("cluster: {servers: 1, bogus_key: 3}\n"));
+  write_file(dir + "/ok.yaml", replay_yaml());
+  for (const char* daemon : {"psrt-server", "psrt-worker"}) {
+    INFO(daemon);
+    check_config_error(run({bin(daemon), "--config", dir + "/unknown.yaml"}),
+                       {"cluster.bogus_key", dir + "/unknown.yaml"});
+    check_config_error(run({bin(daemon), "--config", dir + "/ok.yaml", "--set",
+                            "optimizer.type=rmsprop"}),
+                       {"optimizer.type", "rmsprop"});
+    check_config_error(run({bin(daemon), "--config", dir + "/ok.yaml", "--set",
+                            "cluster.workers=zero"}),
+                       {"cluster.workers", "zero"});
+    // A rank outside the job.
+    check_config_error(run({bin(daemon), "--config", dir + "/ok.yaml", "--rank", "3"}), {"rank 3"});
+  }
+  // The worker's model: a profile that does not exist.
+  check_config_error(run({bin("psrt-worker"), "--config", dir + "/ok.yaml", "--set",
+                          "model.profile=" + dir + "/nope.yaml"}),
+                     {dir + "/nope.yaml"});
+}
+
+TEST_CASE("daemons exit 2 on a bad rank variable or a role mismatch", "[integration][exit]") {
+  const std::string dir = temp_dir("exit");
+  write_file(dir + "/ok.yaml", replay_yaml());
+  const char* old = ::getenv("PSRT_RANK");
+  const std::string saved = old ? old : "";
+  ::setenv("PSRT_RANK", "first", 1);
+  const auto server = run({bin("psrt-server"), "--config", dir + "/ok.yaml"});
+  const auto worker = run({bin("psrt-worker"), "--config", dir + "/ok.yaml"});
+  if (old) {
+    ::setenv("PSRT_RANK", saved.c_str(), 1);
+  } else {
+    ::unsetenv("PSRT_RANK");
+  }
+  check_config_error(server, {"PSRT_RANK", "first"});
+  check_config_error(worker, {"PSRT_RANK", "first"});
+
+  ::setenv("PSRT_ROLE", "worker", 1);
+  const auto role = run({bin("psrt-server"), "--config", dir + "/ok.yaml"});
+  ::unsetenv("PSRT_ROLE");
+  check_config_error(role, {"PSRT_ROLE"});
+
+  // Without --config: a usage error, exit code 2.
+  CHECK(run({bin("psrt-server")}).rc == 2);
+}

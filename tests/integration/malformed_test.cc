@@ -1,0 +1,364 @@
+// A raw ZeroMQ client posing as worker 0 drives a real psrt-server through a job by hand and sends
+// it every kind of bad message: each gets an ERROR reply naming what was wrong, the server carries
+// on, and a correct push afterwards still produces exactly the optimizer's values.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "tests/integration/raw_client.h"
+
+using namespace psrt;
+using namespace psrt::test;
+
+namespace {
+
+const std::vector<uint64_t> kSizes{10, 3000};  // fifo: one chunk per tensor, all on server 0
+constexpr float kLr = 0.5f;
+
+std::string job_yaml() {
+  return "job: {id: rawjob, iterations: 1}\n"
+         "cluster: {servers: 1, workers: 1, start_timeout_s: 60, heartbeat_s: 0.2, "
+         "peer_timeout_s: 60}\n"
+         "optimizer: {type: sgd, lr: 0.5, momentum: 0, weight_decay: 0}\n"
+         "scheduler: {mode: fifo}\n"
+         "log_level: info\n";
+}
+
+const Sender kW0{wire::WORKER, 0, "rawjob"};
+
+// Multiples of 1/64 in [-1, 1]: p - 0.5 * g is exact in fp32.
+std::vector<float> dyadic(std::size_t n, std::mt19937& rng) {
+  std::uniform_int_distribution<int> d(-64, 64);
+  std::vector<float> v(n);
+  for (auto& x : v) x = float(d(rng)) / 64.0f;
+  return v;
+}
+
+wire::Header register_header(RawClient& w, const std::vector<uint64_t>& sizes,
+                             const std::vector<uint32_t>& keys = {}) {
+  wire::Header h = w.header(wire::REGISTER);
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    auto* t = h.mutable_register_()->add_tensors();
+    t->set_key(keys.empty() ? uint32_t(k) : keys[k]);
+    t->set_name("tensor" + std::to_string(k));
+    t->set_num_elements(sizes[k]);
+    t->set_layer(uint32_t(k));
+  }
+  return h;
+}
+
+Reply expect(RawClient& w, wire::MsgType type) {
+  auto r = w.recv(15);
+  REQUIRE(r);
+  INFO("got " << wire::MsgType_Name(r->header.type()) << ": " << r->header.error().message());
+  REQUIRE(r->header.type() == type);
+  return std::move(*r);
+}
+
+// An ERROR reply with `code`; returns its message.
+std::string expect_error(RawClient& w, ErrorCode code) {
+  const Reply r = expect(w, wire::ERROR);
+  INFO("error: " << r.header.error().message());
+  CHECK(r.header.error().code() == uint32_t(code));
+  CHECK_FALSE(r.header.error().message().empty());
+  return r.header.error().message();
+}
+
+// Registers, initialises every chunk with seeded values, passes the start barrier, pulls
+// iteration 0. Returns the parameters by key.
+std::vector<std::vector<float>> start_job(RawClient& w, std::mt19937& rng) {
+  w.send(register_header(w, kSizes));
+  const Reply m = expect(w, wire::MEMBERSHIP);
+  REQUIRE(m.header.membership().chunks_size() == int(kSizes.size()));
+  std::vector<std::vector<float>> params;
+  for (std::size_t k = 0; k < kSizes.size(); ++k) {
+    const auto& c = m.header.membership().chunks(int(k));
+    REQUIRE(c.key() == k);
+    REQUIRE(c.offset() == 0);
+    REQUIRE(c.length() == kSizes[k]);
+    params.push_back(dyadic(kSizes[k], rng));
+    const wire::Header init = w.tensor(wire::INIT, uint32_t(k), 0, kSizes[k], 0, &params.back());
+    w.send(init, RawClient::frame_of(params.back()));
+    const Reply ack = expect(w, wire::ACK);
+    CHECK(ack.header.seq() == init.seq());
+  }
+  wire::Header b = w.header(wire::BARRIER);
+  b.mutable_barrier()->set_name("start");
+  w.send(b);
+  CHECK(expect(w, wire::BARRIER_RELEASE).header.barrier().name() == "start");
+  for (std::size_t k = 0; k < kSizes.size(); ++k) {
+    w.send(w.tensor(wire::PULL, uint32_t(k), 0, kSizes[k], 0));
+    const Reply p = expect(w, wire::PARAMS);
+    CHECK(p.header.key() == k);
+    CHECK(p.header.iteration() == 0);
+    REQUIRE(p.payload.size() == 1);
+    CHECK(floats_of(p.payload[0]) == params[k]);
+  }
+  return params;
+}
+
+// Pushes a seeded gradient for every chunk at `iteration`; expects an ACK and then PARAMS for
+// iteration + 1 holding exactly p - lr * g.
+void push_round(RawClient& w, uint64_t iteration, std::vector<std::vector<float>>& params,
+                std::mt19937& rng) {
+  for (std::size_t k = 0; k < kSizes.size(); ++k) {
+    const auto g = dyadic(kSizes[k], rng);
+    const wire::Header h = w.tensor(wire::PUSH, uint32_t(k), 0, kSizes[k], iteration, &g);
+    w.send(h, RawClient::frame_of(g));
+    const Reply ack = expect(w, wire::ACK);
+    CHECK(ack.header.seq() == h.seq());
+    CHECK(ack.header.key() == k);
+    CHECK(ack.header.iteration() == iteration);
+    for (std::size_t i = 0; i < g.size(); ++i) params[k][i] = params[k][i] - kLr * g[i];
+    const Reply p = expect(w, wire::PARAMS);
+    CHECK(p.header.key() == k);
+    CHECK(p.header.iteration() == iteration + 1);
+    REQUIRE(p.payload.size() == 1);
+    CHECK(floats_of(p.payload[0]) == params[k]);
+  }
+}
+
+void shutdown_and_exit(RawClient& w, ServerProc& s) {
+  wire::Header b = w.header(wire::BARRIER);
+  b.mutable_barrier()->set_name("shutdown");
+  w.send(b);
+  CHECK(expect(w, wire::BARRIER_RELEASE).header.barrier().name() == "shutdown");
+  const auto rc = s.proc->wait_exit(30);
+  INFO(s.proc->output());
+  CHECK(rc == 0);
+}
+
+// The server has not exited (reads its output meanwhile, for the failure message).
+void still_running(ServerProc& s) {
+  const auto rc = s.proc->wait_exit(0.2);
+  INFO(s.proc->output());
+  REQUIRE_FALSE(rc);
+}
+
+}  // namespace
+
+TEST_CASE("bad headers and payloads get error replies - a correct push still works",
+          "[integration][malformed]") {
+  ServerProc s(job_yaml());
+  zmq::context_t ctx(1);
+  RawClient w(ctx, s.endpoint, "w0", kW0);
+  std::mt19937 rng(2024);
+  auto params = start_job(w, rng);
+
+  // A push that would be correct, for variations.
+  const auto g0 = dyadic(kSizes[0], rng);
+  auto good = [&](uint64_t iteration = 0) {
+    return w.tensor(wire::PUSH, 0, 0, kSizes[0], iteration, &g0);
+  };
+
+  SECTION("random bytes as the header") {
+    for (int trial = 0; trial < 20; ++trial) {
+      zmq::message_t frame(1 + rng() % 200);
+      auto* p = static_cast<uint8_t*>(frame.data());
+      for (std::size_t i = 0; i < frame.size(); ++i) p[i] = uint8_t(rng());
+      std::vector<zmq::message_t> frames;
+      frames.push_back(std::move(frame));
+      w.send_frames(std::move(frames));
+      const Reply r = expect(w, wire::ERROR);
+      CHECK_FALSE(r.header.error().message().empty());
+    }
+  }
+  SECTION("truncated payload") {
+    wire::Header h = w.tensor(wire::PUSH, 1, 0, kSizes[1], 0);
+    h.set_num_elements(kSizes[1]);
+    h.set_payload_bytes(kSizes[1] * 4);
+    std::vector<float> half(kSizes[1] / 2, 0.25f);
+    w.send(h, RawClient::frame_of(half));
+    CHECK_THAT(expect_error(w, ErrorCode::kBadSize), Catch::Contains("12000"));
+    // Header and frames agree, but the chunk needs more bytes.
+    h.set_payload_bytes(half.size() * 4);
+    w.send(h, RawClient::frame_of(half));
+    expect_error(w, ErrorCode::kBadSize);
+  }
+  SECTION("unknown key or offset") {
+    wire::Header h = good();
+    h.set_key(7);
+    w.send(h, RawClient::frame_of(g0));
+    CHECK_THAT(expect_error(w, ErrorCode::kUnknownChunk), Catch::Contains("7"));
+    const std::vector<float> g1(kSizes[1], 0.5f);
+    wire::Header o = w.tensor(wire::PUSH, 1, 5, kSizes[1], 0, &g1);
+    w.send(o, RawClient::frame_of(g1));
+    expect_error(w, ErrorCode::kUnknownChunk);
+    w.send(w.tensor(wire::PULL, 99, 0, 4, 0));
+    expect_error(w, ErrorCode::kUnknownChunk);
+  }
+  SECTION("wrong chunk size") {
+    const std::vector<float> five(5, 1.0f);
+    w.send(w.tensor(wire::PUSH, 0, 0, 5, 0, &five), RawClient::frame_of(five));
+    CHECK_THAT(expect_error(w, ErrorCode::kBadSize), Catch::Contains("10"));
+    w.send(w.tensor(wire::PULL, 0, 0, 11, 0));
+    expect_error(w, ErrorCode::kBadSize);
+  }
+  SECTION("stale and future iterations") {
+    wire::Header f = good(3);
+    w.send(f, RawClient::frame_of(g0));
+    const Reply r = expect(w, wire::ERROR);
+    CHECK(r.header.error().code() == uint32_t(ErrorCode::kOutOfStep));
+    CHECK(r.header.error().about() == wire::PUSH);
+    CHECK(r.header.seq() == f.seq());
+    CHECK(r.header.iteration() == 3);
+    push_round(w, 0, params, rng);
+    w.send(good(0), RawClient::frame_of(g0));  // iteration 0 is over
+    expect_error(w, ErrorCode::kOutOfStep);
+    push_round(w, 1, params, rng);
+  }
+  SECTION("absurd claimed lengths") {
+    wire::Header h = good();
+    h.set_length(1ull << 40);
+    h.set_num_elements(1ull << 40);
+    h.set_payload_bytes(1ull << 42);
+    w.send(h, RawClient::frame_of(g0));
+    expect_error(w, ErrorCode::kMalformed);
+    h = good();
+    h.set_payload_bytes(1ull << 62);
+    w.send(h, RawClient::frame_of(g0));
+    expect_error(w, ErrorCode::kBadSize);
+    h = good();
+    h.set_num_elements(UINT64_MAX);
+    w.send(h, RawClient::frame_of(g0));
+    expect_error(w, ErrorCode::kMalformed);
+    h = good();
+    h.set_offset(UINT64_MAX - 3);
+    w.send(h, RawClient::frame_of(g0));
+    expect_error(w, ErrorCode::kMalformed);
+  }
+  SECTION("wrong version, job, identity or codec; INIT after the start") {
+    wire::Header h = good();
+    h.set_version(kProtocolVersion + 1);
+    w.send(h, RawClient::frame_of(g0));
+    expect_error(w, ErrorCode::kVersion);
+    h = good();
+    h.set_job_id("otherjob");
+    w.send(h, RawClient::frame_of(g0));
+    expect_error(w, ErrorCode::kWrongJob);
+    h = good();
+    h.set_rank(5);  // the connection belongs to w0
+    w.send(h, RawClient::frame_of(g0));
+    expect_error(w, ErrorCode::kNotRegistered);
+    h = good();
+    h.set_codec(wire::CODEC_LACO);
+    h.set_payload_bytes(7);
+    std::vector<zmq::message_t> junk;
+    junk.emplace_back(7);
+    w.send(h, std::move(junk));
+    expect_error(w, ErrorCode::kBadPayload);
+    h = good();
+    h.set_type(wire::INIT);
+    w.send(h, RawClient::frame_of(g0));
+    expect_error(w, ErrorCode::kUnexpected);
+    w.send(w.header(wire::MEMBERSHIP));
+    expect_error(w, ErrorCode::kUnexpected);
+    wire::Header b = w.header(wire::BARRIER);
+    b.mutable_barrier()->set_name("lunch");
+    w.send(b);
+    expect_error(w, ErrorCode::kMalformed);
+  }
+  still_running(s);
+  // Whatever came before, a correct push still gets the optimizer's exact values.
+  wire::Header probe = w.tensor(wire::PULL, 0, 0, kSizes[0], 0);
+  w.send(probe);
+  const uint64_t iteration = expect(w, wire::PARAMS).header.iteration();
+  push_round(w, iteration, params, rng);
+  still_running(s);
+  shutdown_and_exit(w, s);
+}
+
+TEST_CASE("the server survives garbage frames foreign identities and early pushes",
+          "[integration][malformed]") {
+  ServerProc s(job_yaml());
+  zmq::context_t ctx(1);
+  RawClient w(ctx, s.endpoint, "w0", kW0);
+  std::mt19937 rng(77);
+
+  // A PUSH (and a PULL) before registration.
+  const std::vector<float> g(kSizes[0], 0.5f);
+  w.send(w.tensor(wire::PUSH, 0, 0, kSizes[0], 0, &g), RawClient::frame_of(g));
+  CHECK_THAT(expect_error(w, ErrorCode::kNotRegistered), Catch::Contains("worker 0"));
+  w.send(w.tensor(wire::PULL, 0, 0, kSizes[0], 0));
+  expect_error(w, ErrorCode::kNotRegistered);
+  w.send(w.header(wire::HEARTBEAT));
+  expect_error(w, ErrorCode::kNotRegistered);
+  still_running(s);
+
+  auto params = start_job(w, rng);
+
+  SECTION("a multipart message of 0-length frames") {
+    for (int n : {1, 2, 5}) {
+      std::vector<zmq::message_t> frames(static_cast<std::size_t>(n));
+      w.send_frames(std::move(frames));
+      expect_error(w, ErrorCode::kMalformed);
+    }
+  }
+  SECTION("a message with 100 payload frames") {
+    // The sizes add up to the chunk's 40 bytes: the header checks pass, the server still refuses.
+    wire::Header h = w.tensor(wire::PUSH, 0, 0, kSizes[0], 0, &g);
+    std::vector<zmq::message_t> frames;
+    for (int i = 0; i < 100; ++i) frames.emplace_back(i < 10 ? 4 : 0);
+    w.send(h, std::move(frames));
+    expect_error(w, ErrorCode::kBadPayload);
+    // 100 frames whose sizes do not add up.
+    std::vector<zmq::message_t> many;
+    for (int i = 0; i < 100; ++i) many.emplace_back(40);
+    w.send(h, std::move(many));
+    expect_error(w, ErrorCode::kBadSize);
+    // 100 frames on a control message.
+    std::vector<zmq::message_t> hb;
+    for (int i = 0; i < 100; ++i) hb.emplace_back(1);
+    w.send(w.header(wire::HEARTBEAT), std::move(hb));
+    expect_error(w, ErrorCode::kMalformed);
+  }
+  SECTION("identities that are not routing ids, or not this peer's") {
+    for (const std::string id : {"garbage!", "w", "x0", "w99999999999", "s0"}) {
+      INFO("identity '" << id << "'");
+      RawClient stranger(ctx, s.endpoint, id, kW0);
+      stranger.send(stranger.header(wire::HEARTBEAT));
+      expect_error(stranger, ErrorCode::kNotRegistered);
+      stranger.send(stranger.tensor(wire::PUSH, 0, 0, kSizes[0], 0, &g), RawClient::frame_of(g));
+      expect_error(stranger, ErrorCode::kNotRegistered);
+    }
+    // A well-formed stranger: a worker rank outside the job, and a tool.
+    RawClient w7(ctx, s.endpoint, "w7", {wire::WORKER, 7, "rawjob"});
+    w7.send(register_header(w7, kSizes));
+    CHECK_THAT(expect_error(w7, ErrorCode::kNotRegistered), Catch::Contains("worker 7"));
+    RawClient t0(ctx, s.endpoint, "t0", {wire::TOOL, 0, "rawjob"});
+    t0.send(t0.header(wire::BARRIER));
+    expect_error(t0, ErrorCode::kNotRegistered);
+  }
+  still_running(s);
+  push_round(w, 0, params, rng);
+  push_round(w, 1, params, rng);
+  still_running(s);
+  shutdown_and_exit(w, s);
+}
+
+TEST_CASE("a registration the server cannot serve is refused and the server carries on",
+          "[integration][malformed]") {
+  ServerProc s(job_yaml());
+  zmq::context_t ctx(1);
+  RawClient w(ctx, s.endpoint, "w0", kW0);
+  std::mt19937 rng(5);
+
+  SECTION("tensor keys that are not 0..n-1") {
+    w.send(register_header(w, {10, 20}, {0, 7}));
+  }
+  SECTION("an absurd tensor size") {
+    w.send(register_header(w, {10, 1ull << 50}));
+  }
+  const auto r = w.recv(15);
+  {
+    (void)s.proc->wait_exit(0.2);
+    INFO(s.proc->output());
+    REQUIRE(r);
+    INFO("got " << wire::MsgType_Name(r->header.type()));
+    REQUIRE(r->header.type() == wire::ERROR);
+  }
+  still_running(s);
+  auto params = start_job(w, rng);
+  push_round(w, 0, params, rng);
+  shutdown_and_exit(w, s);
+}

@@ -1,0 +1,198 @@
+// Server 0's coordinator logic without sockets: registration, membership, barriers, liveness.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+#include <string>
+
+#include "server/coordinator.h"
+
+using namespace psrt;
+using namespace std::chrono_literals;
+
+namespace {
+
+const PeerId kS0{wire::SERVER, 0}, kS1{wire::SERVER, 1};
+const PeerId kW0{wire::WORKER, 0}, kW1{wire::WORKER, 1};
+
+wire::Register server_reg(int port) {
+  wire::Register r;
+  std::string address = "tcp://127.0.0.1:";
+  address.append(std::to_string(port));
+  r.set_address(address);
+  return r;
+}
+
+// A model of tensors with these element counts, keys 0..n-1.
+wire::Register worker_reg(const std::vector<uint64_t>& sizes) {
+  wire::Register r;
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    auto* t = r.add_tensors();
+    t->set_key(uint32_t(k));
+    t->set_name(std::to_string(k));
+    t->set_num_elements(sizes[k]);
+    t->set_layer(uint32_t(k));
+  }
+  return r;
+}
+
+SchedulerConfig chunked(uint64_t chunk_bytes) {
+  SchedulerConfig s;
+  s.mode = Mode::kPreemptive;
+  s.chunk_bytes = chunk_bytes;
+  return s;
+}
+
+const std::vector<uint64_t> kModel{5000, 17, 12000, 1};
+
+// 2 servers, 2 workers, everyone registered at t0.
+Coordinator full(Clock::time_point t0, SchedulerConfig sched = chunked(4096)) {
+  Coordinator c(2, 2, sched);
+  REQUIRE(c.on_register(kS0, server_reg(1), t0));
+  REQUIRE(c.on_register(kS1, server_reg(2), t0));
+  REQUIRE(c.on_register(kW0, worker_reg(kModel), t0));
+  REQUIRE(c.on_register(kW1, worker_reg(kModel), t0));
+  REQUIRE(c.all_registered());
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("registration of a rank outside the job is refused", "[coordinator]") {
+  const auto t0 = Clock::now();
+  Coordinator c(2, 2, SchedulerConfig{});
+  for (const PeerId p : {PeerId{wire::SERVER, 2}, PeerId{wire::WORKER, 2},
+                         PeerId{wire::WORKER, 4000000000u}, PeerId{wire::TOOL, 0},
+                         PeerId{wire::ROLE_UNSPECIFIED, 0}}) {
+    const Status st = c.on_register(p, p.role == wire::SERVER ? server_reg(9) : worker_reg(kModel), t0);
+    INFO(describe(p));
+    CHECK_FALSE(st);
+    CHECK_THAT(st.message(), Catch::Contains("not part of this job"));
+    CHECK_FALSE(c.is_registered(p));
+  }
+  CHECK(c.registered_peers().empty());
+}
+
+TEST_CASE("registrations that lack what the role needs are refused", "[coordinator]") {
+  const auto t0 = Clock::now();
+  Coordinator c(2, 2, SchedulerConfig{});
+  CHECK_FALSE(c.on_register(kS1, wire::Register{}, t0));
+  CHECK_FALSE(c.on_register(kS1, [] { wire::Register r; r.set_address("ipc:///x"); return r; }(), t0));
+  const Status none = c.on_register(kW0, wire::Register{}, t0);
+  CHECK_FALSE(none);
+  CHECK_THAT(none.message(), Catch::Contains("worker 0"));
+  CHECK_FALSE(c.is_registered(kS1));
+  CHECK_FALSE(c.is_registered(kW0));
+}
+
+TEST_CASE("workers with different tensor lists are refused with a message", "[coordinator]") {
+  const auto t0 = Clock::now();
+  Coordinator c(1, 3, SchedulerConfig{});
+  REQUIRE(c.on_register(kS0, server_reg(1), t0));
+  REQUIRE(c.on_register(kW0, worker_reg({10, 20}), t0));
+  for (const auto& other : std::vector<std::vector<uint64_t>>{{10, 21}, {10}, {10, 20, 30}}) {
+    const Status st = c.on_register(kW1, worker_reg(other), t0);
+    CHECK_FALSE(st);
+    CHECK_THAT(st.message(), Catch::Contains("worker 1") && Catch::Contains("worker 0") &&
+                                 Catch::Contains("different"));
+  }
+  CHECK_FALSE(c.is_registered(kW1));
+  CHECK(c.on_register(kW1, worker_reg({10, 20}), t0));
+  CHECK(c.is_registered(kW1));
+  CHECK_FALSE(c.all_registered());
+}
+
+TEST_CASE("the membership lists every chunk exactly once", "[coordinator]") {
+  const auto t0 = Clock::now();
+  for (const auto& sched : {chunked(4096), chunked(1 << 20), SchedulerConfig{}}) {
+    Coordinator c = full(t0, sched);
+    const wire::Membership& m = c.membership();
+    CHECK(m.num_servers() == 2);
+    CHECK(m.num_workers() == 2);
+    REQUIRE(m.server_addresses_size() == 2);
+    CHECK(m.server_addresses(0) == "tcp://127.0.0.1:1");
+    CHECK(m.server_addresses(1) == "tcp://127.0.0.1:2");
+    REQUIRE(m.tensors_size() == int(kModel.size()));
+    // Per tensor: the chunks tile [0, num_elements) without gap or overlap.
+    std::map<uint32_t, std::map<uint64_t, uint64_t>> tiles;
+    std::set<std::pair<uint32_t, uint64_t>> seen;
+    for (const auto& ch : m.chunks()) {
+      CHECK(ch.server() < 2);
+      CHECK(ch.length() > 0);
+      if (sched.mode == Mode::kPreemptive) CHECK(ch.length() * 4 <= sched.chunk_bytes);
+      CHECK(seen.insert({ch.key(), ch.offset()}).second);
+      tiles[ch.key()][ch.offset()] = ch.length();
+    }
+    for (std::size_t k = 0; k < kModel.size(); ++k) {
+      INFO("tensor " << k);
+      CHECK(m.tensors(int(k)).num_elements() == kModel[k]);
+      uint64_t next = 0;
+      for (const auto& [off, len] : tiles[uint32_t(k)]) {
+        CHECK(off == next);
+        next = off + len;
+      }
+      CHECK(next == kModel[k]);
+    }
+    // Computed once: a second call gives the same object.
+    CHECK(&c.membership() == &m);
+    // No registration after the membership went out.
+    CHECK_FALSE(c.on_register(kW1, worker_reg(kModel), t0));
+  }
+}
+
+TEST_CASE("missing() names the peers that have not registered or arrived", "[coordinator]") {
+  const auto t0 = Clock::now();
+  Coordinator c(2, 3, SchedulerConfig{});
+  REQUIRE(c.on_register(kS0, server_reg(1), t0));
+  REQUIRE(c.on_register(kW1, worker_reg({4}), t0));
+  CHECK(c.missing("") == "server 1, worker 0, worker 2");
+  REQUIRE(c.on_register(kS1, server_reg(2), t0));
+  REQUIRE(c.on_register(kW0, worker_reg({4}), t0));
+  REQUIRE(c.on_register({wire::WORKER, 2}, worker_reg({4}), t0));
+  CHECK(c.missing("").empty());
+  CHECK(c.missing("start") == "server 0, server 1, worker 0, worker 1, worker 2");
+  CHECK_FALSE(c.arrive("start", kW1));
+  CHECK(c.missing("start") == "server 0, server 1, worker 0, worker 2");
+  // Only workers take part in the shutdown barrier.
+  CHECK(c.missing("shutdown") == "worker 0, worker 1, worker 2");
+}
+
+TEST_CASE("a barrier completes with its last arrival", "[coordinator]") {
+  const auto t0 = Clock::now();
+  Coordinator c = full(t0);
+  (void)c.membership();
+  CHECK_FALSE(c.arrive("start", kS0));
+  CHECK_FALSE(c.arrive("start", kW1));
+  CHECK_FALSE(c.arrive("start", kW1));  // arriving twice counts once
+  CHECK_FALSE(c.arrive("start", kS1));
+  CHECK(c.missing("start") == "worker 0");
+  CHECK(c.arrive("start", kW0));
+  CHECK(c.missing("start").empty());
+  // Shutdown: the workers only; servers wait for the release.
+  CHECK_FALSE(c.arrive("shutdown", kW0));
+  CHECK(c.arrive("shutdown", kW1));
+}
+
+TEST_CASE("lost() names a registered peer silent past the timeout", "[coordinator]") {
+  const auto t0 = Clock::now();
+  Coordinator c = full(t0);
+  const auto timeout = std::chrono::duration_cast<Clock::duration>(1500ms);
+  CHECK_FALSE(c.lost(t0 + 1s, timeout));
+  c.seen(kS1, t0 + 1s);
+  c.seen(kW0, t0 + 1s);
+  // At t0 + 2 s only worker 1 was last heard from more than 1.5 s ago.
+  const auto lost = c.lost(t0 + 2s, timeout);
+  REQUIRE(lost);
+  CHECK(*lost == kW1);
+  CHECK(describe(*lost) == "worker 1");
+  CHECK(c.silent_seconds(kW1, t0 + 2s) == Approx(2.0));
+  c.seen(kW1, t0 + 2s);
+  CHECK_FALSE(c.lost(t0 + 2s, timeout));
+  // Server 0 is never lost to itself, however long since it registered.
+  Coordinator solo(1, 1, SchedulerConfig{});
+  REQUIRE(solo.on_register(kS0, server_reg(1), t0));
+  CHECK_FALSE(solo.lost(t0 + 1h, timeout));
+  // A peer that never registered is not tracked (it is what missing() reports).
+  c.seen({wire::WORKER, 9}, t0 + 2s);
+  CHECK_FALSE(c.is_registered({wire::WORKER, 9}));
+}
