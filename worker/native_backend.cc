@@ -11,6 +11,7 @@ engine::NetSpec net_spec(const ModelConfig& model) {
   engine::NetSpec spec;
   spec.arch = model.arch;
   spec.hidden = model.hidden;
+  spec.dropout = float(model.dropout);
   return spec;
 }
 
@@ -46,8 +47,8 @@ void NativeBackend::begin_iteration(uint64_t iteration) {
 }
 
 std::optional<double> NativeBackend::evaluate() {
-  const data::Dataset test = data::load_fashion_mnist(config_.data.path, false);
-  return net_->evaluate(test.images.data(), test.labels.data(), test.n, 500);
+  if (!test_) test_ = std::make_unique<data::Dataset>(data::load_fashion_mnist(config_.data.path, false));
+  return net_->evaluate(test_->images.data(), test_->labels.data(), test_->n, 500);
 }
 
 }  // namespace psrt

@@ -32,6 +32,7 @@ class NativeBackend final : public Backend {
   int batch_;
   std::unique_ptr<engine::Network> net_;
   data::Dataset train_;
+  std::unique_ptr<data::Dataset> test_;  // loaded on first evaluate()
   std::unique_ptr<data::BatchSampler> sampler_;
   std::vector<float> images_;
   std::vector<int32_t> labels_;

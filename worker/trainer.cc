@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 
 #include "core/status.h"
@@ -95,6 +96,16 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
       for (uint32_t key : model.layers[l].tensors) client.push(key, t, backend.grad(key));
     }
     const uint64_t done = t + 1;
+    if (rank == 0 && config.job.eval_every > 0 && done % uint64_t(config.job.eval_every) == 0 &&
+        done < total) {
+      // Values for iteration `done` are needed first; the other workers keep computing meanwhile.
+      client.wait_all(done);
+      if (auto acc = backend.evaluate()) {
+        spdlog::info("iter {} test accuracy {:.4f}", done, *acc);
+        std::printf("PSRT_EVAL iteration=%llu accuracy=%.4f\n", (unsigned long long)done, *acc);
+        std::fflush(stdout);
+      }
+    }
     if (config.job.log_every > 0 && (done % uint64_t(config.job.log_every) == 0 || done == total)) {
       const auto now = Clock::now();
       const double window = std::chrono::duration<double>(now - window_start).count();

@@ -19,9 +19,7 @@ void validate(const SimConfig& c) {
 }
 
 ShardMap shard_map_for(const ModelDesc& model, const SimConfig& config) {
-  const uint64_t chunk =
-      mode_is_chunked(config.mode) ? config.chunk_bytes : std::numeric_limits<uint64_t>::max();
-  return ShardMap(model, config.servers, chunk);
+  return ShardMap(model, config.servers, mode_chunk_bytes(config.mode, config.chunk_bytes));
 }
 
 double aggregation_ms(const SimConfig& config, uint64_t chunk_bytes) {
