@@ -161,7 +161,7 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
       comp.get_choice("codec", "none", {"none", "laco", "signsgd", "graddrop", "topk"});
   c.compression.density = comp.get_double("density", c.compression.density, 1e-6, 1.0);
   c.compression.calibration_iters =
-      int(comp.get_int("calibration_iters", c.compression.calibration_iters, 0, 1 << 20));
+      int(comp.get_int("calibration_iters", c.compression.calibration_iters, 1, 1 << 20));
   c.compression.warmup_iters =
       int(comp.get_int("warmup_iters", c.compression.warmup_iters, 0, 1 << 20));
   c.compression.dense_below = comp.get_int("dense_below", c.compression.dense_below, 0, kMaxInt);

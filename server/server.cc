@@ -39,7 +39,7 @@ Server::Server(const Config& config, uint32_t rank)
   }
   if (config.compression.codec != "none") {
     auto made = compress::make_codec(compress::codec_config(config.compression));
-    if (!made) throw ConfigError("compression: " + made.status().message());
+    if (!made) throw ConfigError(made.status().message());
     codec_ = std::move(made.value());
     wire_codec_ = static_cast<wire::Codec>(codec_->id());
   }

@@ -9,7 +9,7 @@ namespace psrt {
 GradEncoder::GradEncoder(const CompressionConfig& config, const ModelDesc& model) {
   if (config.codec == "none") return;
   auto made = compress::make_codec(compress::codec_config(config));
-  if (!made) throw ConfigError("compression: " + made.status().message());
+  if (!made) throw ConfigError(made.status().message());
   codec_ = std::move(made.value());
   wire_codec_ = static_cast<wire::Codec>(codec_->id());
   for (const auto& t : model.tensors) {

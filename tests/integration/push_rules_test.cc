@@ -1,0 +1,197 @@
+// Push rules a server enforces with real processes: a repeated push counts once; with compression
+// on, a payload is checked on arrival (bad count, index out of range, truncated, wrong codec each
+// get an error reply) and a good one is decoded into the update.
+#include <catch2/catch.hpp>
+
+#include <random>
+
+#include "compress/codec_config.h"
+#include "compress/registry.h"
+#include "tests/integration/raw_client.h"
+
+using namespace psrt;
+using namespace psrt::test;
+
+namespace {
+
+constexpr uint64_t kSize = 2000;  // one tensor, one chunk
+constexpr float kLr = 0.5f;
+
+Reply expect(RawClient& w, wire::MsgType type) {
+  auto r = w.recv(15);
+  REQUIRE(r);
+  INFO("got " << wire::MsgType_Name(r->header.type()) << ": " << r->header.error().message());
+  REQUIRE(r->header.type() == type);
+  return std::move(*r);
+}
+
+std::string expect_error(RawClient& w, ErrorCode code) {
+  const Reply r = expect(w, wire::ERROR);
+  INFO("error: " << r.header.error().message());
+  CHECK(r.header.error().code() == uint32_t(code));
+  return r.header.error().message();
+}
+
+wire::Header register_header(RawClient& w) {
+  wire::Header h = w.header(wire::REGISTER);
+  auto* t = h.mutable_register_()->add_tensors();
+  t->set_key(0);
+  t->set_name("w");
+  t->set_num_elements(kSize);
+  return h;
+}
+
+std::vector<float> dyadic(std::size_t n, std::mt19937& rng) {
+  std::uniform_int_distribution<int> d(-64, 64);
+  std::vector<float> v(n);
+  for (auto& x : v) x = float(d(rng)) / 64.0f;
+  return v;
+}
+
+void barrier(RawClient& w, const char* name) {
+  wire::Header b = w.header(wire::BARRIER);
+  b.mutable_barrier()->set_name(name);
+  w.send(b);
+}
+
+// Workers register (each gets the membership); worker 0 initialises; everyone passes the start
+// barrier and pulls iteration 0.
+std::vector<float> start(std::vector<RawClient*> workers, std::mt19937& rng) {
+  for (auto* w : workers) w->send(register_header(*w));
+  for (auto* w : workers) expect(*w, wire::MEMBERSHIP);
+  std::vector<float> p = dyadic(kSize, rng);
+  RawClient& w0 = *workers[0];
+  w0.send(w0.tensor(wire::INIT, 0, 0, kSize, 0, &p), RawClient::frame_of(p));
+  expect(w0, wire::ACK);
+  for (auto* w : workers) barrier(*w, "start");
+  for (auto* w : workers) expect(*w, wire::BARRIER_RELEASE);
+  for (auto* w : workers) {
+    w->send(w->tensor(wire::PULL, 0, 0, kSize, 0));
+    const Reply r = expect(*w, wire::PARAMS);
+    CHECK(floats_of(r.payload[0]) == p);
+  }
+  return p;
+}
+
+void finish(std::vector<RawClient*> workers, ServerProc& s) {
+  for (auto* w : workers) barrier(*w, "shutdown");
+  for (auto* w : workers) expect(*w, wire::BARRIER_RELEASE);
+  INFO(s.proc->output());
+  CHECK(s.proc->wait_exit(30) == 0);
+}
+
+std::string yaml(int workers, const std::string& extra) {
+  return "job: {id: rules, iterations: 1}\n"
+         "cluster: {servers: 1, workers: " + std::to_string(workers) +
+         ", heartbeat_s: 0.2, peer_timeout_s: 60}\n"
+         "optimizer: {type: sgd, lr: 0.5, momentum: 0, weight_decay: 0}\n"
+         "scheduler: {mode: fifo}\n" + extra;
+}
+
+}  // namespace
+
+TEST_CASE("a repeated push (same worker, iteration, key, range) is counted once", "[integration]") {
+  ServerProc s(yaml(2, ""));
+  zmq::context_t ctx(1);
+  RawClient w0(ctx, s.endpoint, "w0", {wire::WORKER, 0, "rules"});
+  RawClient w1(ctx, s.endpoint, "w1", {wire::WORKER, 1, "rules"});
+  std::mt19937 rng(7);
+  auto p = start({&w0, &w1}, rng);
+
+  const auto g0 = dyadic(kSize, rng);
+  const auto g1 = dyadic(kSize, rng);
+  for (int repeat = 0; repeat < 3; ++repeat) {  // worker 0 pushes the same chunk three times
+    const wire::Header h = w0.tensor(wire::PUSH, 0, 0, kSize, 0, &g0);
+    w0.send(h, RawClient::frame_of(g0));
+    CHECK(expect(w0, wire::ACK).header.seq() == h.seq());
+  }
+  w1.send(w1.tensor(wire::PUSH, 0, 0, kSize, 0, &g1), RawClient::frame_of(g1));
+  expect(w1, wire::ACK);
+  for (std::size_t i = 0; i < kSize; ++i) p[i] -= kLr * ((g0[i] + g1[i]) * 0.5f);
+  for (auto* w : {&w0, &w1}) {
+    const Reply r = expect(*w, wire::PARAMS);
+    CHECK(r.header.iteration() == 1);
+    CHECK(floats_of(r.payload[0]) == p);  // g0 counted once, not three times
+    w->send(w->tensor(wire::ACK, 0, 0, kSize, 1));  // (its seq is unknown: an error reply)
+    expect(*w, wire::ERROR);
+  }
+  CHECK_THAT(s.proc->output(), !Catch::Contains("rejected PUSH"));
+  finish({&w0, &w1}, s);
+}
+
+TEST_CASE("compressed pushes are checked on arrival and decoded into the update",
+          "[integration][compress]") {
+  ServerProc s(yaml(1, "compression: {codec: laco, calibration_iters: 1, warmup_iters: 0, "
+                       "density: 0.05, error_feedback: false}\n"));
+  zmq::context_t ctx(1);
+  RawClient w(ctx, s.endpoint, "w0", {wire::WORKER, 0, "rules"});
+  std::mt19937 rng(11);
+  auto p = start({&w}, rng);
+
+  compress::CodecConfig cc;
+  cc.codec = "laco";
+  cc.calibration_iters = 1;
+  cc.warmup_iters = 0;
+  cc.density = 0.05;
+  cc.error_feedback = false;
+  auto codec = compress::make_codec(cc);
+  REQUIRE(codec);
+  auto state = codec.value()->make_state({int64_t(kSize), 0, 1});
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> g(kSize);
+  for (auto& x : g) x = normal(rng);
+  std::vector<uint8_t> payload;
+  REQUIRE(codec.value()->encode(*state, {0, g, 0}, payload));  // calibration: sent dense
+  REQUIRE(codec.value()->encode(*state, {0, g, 1}, payload));  // then sparse, 8-bit codes
+  REQUIRE(payload.size() < kSize * 4 / 4);
+
+  auto push = [&](const std::vector<uint8_t>& bytes, wire::Codec wc) {
+    wire::Header h = w.tensor(wire::PUSH, 0, 0, kSize, 0);
+    h.set_codec(wc);
+    h.set_num_elements(kSize);
+    h.set_payload_bytes(bytes.size());
+    zmq::message_t frame(bytes.data(), bytes.size());
+    std::vector<zmq::message_t> frames;
+    frames.push_back(std::move(frame));
+    w.send(h, std::move(frames));
+  };
+
+  SECTION("bad payloads get error replies, then a good one updates") {
+    std::vector<uint8_t> truncated(payload.begin(), payload.begin() + long(payload.size() / 2));
+    push(truncated, wire::CODEC_LACO);
+    expect_error(w, ErrorCode::kBadPayload);
+
+    std::vector<uint8_t> bad_count = payload;
+    bad_count[12] = 0xff;  // count field: more elements than the payload holds
+    bad_count[13] = 0xff;
+    push(bad_count, wire::CODEC_LACO);
+    expect_error(w, ErrorCode::kBadPayload);
+
+    std::vector<uint8_t> bad_length = payload;
+    bad_length[8] = uint8_t(kSize / 2);  // length field: not this chunk's length
+    bad_length[9] = 0;
+    bad_length[10] = 0;
+    bad_length[11] = 0;
+    push(bad_length, wire::CODEC_LACO);
+    expect_error(w, ErrorCode::kBadPayload);
+
+    std::vector<uint8_t> garbage(64);
+    for (auto& b : garbage) b = uint8_t(rng());
+    push(garbage, wire::CODEC_LACO);
+    expect_error(w, ErrorCode::kBadPayload);
+
+    const std::vector<float> dense(kSize, 0.5f);  // uncompressed while the job compresses
+    w.send(w.tensor(wire::PUSH, 0, 0, kSize, 0, &dense), RawClient::frame_of(dense));
+    CHECK_THAT(expect_error(w, ErrorCode::kBadPayload), Catch::Contains("CODEC_LACO"));
+
+    push(payload, wire::CODEC_LACO);
+    expect(w, wire::ACK);
+    std::vector<float> decoded(kSize);
+    REQUIRE(codec.value()->decode(payload, decoded));
+    for (std::size_t i = 0; i < kSize; ++i) p[i] = p[i] - kLr * decoded[i];
+    const Reply r = expect(w, wire::PARAMS);
+    CHECK(r.header.iteration() == 1);
+    CHECK(floats_of(r.payload[0]) == p);
+  }
+  finish({&w}, s);
+}
