@@ -138,6 +138,8 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
   const YamlReader opt = top.child("optimizer");
   c.optimizer.type = opt.get_choice("type", "sgd", {"sgd", "adam"});
   c.optimizer.lr = opt.get_double("lr", c.optimizer.type == "adam" ? 1e-3 : 0.05, 0, 1e6);
+  c.optimizer.lr_decay = opt.get_double("lr_decay", 1.0, 1e-6, 1.0);
+  c.optimizer.lr_decay_every = opt.get_int("lr_decay_every", 0, 0, kMaxInt);
   c.optimizer.momentum = opt.get_double("momentum", 0.9, 0, 0.999999);
   c.optimizer.weight_decay = opt.get_double("weight_decay", 0, 0, 1);
   c.optimizer.beta1 = opt.get_double("beta1", 0.9, 0, 0.999999);

@@ -53,6 +53,8 @@ struct DataConfig {
 struct OptimizerConfig {
   std::string type = "sgd";  // sgd | adam
   double lr = 0.05;
+  double lr_decay = 1.0;       // the learning rate is multiplied by this ...
+  int64_t lr_decay_every = 0;  // ... every N iterations (0: never)
   double momentum = 0.9;
   double weight_decay = 0;
   double beta1 = 0.9;

@@ -6,15 +6,23 @@ namespace psrt {
 
 namespace {
 
+// Step decay: the learning rate is multiplied by `decay` every `every` updates (never when 0).
+double scheduled_lr(const OptimizerConfig& c, uint64_t step) {
+  if (c.lr_decay_every <= 0 || c.lr_decay == 1.0) return c.lr;
+  return c.lr * std::pow(c.lr_decay, double(step / uint64_t(c.lr_decay_every)));
+}
+
 class Sgd final : public Optimizer {
  public:
   explicit Sgd(const OptimizerConfig& c)
-      : lr_(float(c.lr)), momentum_(float(c.momentum)), wd_(float(c.weight_decay)) {}
+      : config_(c), momentum_(float(c.momentum)), wd_(float(c.weight_decay)) {}
 
   void update(std::span<float> p, std::span<const float> g, OptimizerState& s) const override {
     const std::size_t n = p.size();
+    const float lr_ = float(scheduled_lr(config_, s.step));
     if (momentum_ == 0) {
       for (std::size_t i = 0; i < n; ++i) p[i] -= lr_ * (g[i] + wd_ * p[i]);
+      ++s.step;
       return;
     }
     if (s.m.size() != n) s.m.assign(n, 0.0f);
@@ -28,13 +36,14 @@ class Sgd final : public Optimizer {
   }
 
  private:
-  float lr_, momentum_, wd_;
+  OptimizerConfig config_;
+  float momentum_, wd_;
 };
 
 class Adam final : public Optimizer {
  public:
   explicit Adam(const OptimizerConfig& c)
-      : lr_(c.lr), b1_(c.beta1), b2_(c.beta2), eps_(float(c.eps)), wd_(float(c.weight_decay)) {}
+      : config_(c), b1_(c.beta1), b2_(c.beta2), eps_(float(c.eps)), wd_(float(c.weight_decay)) {}
 
   void update(std::span<float> p, std::span<const float> g, OptimizerState& s) const override {
     const std::size_t n = p.size();
@@ -42,9 +51,10 @@ class Adam final : public Optimizer {
       s.m.assign(n, 0.0f);
       s.v.assign(n, 0.0f);
     }
+    const double lr = scheduled_lr(config_, s.step);
     ++s.step;
     const double t = double(s.step);
-    const float step_size = float(lr_ / (1.0 - std::pow(b1_, t)));
+    const float step_size = float(lr / (1.0 - std::pow(b1_, t)));
     const float inv_bias2 = float(1.0 / std::sqrt(1.0 - std::pow(b2_, t)));
     const float b1 = float(b1_), b2 = float(b2_);
     float* m = s.m.data();
@@ -58,7 +68,8 @@ class Adam final : public Optimizer {
   }
 
  private:
-  double lr_, b1_, b2_;
+  OptimizerConfig config_;
+  double b1_, b2_;
   float eps_, wd_;
 };
 

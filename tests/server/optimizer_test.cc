@@ -162,3 +162,25 @@ TEST_CASE("optimizer state belongs to the chunk it is passed with", "[optimizer]
   CHECK(a[0] == Approx(0.71).epsilon(1e-6));
   CHECK(b[0] == Approx(0.9).epsilon(1e-6));
 }
+
+TEST_CASE("step decay multiplies the learning rate every lr_decay_every updates", "[server]") {
+  psrt::OptimizerConfig c;
+  c.type = "sgd";
+  c.lr = 0.5;
+  c.momentum = 0;
+  c.weight_decay = 0;
+  c.lr_decay = 0.5;
+  c.lr_decay_every = 2;
+  const auto opt = psrt::make_optimizer(c);
+  psrt::OptimizerState state;
+  std::vector<float> p{8.0f};
+  const std::vector<float> g{1.0f};
+  const float expected_lr[] = {0.5f, 0.5f, 0.25f, 0.25f, 0.125f};
+  float want = 8.0f;
+  for (float lr : expected_lr) {
+    opt->update(p, g, state);
+    want -= lr;
+    CHECK(p[0] == want);
+  }
+  CHECK(state.step == 5);
+}
