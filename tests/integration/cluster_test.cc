@@ -34,15 +34,6 @@ std::string cluster_config(const std::string& dir, const std::string& optimizer,
          "scheduler: {mode: " + mode + ", chunk_bytes: 4096, credit_bytes: 16384}\n";
 }
 
-std::vector<float> read_floats(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  REQUIRE(in);
-  const auto bytes = std::size_t(in.tellg());
-  std::vector<float> v(bytes / sizeof(float));
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(v.data()), std::streamsize(bytes));
-  return v;
-}
 
 // The same training, in one process: each worker's gradient on its own batch, the mean in rank
 // order, the optimizer on each tensor.
@@ -105,7 +96,7 @@ std::vector<std::vector<float>> run_cluster(const std::string& optimizer, const 
   INFO(launch.output());
   REQUIRE(rc == 0);
   std::vector<std::vector<float>> out;
-  for (int w = 0; w < 3; ++w) out.push_back(read_floats(dir + "/params-" + std::to_string(w) + ".bin"));
+  for (int w = 0; w < 3; ++w) out.push_back(test::read_floats(dir + "/params-" + std::to_string(w) + ".bin"));
   return out;
 }
 

@@ -47,22 +47,6 @@ wire::Header register_header(RawClient& w, const std::vector<uint64_t>& sizes,
   return h;
 }
 
-Reply expect(RawClient& w, wire::MsgType type) {
-  auto r = w.recv(15);
-  REQUIRE(r);
-  INFO("got " << wire::MsgType_Name(r->header.type()) << ": " << r->header.error().message());
-  REQUIRE(r->header.type() == type);
-  return std::move(*r);
-}
-
-// An ERROR reply with `code`; returns its message.
-std::string expect_error(RawClient& w, ErrorCode code) {
-  const Reply r = expect(w, wire::ERROR);
-  INFO("error: " << r.header.error().message());
-  CHECK(r.header.error().code() == uint32_t(code));
-  CHECK_FALSE(r.header.error().message().empty());
-  return r.header.error().message();
-}
 
 // Registers, initialises every chunk with seeded values, passes the start barrier, pulls
 // iteration 0. Returns the parameters by key.

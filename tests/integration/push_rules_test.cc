@@ -17,21 +17,6 @@ namespace {
 constexpr uint64_t kSize = 2000;  // one tensor, one chunk
 constexpr float kLr = 0.5f;
 
-Reply expect(RawClient& w, wire::MsgType type) {
-  auto r = w.recv(15);
-  REQUIRE(r);
-  INFO("got " << wire::MsgType_Name(r->header.type()) << ": " << r->header.error().message());
-  REQUIRE(r->header.type() == type);
-  return std::move(*r);
-}
-
-std::string expect_error(RawClient& w, ErrorCode code) {
-  const Reply r = expect(w, wire::ERROR);
-  INFO("error: " << r.header.error().message());
-  CHECK(r.header.error().code() == uint32_t(code));
-  return r.header.error().message();
-}
-
 wire::Header register_header(RawClient& w) {
   wire::Header h = w.header(wire::REGISTER);
   auto* t = h.mutable_register_()->add_tensors();

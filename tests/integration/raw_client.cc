@@ -91,4 +91,20 @@ ServerProc::ServerProc(const std::string& yaml, const std::vector<std::string>& 
   REQUIRE(endpoint.rfind("tcp://127.0.0.1:", 0) == 0);
 }
 
+Reply expect(RawClient& w, wire::MsgType type) {
+  auto r = w.recv(15);
+  REQUIRE(r);
+  INFO("got " << wire::MsgType_Name(r->header.type()) << ": " << r->header.error().message());
+  REQUIRE(r->header.type() == type);
+  return std::move(*r);
+}
+
+std::string expect_error(RawClient& w, ErrorCode code) {
+  const Reply r = expect(w, wire::ERROR);
+  INFO("error: " << r.header.error().message());
+  CHECK(r.header.error().code() == uint32_t(code));
+  CHECK_FALSE(r.header.error().message().empty());
+  return r.header.error().message();
+}
+
 }  // namespace psrt::test

@@ -50,6 +50,11 @@ class RawClient {
 
 std::vector<float> floats_of(const zmq::message_t& frame);
 
+// The next reply, which must be of `type` (the test fails otherwise).
+Reply expect(RawClient& w, wire::MsgType type);
+// An ERROR reply with `code` and a message; returns the message.
+std::string expect_error(RawClient& w, ErrorCode code);
+
 // A psrt-server started on an OS-chosen port with this YAML config (written to a temp dir).
 struct ServerProc {
   ServerProc(const std::string& yaml, const std::vector<std::string>& extra_args = {});

@@ -19,15 +19,6 @@ namespace {
 constexpr int kIterations = 5;
 constexpr int kWorkers = 2;
 
-std::vector<float> read_floats(const std::string& path) {
-  std::ifstream in(path, std::ios::binary | std::ios::ate);
-  REQUIRE(in);
-  const auto bytes = std::size_t(in.tellg());
-  std::vector<float> v(bytes / sizeof(float));
-  in.seekg(0);
-  in.read(reinterpret_cast<char*>(v.data()), std::streamsize(bytes));
-  return v;
-}
 
 std::vector<float> reference(const Config& c) {
   std::vector<std::unique_ptr<ReplayBackend>> ranks;
@@ -68,7 +59,7 @@ void run(const std::string& optimizer, const std::string& mode, uint64_t credit_
   const auto want = reference(load_config(cfg));
   REQUIRE(want.size() == 8030);
   for (int w = 0; w < kWorkers; ++w) {
-    const auto got = read_floats(dir + "/params-" + std::to_string(w) + ".bin");
+    const auto got = test::read_floats(dir + "/params-" + std::to_string(w) + ".bin");
     REQUIRE(got.size() == want.size());
     std::size_t bad = 0, first = 0;
     for (std::size_t i = 0; i < got.size(); ++i) {
