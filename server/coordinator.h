@@ -41,8 +41,9 @@ class Coordinator {
   std::optional<PeerId> lost(Clock::time_point now, Clock::duration timeout) const;
   double silent_seconds(PeerId peer, Clock::time_point now) const;
 
-  // Returns true when this arrival completes the barrier. Barrier "start": every process;
-  // barrier "shutdown": every worker (servers wait for the release).
+  // Returns true when this arrival completes the barrier. Barrier "membership": every server
+  // (they hold their chunk tables, so workers may learn the membership); "start": every
+  // process; "shutdown": every worker (servers wait for the release).
   bool arrive(const std::string& barrier, PeerId peer);
   // Names the processes that have not arrived at `barrier` (or not registered if empty).
   std::string missing(const std::string& barrier) const;

@@ -55,7 +55,8 @@ class Server {
   void on_membership(const wire::Membership& m);
   void arrive(const std::string& barrier);
   void release(const std::string& barrier);
-  void broadcast(const wire::Header& h);
+  // To every registered process, or only to those of role `only`.
+  void broadcast(const wire::Header& h, wire::Role only = wire::ROLE_UNSPECIFIED);
   void check_timers(Clock::time_point now);
   [[noreturn]] void abort_job(const std::string& why);
   // data plane (server_data.cc)

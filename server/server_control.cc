@@ -31,7 +31,9 @@ void Server::on_control(const std::string& identity, PeerId from, const wire::He
         } catch (const std::exception& e) {
           abort_job(std::string("cannot build the membership for this model: ") + e.what());
         }
-        broadcast(out);
+        // Servers first: a worker may send a chunk to a server the moment it knows the
+        // membership, so the workers get it once every server holds its chunk table.
+        broadcast(out, wire::SERVER);
         on_membership(out.membership());
       }
       return;
@@ -40,7 +42,7 @@ void Server::on_control(const std::string& identity, PeerId from, const wire::He
       return;  // `seen` was recorded by the caller
     case wire::BARRIER: {
       const std::string& name = h.barrier().name();
-      if (name != "start" && name != "shutdown") {
+      if (name != "start" && name != "shutdown" && name != "membership") {
         reply_error(identity, &h, {ErrorCode::kMalformed, "unknown barrier '" + name + "'"});
         return;
       }
@@ -94,6 +96,7 @@ void Server::on_membership(const wire::Membership& m) {
     replies_.push_back({PushQueue(Mode::kPreemptive, config_.scheduler.credit_bytes), {}, 0});
   }
   have_membership_ = true;
+  arrive("membership");
   spdlog::info("membership: {} servers, {} workers, {} tensors; this server holds {} chunks, {:.1f} MiB",
                m.num_servers(), m.num_workers(), m.tensors_size(), chunks_.size(),
                double(chunks_.bytes()) / (1 << 20));
@@ -111,6 +114,13 @@ void Server::arrive(const std::string& barrier) {
 }
 
 void Server::release(const std::string& barrier) {
+  if (barrier == "membership") {
+    if (!coordinator_) return;
+    wire::Header h = make_header(self_, wire::MEMBERSHIP);
+    *h.mutable_membership() = coordinator_->membership();
+    broadcast(h, wire::WORKER);
+    return;
+  }
   if (coordinator_) {
     wire::Header h = make_header(self_, wire::BARRIER_RELEASE);
     h.mutable_barrier()->set_name(barrier);
@@ -124,9 +134,9 @@ void Server::release(const std::string& barrier) {
   }
 }
 
-void Server::broadcast(const wire::Header& h) {
+void Server::broadcast(const wire::Header& h, wire::Role only) {
   for (const auto& peer : coordinator_->registered_peers()) {
-    send(routing_id(peer.role, peer.rank), h);
+    if (only == wire::ROLE_UNSPECIFIED || peer.role == only) send(routing_id(peer.role, peer.rank), h);
   }
 }
 
