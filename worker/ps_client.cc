@@ -51,7 +51,7 @@ PsClient::~PsClient() {
 }
 
 template <typename Pred>
-void PsClient::wait_for(Pred pred, const char* /*what*/) {
+void PsClient::wait_for(Pred pred) {
   std::unique_lock lock(mu_);
   if (pred()) return;
   const auto t0 = std::chrono::steady_clock::now();
@@ -62,7 +62,7 @@ void PsClient::wait_for(Pred pred, const char* /*what*/) {
 }
 
 void PsClient::start() {
-  wait_for([&] { return started_; }, "start");
+  wait_for([&] { return started_; });
 }
 
 bool PsClient::layer_ready(uint32_t layer, uint64_t iteration) const {
@@ -76,7 +76,7 @@ bool PsClient::layer_ready(uint32_t layer, uint64_t iteration) const {
 
 void PsClient::wait_layer(uint32_t layer, uint64_t iteration) {
   if (model_.layers.at(layer).tensors.empty()) return;
-  wait_for([&] { return layer_ready(layer, iteration); }, "layer");
+  wait_for([&] { return layer_ready(layer, iteration); });
 }
 
 void PsClient::wait_all(uint64_t iteration) {
@@ -85,8 +85,7 @@ void PsClient::wait_all(uint64_t iteration) {
         for (auto v : version_)
           if (v < int64_t(iteration)) return false;
         return true;
-      },
-      "all");
+      });
 }
 
 void PsClient::push(uint32_t key, uint64_t iteration, std::span<const float> grad) {
@@ -120,7 +119,7 @@ void PsClient::finish() {
     want_shutdown_ = true;
   }
   wakeup_.notify();
-  wait_for([&] { return finished_; }, "shutdown");
+  wait_for([&] { return finished_; });
 }
 
 ClientStats PsClient::stats() const {

@@ -99,7 +99,7 @@ class PsClient {
 
   // compute thread side
   template <typename Pred>
-  void wait_for(Pred pred, const char* what);
+  void wait_for(Pred pred);
   bool layer_ready(uint32_t layer, uint64_t iteration) const;
 
   Config config_;

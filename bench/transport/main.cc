@@ -60,6 +60,18 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Waits for a child to exit, draining both of its pipes meanwhile.
+void reap(Child& child) {
+  while (!child.poll_exit()) {
+    std::vector<pollfd> fds;
+    for (int fd : {child.out_fd(), child.err_fd()})
+      if (fd >= 0) fds.push_back({fd, POLLIN, 0});
+    ::poll(fds.data(), fds.size(), 50);
+    for (const auto& p : fds)
+      if (p.revents) child.read_lines(p.fd);
+  }
+}
+
 void measure_psrt(std::vector<Row>& rows, const std::string& mode, uint64_t chunk_bytes) {
   psrt::ModelDesc model;
   model.name = "transport";
@@ -111,12 +123,7 @@ void measure_psrt(std::vector<Row>& rows, const std::string& mode, uint64_t chun
   }
   client.wait_all(0);
   client.finish();
-  while (!server.poll_exit()) {
-    for (int fd : {server.out_fd(), server.err_fd()})
-      if (fd >= 0) server.read_lines(fd);
-    pollfd p{server.err_fd(), POLLIN, 0};
-    ::poll(&p, server.err_fd() >= 0 ? 1 : 0, 50);
-  }
+  reap(server);
   std::filesystem::remove_all(dir);
 }
 
@@ -137,13 +144,6 @@ void measure_echo(std::vector<Row>& rows, Client& client, double Row::*field) {
   }
 }
 
-void reap(Child& child) {
-  while (!child.poll_exit()) {
-    pollfd p{child.out_fd(), POLLIN, 0};
-    if (child.out_fd() >= 0) child.read_lines(child.out_fd());
-    ::poll(&p, child.out_fd() >= 0 ? 1 : 0, 50);
-  }
-}
 
 void measure_baselines(std::vector<Row>& rows) {
   const std::string self = std::filesystem::canonical("/proc/self/exe").string();
