@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "compress/moments.h"
 #include "core/status.h"
 
 namespace psrt::compress {
@@ -32,6 +33,9 @@ struct ChunkInput {
   int64_t offset = 0;
   std::span<const float> values;
   int64_t iteration = 0;  // training iteration, from 0; drives calibration and warm-up
+  // chunk_moments(values), when the caller computed them on the way (error feedback does, in its
+  // pass that adds the residual); codecs that need them then skip a pass. Null: not known.
+  const ChunkMoments* moments = nullptr;
 };
 
 // Per-tensor state owned by the caller, made by the codec that uses it.

@@ -18,21 +18,27 @@ class BasicState : public CodecState {
   EncodeStats stats_;
 };
 
-// Casts the state and checks the chunk lies inside the tensor and fits the wire format.
-template <typename State>
-Result<State*> checked_state(CodecState& state, const ChunkInput& chunk, std::string_view codec) {
-  auto* s = dynamic_cast<State*>(&state);
-  if (s == nullptr) return Status::error(std::string(codec) + ": state made by another codec");
-  const int64_t n = s->info_.num_elements;
-  const auto len = static_cast<int64_t>(chunk.values.size());
-  if (chunk.offset < 0 || len > n || chunk.offset > n - len) {
-    return Status::error(std::string(codec) + ": chunk [" + std::to_string(chunk.offset) + ", +" +
+// Checks that chunk [offset, offset + len) lies inside a tensor of n elements and fits the wire
+// format.
+inline Status check_chunk(int64_t n, int64_t offset, int64_t len, std::string_view codec) {
+  if (offset < 0 || len < 0 || len > n || offset > n - len) {
+    return Status::error(std::string(codec) + ": chunk [" + std::to_string(offset) + ", +" +
                          std::to_string(len) + ") outside tensor of " + std::to_string(n));
   }
   if (len > int64_t{std::numeric_limits<uint32_t>::max()}) {
     return Status::error(std::string(codec) + ": chunk of " + std::to_string(len) +
                          " elements exceeds 2^32-1");
   }
+  return Status::ok();
+}
+
+// Casts the state and checks the chunk (check_chunk).
+template <typename State>
+Result<State*> checked_state(CodecState& state, const ChunkInput& chunk, std::string_view codec) {
+  auto* s = dynamic_cast<State*>(&state);
+  if (s == nullptr) return Status::error(std::string(codec) + ": state made by another codec");
+  const auto len = static_cast<int64_t>(chunk.values.size());
+  if (Status st = check_chunk(s->info_.num_elements, chunk.offset, len, codec); !st) return st;
   return s;
 }
 

@@ -31,20 +31,41 @@ inline float hsum(__m128 v) {
 
 }  // namespace
 
-ChunkMoments chunk_moments(std::span<const float> values) {
+namespace {
+
+// One pass computing the moments of v[i] = src[i] (kAdd false) or of v[i] = acc[i] + src[i],
+// stored back to acc (kAdd true). The lane and block order is the same either way, so
+// add_and_moments(acc, src) gives bit for bit the moments chunk_moments gives of the sums.
+template <bool kAdd>
+ChunkMoments moments_pass(float* acc, const float* src, size_t n) {
   ChunkMoments m;
-  const float* g = values.data();
-  const size_t n = values.size();
   size_t i = 0;
+  auto value = [&](size_t k) {
+    if constexpr (kAdd) {
+      acc[k] += src[k];
+      return acc[k];
+    } else {
+      return src[k];
+    }
+  };
 #if defined(__SSE2__)
+  auto load = [&](size_t k) {
+    if constexpr (kAdd) {
+      const __m128 v = _mm_add_ps(_mm_loadu_ps(acc + k), _mm_loadu_ps(src + k));
+      _mm_storeu_ps(acc + k, v);
+      return v;
+    } else {
+      return _mm_loadu_ps(src + k);
+    }
+  };
   __m128 mx0 = _mm_setzero_ps(), mx1 = _mm_setzero_ps();
   __m128 bad = _mm_setzero_ps();  // NaN lanes compare unordered
   while (i + kLanes <= n) {
     __m128 acc0 = _mm_setzero_ps(), acc1 = _mm_setzero_ps();
     const size_t end = std::min(n - (n - i) % kLanes, i + kBlock);
     for (; i < end; i += kLanes) {
-      const __m128 a = _mm_loadu_ps(g + i);
-      const __m128 b = _mm_loadu_ps(g + i + 4);
+      const __m128 a = load(i);
+      const __m128 b = load(i + 4);
       acc0 = _mm_add_ps(acc0, _mm_mul_ps(a, a));
       acc1 = _mm_add_ps(acc1, _mm_mul_ps(b, b));
       mx0 = _mm_max_ps(mx0, abs4(a));
@@ -57,11 +78,22 @@ ChunkMoments chunk_moments(std::span<const float> values) {
   if (_mm_movemask_ps(bad) != 0) m.sum_squares = NAN;
 #endif
   for (; i < n; ++i) {
-    m.sum_squares += double{g[i]} * g[i];
-    m.max_abs = std::max(m.max_abs, std::fabs(g[i]));
+    const float v = value(i);
+    m.sum_squares += double{v} * v;
+    m.max_abs = std::max(m.max_abs, std::fabs(v));
   }
   m.finite = std::isfinite(m.sum_squares);
   return m;
+}
+
+}  // namespace
+
+ChunkMoments chunk_moments(std::span<const float> values) {
+  return moments_pass<false>(nullptr, values.data(), values.size());
+}
+
+ChunkMoments add_and_moments(std::span<float> acc, std::span<const float> values) {
+  return moments_pass<true>(acc.data(), values.data(), std::min(acc.size(), values.size()));
 }
 
 void select_at_least(std::span<const float> values, float threshold,

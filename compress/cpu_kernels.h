@@ -7,15 +7,15 @@
 #include <span>
 #include <vector>
 
+#include "compress/moments.h"
+
 namespace psrt::compress {
 
-struct ChunkMoments {
-  double sum_squares = 0;  // fp32 lanes per 1024-element block, summed in double
-  float max_abs = 0;
-  bool finite = true;      // false when the chunk holds a NaN or an infinity
-};
-
 ChunkMoments chunk_moments(std::span<const float> values);
+
+// acc[i] += values[i] (acc.size() == values.size()), returning chunk_moments(acc) of the sums in
+// the same pass: error feedback's residual update and LACO's RMS in one read of memory.
+ChunkMoments add_and_moments(std::span<float> acc, std::span<const float> values);
 
 // Appends to `indices` (cleared first) every i with |values[i]| >= threshold, in order.
 void select_at_least(std::span<const float> values, float threshold,

@@ -1,5 +1,7 @@
 #include "compress/error_feedback.h"
 
+#include "compress/cpu_kernels.h"
+
 #include <string>
 #include <vector>
 
@@ -35,10 +37,12 @@ Status ErrorFeedback::encode(CodecState& state, const ChunkInput& chunk,
   }
   float* r = s->residual_.data() + chunk.offset;
   const float* g = chunk.values.data();
-  for (int64_t i = 0; i < len; ++i) r[i] += g[i];  // r = corrected gradient
+  // r = corrected gradient, and its moments in the same pass.
+  const ChunkMoments moments = add_and_moments(std::span<float>(r, static_cast<size_t>(len)), chunk.values);
 
   ChunkInput corrected = chunk;
   corrected.values = std::span<const float>(r, static_cast<size_t>(len));
+  corrected.moments = &moments;
   if (Status st = inner_->encode(*s->inner_, corrected, payload); !st) {
     for (int64_t i = 0; i < len; ++i) r[i] -= g[i];  // best effort: leave the residual as it was
     return st;

@@ -19,8 +19,8 @@ float lads_threshold(const LadsParams& params, const LogCodebook& book, float rm
 
 Result<LadsResult> lads_encode(std::span<const float> values, const LadsParams& params,
                                const LogCodebook& book, LadsScratch& scratch,
-                               std::vector<uint8_t>& payload) {
-  const ChunkMoments m = chunk_moments(values);
+                               std::vector<uint8_t>& payload, const ChunkMoments* moments) {
+  const ChunkMoments m = moments != nullptr ? *moments : chunk_moments(values);
   if (!m.finite) return Status::error("laco: gradient chunk holds a NaN or an infinity");
   LadsResult r;
   r.scale = m.max_abs;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "compress/log_quant.h"
+#include "compress/moments.h"
 #include "core/status.h"
 
 namespace psrt::compress {
@@ -34,9 +35,11 @@ struct LadsResult {
 // positive float (zeros are never sent).
 float lads_threshold(const LadsParams& params, const LogCodebook& book, float rms, float scale);
 
-// Encodes values as a LACO payload. Error: a NaN or infinity in values.
+// Encodes values as a LACO payload. `moments`: chunk_moments(values) if the caller has them
+// (saves a pass), else null. Error: a NaN or infinity in values.
 Result<LadsResult> lads_encode(std::span<const float> values, const LadsParams& params,
                                const LogCodebook& book, LadsScratch& scratch,
-                               std::vector<uint8_t>& payload);
+                               std::vector<uint8_t>& payload,
+                               const ChunkMoments* moments = nullptr);
 
 }  // namespace psrt::compress

@@ -12,32 +12,13 @@
 #include <thrust/iterator/counting_iterator.h>
 
 #include "compress/codec.h"
+#include "compress/cuda/cuda_status.h"
 #include "compress/payload_writer.h"
 #include "compress/wire_format.h"
 
 namespace psrt::compress::cuda {
 
 namespace {
-
-Status cuda_error(cudaError_t e, const char* call, int line) {
-  return Status::error(std::string("CUDA: ") + call + " at cuda_lads.cu:" + std::to_string(line) +
-                       ": " + cudaGetErrorString(e));
-}
-Status cublas_error(cublasStatus_t e, const char* call, int line) {
-  return Status::error(std::string("cuBLAS: ") + call + " at cuda_lads.cu:" +
-                       std::to_string(line) + ": status " + std::to_string(static_cast<int>(e)));
-}
-
-#define PSRT_CUDA(call)                                                        \
-  do {                                                                         \
-    const cudaError_t e_ = (call);                                             \
-    if (e_ != cudaSuccess) return cuda_error(e_, #call, __LINE__);             \
-  } while (0)
-#define PSRT_CUBLAS(call)                                                      \
-  do {                                                                         \
-    const cublasStatus_t e_ = (call);                                          \
-    if (e_ != CUBLAS_STATUS_SUCCESS) return cublas_error(e_, #call, __LINE__); \
-  } while (0)
 
 constexpr int kThreads = 256;
 
@@ -127,6 +108,26 @@ __global__ void pack_kernel(const float* x, const uint32_t* idx, size_t k, const
   values[j] = static_cast<uint8_t>(c | (v < 0.0f ? 0x80u : 0u));
 }
 
+// Error feedback's "residual -= sent" for kept element j, from the indices and codes pack_kernel
+// left: the same fp32 operations as the CPU, LogCodebook::decode (scale * m[c], then the sign) and
+// accumulate_payload with weight -1 (r + -1 * sent; -1 * sent is exact, so r + -sent). __fmul_rn
+// and __fadd_rn are never contracted into an FMA, so the result is the CPU's bit for bit.
+__global__ void subtract_sent_kernel(float* x, const uint32_t* idx, size_t k, const uint8_t* values,
+                                     int quant_bits, const Scalars* s, const float* mag) {
+  const size_t j = blockIdx.x * size_t{blockDim.x} + threadIdx.x;
+  if (j >= k) return;
+  float sent;
+  if (quant_bits == 32) {
+    memcpy(&sent, values + 4 * j, 4);
+  } else {
+    const unsigned c = values[j];
+    const float m = __fmul_rn(s->scale, mag[c & 0x7fu]);
+    sent = (c & 0x80u) ? -m : m;
+  }
+  const uint32_t i = idx[j];
+  x[i] = __fadd_rn(x[i], -sent);
+}
+
 unsigned blocks_for(size_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
 
 }  // namespace
@@ -144,8 +145,14 @@ struct CudaLads::Impl {
   Scalars* s = nullptr;
   Scalars* host_s = nullptr;  // pinned
   float* rel = nullptr;
+  float* mag = nullptr;  // the codebook's magnitudes, for subtract_sent
   float* t = nullptr;
-  int rel_range = 0;
+  int rel_range = 0;     // the range rel and mag hold
+  // The last successful encode, which subtract_sent undoes the sent part of.
+  const float* last_x = nullptr;
+  size_t last_n = 0;
+  size_t last_k = 0;
+  int last_bits = 0;
   unsigned* bitmap = nullptr;
   uint32_t* indices = nullptr;
   uint32_t* len = nullptr;
@@ -157,9 +164,9 @@ struct CudaLads::Impl {
 
   ~Impl() {
     for (void* p : {static_cast<void*>(x), static_cast<void*>(s), static_cast<void*>(rel),
-                    static_cast<void*>(t), static_cast<void*>(bitmap), static_cast<void*>(indices),
-                    static_cast<void*>(len), static_cast<void*>(end), static_cast<void*>(varints),
-                    static_cast<void*>(values), temp}) {
+                    static_cast<void*>(mag), static_cast<void*>(t), static_cast<void*>(bitmap),
+                    static_cast<void*>(indices), static_cast<void*>(len), static_cast<void*>(end),
+                    static_cast<void*>(varints), static_cast<void*>(values), temp}) {
       if (p != nullptr) cudaFree(p);
     }
     if (host_s != nullptr) cudaFreeHost(host_s);
@@ -177,6 +184,7 @@ struct CudaLads::Impl {
     PSRT_CUDA(cudaMalloc(&s, sizeof(Scalars)));
     PSRT_CUDA(cudaMallocHost(&host_s, sizeof(Scalars)));
     PSRT_CUDA(cudaMalloc(&rel, 4 * kLogLevels));
+    PSRT_CUDA(cudaMalloc(&mag, 4 * kLogLevels));
     PSRT_CUDA(cudaMalloc(&t, 4 * kLogLevels));
     PSRT_CUDA(cudaMalloc(&bitmap, 4 * (n / 32 + 1)));
     PSRT_CUDA(cudaMalloc(&indices, 4 * n + 4));
@@ -195,13 +203,18 @@ struct CudaLads::Impl {
 
   Result<LadsResult> encode(const float* dx, size_t n, const LadsParams& params,
                             const LogCodebook& book, std::vector<uint8_t>& payload) {
+    last_x = nullptr;
     if (n > cap) return Status::error("cuda lads: chunk larger than the buffers");
     if (n == 0) {
       LadsScratch scratch;
-      return lads_encode({}, params, book, scratch, payload);
+      Result<LadsResult> r = lads_encode({}, params, book, scratch, payload);
+      if (r) remember(dx, 0, 0, params.quant_bits);
+      return r;
     }
     if (rel_range != book.range()) {
       PSRT_CUDA(cudaMemcpyAsync(rel, book.relative_bounds().data(), 4 * kLogLevels,
+                                cudaMemcpyHostToDevice, stream));
+      PSRT_CUDA(cudaMemcpyAsync(mag, book.magnitudes().data(), 4 * kLogLevels,
                                 cudaMemcpyHostToDevice, stream));
       rel_range = book.range();
     }
@@ -266,7 +279,27 @@ struct CudaLads::Impl {
     r.threshold = host_s->tau;
     r.scale = host_s->scale;
     r.kept = static_cast<uint32_t>(k);
+    remember(dx, n, k, params.quant_bits);
     return r;
+  }
+
+  void remember(const float* dx, size_t n, size_t k, int quant_bits) {
+    last_x = dx;
+    last_n = n;
+    last_k = k;
+    last_bits = quant_bits;
+  }
+
+  Status subtract_sent(float* dx, size_t n) {
+    if (last_x == nullptr || dx != last_x || n != last_n) {
+      return Status::error("cuda lads: subtract_sent without an encode of the same values");
+    }
+    last_x = nullptr;  // once: a second call would subtract twice
+    if (last_k == 0) return Status::ok();
+    subtract_sent_kernel<<<blocks_for(last_k), kThreads, 0, stream>>>(dx, indices, last_k, values,
+                                                                      last_bits, s, mag);
+    PSRT_CUDA(cudaGetLastError());
+    return Status::ok();
   }
 };
 
@@ -288,6 +321,14 @@ Result<LadsResult> CudaLads::encode_device(const float* d_values, size_t n,
                                            std::vector<uint8_t>& payload) {
   return impl_->encode(d_values, n, params, book, payload);
 }
+
+Status CudaLads::subtract_sent(float* d_values, size_t n) {
+  return impl_->subtract_sent(d_values, n);
+}
+
+CUstream_st* CudaLads::stream() const { return impl_->stream; }
+
+size_t CudaLads::capacity() const { return impl_->cap; }
 
 Result<LadsResult> CudaLads::encode_host(std::span<const float> values, const LadsParams& params,
                                          const LogCodebook& book, std::vector<uint8_t>& payload) {

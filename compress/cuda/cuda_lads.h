@@ -16,6 +16,9 @@
 #include "compress/log_quant.h"
 #include "core/status.h"
 
+// cudaStream_t is a CUstream_st*: declaring the struct lets stream() be typed without a CUDA header.
+struct CUstream_st;
+
 namespace psrt::compress::cuda {
 
 // cudaGetDeviceCount, first; an error means no device.
@@ -32,6 +35,17 @@ class CudaLads {
   // Encodes a chunk already on the device; the payload comes back to the host.
   Result<LadsResult> encode_device(const float* d_values, size_t n, const LadsParams& params,
                                    const LogCodebook& book, std::vector<uint8_t>& payload);
+  // After a successful encode_device of d_values (n elements): d_values[i] -= what the payload
+  // sends, for each kept i, computed on the device from the indices and codes that encode left
+  // there, with the CPU's fp32 operations (LogCodebook::decode, then accumulate_sent's
+  // r + -1 * sent): an error-feedback residual stays equal to the CPU's, bit for bit. Queued on
+  // stream(), not waited for. Error: the last encode_device was not of this d_values and n.
+  Status subtract_sent(float* d_values, size_t n);
+  // The stream all of this object's work runs on, for callers that order their own with it.
+  CUstream_st* stream() const;
+  // The largest chunk the buffers take (create's max_elements).
+  size_t capacity() const;
+
   // Copies the chunk to the device, then encode_device.
   Result<LadsResult> encode_host(std::span<const float> values, const LadsParams& params,
                                  const LogCodebook& book, std::vector<uint8_t>& payload);

@@ -1,0 +1,215 @@
+#include "compress/cuda/device_laco.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include <cuda_runtime.h>
+
+#include "compress/codec_util.h"
+#include "compress/cuda/cuda_lads.h"
+#include "compress/cuda/cuda_status.h"
+#include "compress/payload_writer.h"
+
+namespace psrt::compress::cuda {
+
+namespace {
+
+constexpr int kThreads = 256;
+constexpr size_t kMaxBlocks = 4096;  // grid-stride beyond
+
+// r += g, or r -= g (subtract: ErrorFeedback's best-effort undo after an error), in the same fp32
+// operations as ErrorFeedback's host loops (__fadd_rn / __fsub_rn: round to nearest, no FTZ).
+__global__ void add_kernel(float* r, const float* g, size_t n, bool subtract) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
+       i += size_t{gridDim.x} * blockDim.x) {
+    r[i] = subtract ? __fsub_rn(r[i], g[i]) : __fadd_rn(r[i], g[i]);
+  }
+}
+
+unsigned blocks_for(size_t n) {
+  return static_cast<unsigned>(std::min((n + kThreads - 1) / kThreads, kMaxBlocks));
+}
+
+struct Tensor {
+  std::unique_ptr<CodecState> state;  // LacoCodec's, on the host
+  LacoState* laco = nullptr;          // the same state, as the codec's steps take it
+  int64_t num_elements = 0;
+  float* residual = nullptr;  // in Impl::residuals
+};
+
+}  // namespace
+
+struct DeviceLacoEncoder::Impl {
+  explicit Impl(const CodecConfig& config) : codec(config) {}
+  ~Impl() {
+    // Nothing is in flight between encodes (encode ends synchronised).
+    if (residuals != nullptr) cudaFree(residuals);
+    if (ready != nullptr) cudaEventDestroy(ready);
+  }
+
+  LacoCodec codec;
+  std::vector<Tensor> tensors;
+  float* residuals = nullptr;      // every tensor's residual, one allocation
+  std::unique_ptr<CudaLads> lads;  // sized to the longest chunk seen so far
+  cudaEvent_t ready = nullptr;     // marks the default stream's work before an encode
+  std::vector<float> host;         // a chunk brought to the host (dense or re-check)
+
+  Status init(std::span<const TensorInfo> infos) {
+    size_t total = 0;
+    for (const TensorInfo& info : infos) {
+      if (info.num_elements < 0) return Status::error("laco (device): negative tensor size");
+      total += static_cast<size_t>(info.num_elements);
+    }
+    PSRT_CUDA(cudaMalloc(&residuals, sizeof(float) * std::max<size_t>(total, 1)));
+    // All-zero bytes: +0.0f, as ErrorFeedback's vector starts.
+    PSRT_CUDA(cudaMemset(residuals, 0, sizeof(float) * std::max<size_t>(total, 1)));
+    size_t at = 0;
+    for (const TensorInfo& info : infos) {
+      Tensor t;
+      t.state = codec.make_state(info);
+      t.laco = LacoCodec::laco_state(*t.state);
+      t.num_elements = info.num_elements;
+      t.residual = residuals + at;
+      at += static_cast<size_t>(info.num_elements);
+      tensors.push_back(std::move(t));
+    }
+    PSRT_CUDA(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+    // The memset ran on the default stream; the encoder's stream does not wait for it by itself.
+    PSRT_CUDA(cudaStreamSynchronize(cudaStreamLegacy));
+    return Status::ok();
+  }
+
+  // CudaLads with buffers for chunks of n elements. Chunk lengths are known only as they come, so
+  // it is re-made when a longer one comes: a few times, in the first iteration.
+  Status reserve(size_t n) {
+    if (lads != nullptr && lads->capacity() >= n) return Status::ok();
+    lads.reset();  // nothing in flight: encode ends synchronised
+    Result<std::unique_ptr<CudaLads>> made = CudaLads::create(std::max<size_t>(n, 1));
+    if (!made) return made.status();
+    lads = std::move(*made);
+    return Status::ok();
+  }
+
+  Status to_host(const float* r, size_t n) {
+    host.resize(n);
+    PSRT_CUDA(
+        cudaMemcpyAsync(host.data(), r, sizeof(float) * n, cudaMemcpyDeviceToHost, lads->stream()));
+    PSRT_CUDA(cudaStreamSynchronize(lads->stream()));
+    return Status::ok();
+  }
+
+  Status encode(const DeviceChunk& c, std::vector<uint8_t>& payload, LadsResult* lads_out) {
+    if (c.key >= tensors.size()) {
+      return Status::error("laco (device): no tensor " + std::to_string(c.key));
+    }
+    Tensor& t = tensors[c.key];
+    if (Status st = check_chunk(t.num_elements, c.offset, c.length, "laco (device)"); !st) {
+      return st;
+    }
+    if (c.grad == nullptr) return Status::error("laco (device): no gradient");
+    const auto n = static_cast<size_t>(c.length);
+    if (Status st = reserve(n); !st) return st;
+    cudaStream_t stream = lads->stream();
+    float* r = t.residual + c.offset;
+    const float* g = c.grad + c.offset;
+    if (n > 0) {
+      // The encoder's stream is non-blocking: make it wait for the gradient's producer on the
+      // default stream (the GPU engine's), then r += g: r is the corrected gradient.
+      PSRT_CUDA(cudaEventRecord(ready, cudaStreamLegacy));
+      PSRT_CUDA(cudaStreamWaitEvent(stream, ready, 0));
+      add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(r, g, n, false);
+      PSRT_CUDA(cudaGetLastError());
+    }
+    Status st = encode_corrected(t, r, n, c.iteration, payload, lads_out);
+    if (!st) {
+      if (n > 0) {
+        // Best effort, as ErrorFeedback: leave the residual as it was. The first error is the one
+        // reported, so these calls' own failures are not.
+        add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(r, g, n, true);
+        cudaStreamSynchronize(stream);
+      }
+      return st;
+    }
+    // Nothing stays in flight: the caller may reuse the gradient, and a failure of the queued
+    // residual update is reported by this call.
+    PSRT_CUDA(cudaStreamSynchronize(stream));
+    return Status::ok();
+  }
+
+  // The steps of LacoCodec::encode on the corrected chunk r, plus ErrorFeedback's r -= sent.
+  Status encode_corrected(Tensor& t, float* r, size_t n, int64_t iteration,
+                          std::vector<uint8_t>& payload, LadsResult* lads_out) {
+    const LacoPlan plan = codec.plan(*t.laco, iteration);
+    // The values come to the host only for a dense payload (calibration iterations and tensors
+    // under dense_below: the payload is the values) and at re-checks (the histogram: once per
+    // warm-up stage, then every recheck_every iterations).
+    if (plan.dense || plan.record) {
+      if (Status st = to_host(r, n); !st) return st;
+    }
+    if (plan.record) {
+      if (Status st = codec.record(*t.laco, iteration, host); !st) return st;
+    }
+    if (plan.dense) {
+      // The CPU finds a NaN or an infinity when it decodes what it sent (accumulate_sent).
+      if (!std::all_of(host.begin(), host.end(), [](float v) { return std::isfinite(v); })) {
+        return Status::error("laco: gradient chunk holds a NaN or an infinity");
+      }
+      write_dense_fp32(CodecId::kLaco, host, payload);
+      // What the CPU leaves after a dense payload, r + -1 * r, is +0.0 for every finite r (for
+      // r = -0.0 too: -0.0 + +0.0 is +0.0 when rounding to nearest): all-zero bytes.
+      PSRT_CUDA(cudaMemsetAsync(r, 0, sizeof(float) * n, lads->stream()));
+      codec.account_dense(*t.laco, n, payload.size());
+      return Status::ok();
+    }
+    const LadsParams params = codec.lads_params(*t.laco, iteration);
+    Result<LadsResult> sent =
+        lads->encode_device(r, n, params, codec.codebooks().get(params.log_range), payload);
+    if (!sent) return sent.status();
+    if (Status st = lads->subtract_sent(r, n); !st) return st;
+    codec.account_sparse(*t.laco, iteration, params, n, sent->kept, payload.size());
+    if (lads_out != nullptr) *lads_out = *sent;
+    return Status::ok();
+  }
+};
+
+DeviceLacoEncoder::DeviceLacoEncoder(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DeviceLacoEncoder::~DeviceLacoEncoder() = default;
+
+Result<std::unique_ptr<DeviceLacoEncoder>> DeviceLacoEncoder::create(
+    const CodecConfig& config, std::span<const TensorInfo> tensors) {
+  if (config.codec != "laco") {
+    return Status::error("laco (device): codec is \"" + config.codec + "\", not \"laco\"");
+  }
+  if (Status st = validate(config); !st) return st;
+  if (!device_available()) return Status::error("laco (device): no CUDA device");
+  auto impl = std::make_unique<Impl>(config);
+  if (Status st = impl->init(tensors); !st) return st;
+  return std::unique_ptr<DeviceLacoEncoder>(new DeviceLacoEncoder(std::move(impl)));
+}
+
+Status DeviceLacoEncoder::encode(const DeviceChunk& chunk, std::vector<uint8_t>& payload,
+                                 LadsResult* lads) {
+  return impl_->encode(chunk, payload, lads);
+}
+
+EncodeStats DeviceLacoEncoder::stats(size_t key) const {
+  if (key >= impl_->tensors.size()) return {};
+  return impl_->codec.stats(*impl_->tensors[key].state);
+}
+
+Result<std::vector<float>> DeviceLacoEncoder::residual(size_t key) const {
+  if (key >= impl_->tensors.size()) {
+    return Status::error("laco (device): no tensor " + std::to_string(key));
+  }
+  const Tensor& t = impl_->tensors[key];
+  std::vector<float> out(static_cast<size_t>(t.num_elements));
+  PSRT_CUDA(cudaMemcpy(out.data(), t.residual, sizeof(float) * out.size(), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+const LacoCodec& DeviceLacoEncoder::codec() const {
+  return impl_->codec;
+}
+
+}  // namespace psrt::compress::cuda

@@ -1,0 +1,73 @@
+// LACO with error feedback on a CUDA device, for gradients that are already there: the residual
+// of every tensor lives in device memory, and LACO's per-tensor decisions (calibration, hot
+// start, re-checks, alpha and its feedback) are the host LacoCodec's, taken on the same LacoState
+// through its step methods (laco_codec.h). Per chunk, the same steps as ErrorFeedback(LacoCodec):
+//
+//   r += g                                  device
+//   dense (calibration, dense_below):       r comes to the host; histogram (calibration);
+//                                           fp32 payload; r = 0 (what the CPU leaves, exactly)
+//   re-check iteration:                     r comes to the host for the histogram only
+//   otherwise:                              CudaLads on r; r -= what was sent, on the device
+//
+// so in steady state only the payload leaves the device. Payloads, residuals and stats equal the
+// CPU path's, within CudaLads' tolerance (README.md: the RMS comes from cuBLAS). Plain C++ header.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "compress/codec.h"
+#include "compress/codec_config.h"
+#include "compress/laco_codec.h"
+#include "compress/lads.h"
+#include "core/status.h"
+
+namespace psrt::compress::cuda {
+
+// One chunk [offset, offset + length) of tensor `key`'s gradient for `iteration`.
+struct DeviceChunk {
+  size_t key = 0;
+  int64_t offset = 0;
+  int64_t length = 0;
+  // The tensor's whole gradient in device memory (num_elements floats, on the device current at
+  // create()). Read on the encoder's own stream after the work already queued on the default
+  // stream (where the GPU engine computes it); work on any other stream must have finished.
+  const float* grad = nullptr;
+  int64_t iteration = 0;
+};
+
+class DeviceLacoEncoder {
+ public:
+  // A zeroed device residual per tensor (tensors[key]), on the current device. config.codec must
+  // be "laco"; error feedback is what this class adds, whatever config.error_feedback says.
+  // Error: an invalid config, no CUDA device, out of device memory.
+  static Result<std::unique_ptr<DeviceLacoEncoder>> create(const CodecConfig& config,
+                                                           std::span<const TensorInfo> tensors);
+  ~DeviceLacoEncoder();
+  DeviceLacoEncoder(const DeviceLacoEncoder&) = delete;
+  DeviceLacoEncoder& operator=(const DeviceLacoEncoder&) = delete;
+
+  // Encodes a chunk into `payload` (replaced). When it returns, the device work is done and the
+  // gradient is no longer read. `lads`, if given, receives LADS' threshold, RMS, scale and kept
+  // count when the chunk was sparse (for tests and logs; untouched for a dense chunk). Errors as
+  // the CPU path's (a chunk outside its tensor, a NaN or an infinity) plus CUDA failures; on an
+  // error the gradient is taken back out of the residual, as ErrorFeedback does.
+  Status encode(const DeviceChunk& chunk, std::vector<uint8_t>& payload,
+                LadsResult* lads = nullptr);
+
+  // Counters of tensor `key`, as LacoCodec::stats gives them on the CPU.
+  EncodeStats stats(size_t key) const;
+  // Tensor `key`'s residual, copied to the host (for tests and debugging).
+  Result<std::vector<float>> residual(size_t key) const;
+  const LacoCodec& codec() const;
+
+ private:
+  struct Impl;
+  explicit DeviceLacoEncoder(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace psrt::compress::cuda

@@ -1,0 +1,259 @@
+// DeviceLacoEncoder (LACO with error feedback on the GPU) against the CPU's
+// ErrorFeedback(LacoCodec), side by side on seeded Gaussian gradients through calibration, warm-up
+// and re-checks. [gpu]: skipped without a device.
+//
+// How it compares: per chunk, the payloads must be byte-identical, and per tensor and iteration
+// the residuals (bit patterns: +0.0 and -0.0 differ) and the stats. The one allowed difference is
+// CudaLads' documented tolerance (README.md): its RMS comes from cuBLAS, so an element within a
+// relative 1e-5 of the threshold may be kept on one side only. Such a chunk is checked element by
+// element against the device's threshold; from then on that tensor's two runs differ legitimately
+// (residual, alpha's feedback), so the device run is checked against itself only: sent + new
+// residual == old residual + gradient, bit for bit, each step.
+#include <catch2/catch.hpp>
+
+#include <cuda_runtime.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "compress/cuda/cuda_lads.h"
+#include "compress/cuda/device_laco.h"
+#include "compress/error_feedback.h"
+#include "compress/laco_codec.h"
+#include "test_util.h"
+
+namespace psrt::compress {
+
+namespace {
+
+// A device copy of a host vector, freed at scope exit.
+class DeviceVector {
+ public:
+  explicit DeviceVector(size_t n) : n_(n) { REQUIRE(cudaMalloc(&p_, 4 * n + 4) == cudaSuccess); }
+  ~DeviceVector() { cudaFree(p_); }
+  DeviceVector(const DeviceVector&) = delete;
+  DeviceVector& operator=(const DeviceVector&) = delete;
+  void upload(const std::vector<float>& v) {
+    REQUIRE(v.size() == n_);
+    REQUIRE(cudaMemcpy(p_, v.data(), 4 * n_, cudaMemcpyHostToDevice) == cudaSuccess);
+  }
+  const float* get() const { return p_; }
+
+ private:
+  float* p_ = nullptr;
+  size_t n_;
+};
+
+struct Spec {
+  int64_t n;
+  int64_t chunk;  // elements per chunk; the last one takes the rest
+  float sigma;
+};
+
+std::vector<float> residual_of(cuda::DeviceLacoEncoder& gpu, size_t key) {
+  Result<std::vector<float>> r = gpu.residual(key);
+  REQUIRE(r.is_ok());
+  return std::move(*r);
+}
+
+bool same_bits(std::span<const float> a, std::span<const float> b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
+}
+
+// Payloads that differ must differ only at elements kept on one side, whose |value| lies within a
+// relative 1e-5 of the device's threshold.
+void expect_near_threshold(const Codec& codec, std::span<const float> corrected,
+                           const std::vector<uint8_t>& cpu, const std::vector<uint8_t>& gpu,
+                           float threshold) {
+  std::vector<float> a(corrected.size()), b(corrected.size());
+  REQUIRE(codec.decode(cpu, a).is_ok());
+  REQUIRE(codec.decode(gpu, b).is_ok());
+  for (size_t i = 0; i < corrected.size(); ++i) {
+    if (a[i] == b[i]) continue;
+    INFO("element " << i << " value " << corrected[i] << " threshold " << threshold);
+    REQUIRE((a[i] == 0.0f || b[i] == 0.0f));
+    REQUIRE(std::fabs(std::fabs(corrected[i]) - threshold) <= 1e-5f * threshold);
+  }
+}
+
+void run_side_by_side(int quant_bits) {
+  CodecConfig c = testing::config_for("laco");  // with error feedback
+  c.quant_bits = quant_bits;
+  c.calibration_iters = 3;  // 0..2 dense
+  c.warmup_iters = 10;      // 3..12: five stages, each re-checked at its start
+  c.recheck_every = 25;     // then re-checks at 13 and 38
+  c.dense_below = 1024;
+  c.density = 0.01;
+  const std::vector<Spec> specs = {
+      {600, 256, 1.0f},          // dense_below: always dense, chunks at 0, 256, 512
+      {5000, 5000, 1.0f},        // one chunk
+      {70001, 30000, 1e-3f},     // small values, a short last chunk
+      {300007, 65536, 1.0f},     // five chunks
+      {1 << 20, 1 << 18, 4.0f},  // four full chunks
+  };
+  const int num_layers = static_cast<int>(specs.size());
+  std::vector<TensorInfo> infos;
+  for (int k = 0; k < num_layers; ++k) {
+    infos.push_back({.num_elements = specs[k].n, .layer = k, .num_layers = num_layers});
+  }
+  auto cpu = testing::make(c);
+  REQUIRE(cpu != nullptr);
+  std::vector<std::unique_ptr<CodecState>> cpu_states;
+  for (const TensorInfo& info : infos) cpu_states.push_back(cpu->make_state(info));
+  Result<std::unique_ptr<cuda::DeviceLacoEncoder>> made = cuda::DeviceLacoEncoder::create(c, infos);
+  REQUIRE(made.is_ok());
+  cuda::DeviceLacoEncoder& gpu = **made;
+
+  std::vector<bool> diverged(specs.size(), false);
+  int identical = 0, near = 0;
+  std::vector<uint8_t> cpu_payload, gpu_payload;
+  for (int64_t t = 0; t < 40; ++t) {
+    for (int k = num_layers - 1; k >= 0; --k) {  // backward order, as a worker pushes
+      INFO("bits " << quant_bits << " iteration " << t << " tensor " << k);
+      const Spec& spec = specs[k];
+      const auto n = static_cast<size_t>(spec.n);
+      std::vector<float> g =
+          testing::gaussian(n,
+                            1000 * static_cast<uint64_t>(t) + static_cast<uint64_t>(k) +
+                                100000 * static_cast<uint64_t>(quant_bits),
+                            spec.sigma);
+      if (t % 7 == 0) {
+        for (size_t i = 0; i < n; i += 97) g[i] = -0.0f;  // signed zeros through both paths
+      }
+      DeviceVector d_grad(n);
+      d_grad.upload(g);
+
+      const std::vector<float> gpu_before = residual_of(gpu, static_cast<size_t>(k));
+      std::vector<float> gpu_corrected(n), gpu_sent(n, 0.0f);
+      for (size_t i = 0; i < n; ++i) gpu_corrected[i] = gpu_before[i] + g[i];
+      const std::span<const float> cpu_before = ErrorFeedback::residual(*cpu_states[k]);
+      std::vector<float> cpu_corrected(n);
+      for (size_t i = 0; i < n; ++i) cpu_corrected[i] = cpu_before[i] + g[i];
+
+      for (int64_t off = 0; off < spec.n; off += spec.chunk) {
+        const int64_t len = std::min(spec.chunk, spec.n - off);
+        const auto o = static_cast<size_t>(off), l = static_cast<size_t>(len);
+        ChunkInput in{
+            .offset = off, .values = std::span<const float>(g).subspan(o, l), .iteration = t};
+        REQUIRE(cpu->encode(*cpu_states[k], in, cpu_payload).is_ok());
+        LadsResult lads;
+        lads.threshold = NAN;
+        const cuda::DeviceChunk chunk{.key = static_cast<size_t>(k),
+                                      .offset = off,
+                                      .length = len,
+                                      .grad = d_grad.get(),
+                                      .iteration = t};
+        REQUIRE(gpu.encode(chunk, gpu_payload, &lads).is_ok());
+        REQUIRE(cpu->decode(gpu_payload, std::span<float>(gpu_sent).subspan(o, l)).is_ok());
+        if (diverged[k]) continue;
+        if (cpu_payload == gpu_payload) {
+          ++identical;
+          continue;
+        }
+        REQUIRE(!std::isnan(lads.threshold));  // only LADS' threshold may differ: not dense
+        expect_near_threshold(*cpu, std::span<const float>(cpu_corrected).subspan(o, l),
+                              cpu_payload, gpu_payload, lads.threshold);
+        ++near;
+        diverged[k] = true;
+      }
+
+      // The device run against itself: what was sent plus the new residual is the corrected
+      // gradient, bit for bit.
+      const std::vector<float> gpu_after = residual_of(gpu, static_cast<size_t>(k));
+      for (size_t i = 0; i < n; ++i) {
+        if (gpu_sent[i] + gpu_after[i] != gpu_corrected[i]) {
+          FAIL("element " << i << ": sent " << gpu_sent[i] << " + residual " << gpu_after[i]
+                          << " != " << gpu_corrected[i]);
+        }
+      }
+      const EncodeStats cs = cpu->stats(*cpu_states[k]);
+      const EncodeStats gs = gpu.stats(static_cast<size_t>(k));
+      CHECK(gs.elements == cs.elements);
+      if (!diverged[k]) {
+        // And against the CPU: the same residual, bit for bit, and the same counters.
+        REQUIRE(same_bits(gpu_after, ErrorFeedback::residual(*cpu_states[k])));
+        CHECK(gs.sent == cs.sent);
+        CHECK(gs.bytes == cs.bytes);
+      }
+    }
+  }
+  if (near > 0) {
+    WARN("bits " << quant_bits << ": " << near << " chunk(s) differed at near-threshold elements");
+  }
+  // Divergence is rare (a last-bits RMS difference): most of the 40 x 16 chunks must have been
+  // compared exactly.
+  CHECK(identical >= 40 * 16 / 2);
+}
+
+}  // namespace
+
+TEST_CASE("LACO with error feedback on the device gives the CPU's payloads and residuals",
+          "[gpu][compress]") {
+  if (!cuda::device_available()) {
+    WARN("SKIPPED: no CUDA device");
+    return;
+  }
+  for (int bits : {8, 32}) run_side_by_side(bits);
+}
+
+TEST_CASE("the device LACO encoder rejects bad chunks and NaN", "[gpu][compress]") {
+  if (!cuda::device_available()) {
+    WARN("SKIPPED: no CUDA device");
+    return;
+  }
+  CodecConfig c = testing::config_for("laco");
+  c.calibration_iters = 1;
+  c.warmup_iters = 0;
+  const std::vector<TensorInfo> infos = {{.num_elements = 4096}};
+  Result<std::unique_ptr<cuda::DeviceLacoEncoder>> made = cuda::DeviceLacoEncoder::create(c, infos);
+  REQUIRE(made.is_ok());
+  cuda::DeviceLacoEncoder& gpu = **made;
+  auto g = testing::gaussian(4096, 5);
+  DeviceVector d_grad(4096);
+  d_grad.upload(g);
+  std::vector<uint8_t> payload;
+  const cuda::DeviceChunk whole{.key = 0, .offset = 0, .length = 4096, .grad = d_grad.get()};
+  REQUIRE(gpu.encode(whole, payload).is_ok());  // calibration
+
+  cuda::DeviceChunk outside = whole;
+  outside.offset = 1;
+  CHECK_FALSE(gpu.encode(outside, payload).is_ok());
+  cuda::DeviceChunk no_tensor = whole;
+  no_tensor.key = 1;
+  CHECK_FALSE(gpu.encode(no_tensor, payload).is_ok());
+
+  const std::vector<float> before = residual_of(gpu, 0);
+  g[100] = NAN;
+  d_grad.upload(g);
+  cuda::DeviceChunk sparse = whole;
+  sparse.iteration = 5;
+  CHECK_FALSE(gpu.encode(sparse, payload).is_ok());
+  // The calibration left a zero residual, so taking the gradient back out restores it exactly
+  // (0 + g - g == 0) except at the NaN.
+  const std::vector<float> after = residual_of(gpu, 0);
+  for (size_t i = 0; i < after.size(); ++i) {
+    if (i != 100) REQUIRE(after[i] == before[i]);
+  }
+  g[100] = 0.0f;
+  d_grad.upload(g);
+  // The NaN stays in the residual (as on the CPU), so the next encode of this tensor fails too.
+  CHECK_FALSE(gpu.encode(sparse, payload).is_ok());
+  CHECK(gpu.stats(0).elements == 4096);
+}
+
+TEST_CASE("without a device, the device LACO encoder says so", "[gpu][compress]") {
+  const std::vector<TensorInfo> infos = {{.num_elements = 16}};
+  Result<std::unique_ptr<cuda::DeviceLacoEncoder>> made =
+      cuda::DeviceLacoEncoder::create(testing::config_for("laco"), infos);
+  if (cuda::device_available()) {
+    CHECK(made.is_ok());
+  } else {
+    REQUIRE_FALSE(made.is_ok());
+    CHECK_THAT(made.status().message(), Catch::Contains("no CUDA device"));
+  }
+  CodecConfig topk = testing::config_for("topk");
+  CHECK_FALSE(cuda::DeviceLacoEncoder::create(topk, infos).is_ok());
+}
+
+}  // namespace psrt::compress
