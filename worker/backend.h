@@ -19,7 +19,17 @@ class Backend {
   virtual const ModelDesc& desc() const = 0;
   // Parameter storage of tensor `key`: the runtime writes received values here.
   virtual std::span<float> param(uint32_t key) = 0;
+  // The gradient of tensor `key` from the last backward, in host memory. A device backend copies
+  // it from the GPU on this call (prefer device_grad there).
   virtual std::span<const float> grad(uint32_t key) const = 0;
+
+  // Device backends (the GPU engine) keep parameters and gradients in GPU memory:
+  // - device_grad(key) is the gradient in device memory (CUDA pointer, num_elements floats), valid
+  //   until the next backward; nullptr for host backends. The compressor reads it there.
+  // - param(key) is a host staging copy: the runtime writes received values into it, then calls
+  //   params_ready(layer) on the compute thread before that layer's forward, which uploads them.
+  virtual const float* device_grad(uint32_t /*key*/) const { return nullptr; }
+  virtual void params_ready(std::size_t /*layer*/) {}
 
   virtual void begin_iteration(uint64_t iteration) = 0;  // loads the iteration's batch
   virtual void forward_layer(std::size_t layer) = 0;

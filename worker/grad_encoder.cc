@@ -4,11 +4,25 @@
 #include "compress/registry.h"
 #include "core/status.h"
 
+#if PSRT_WITH_CUDA
+#include "compress/cuda/cuda_lads.h"
+#include "compress/cuda/device_laco.h"
+#endif
+
 namespace psrt {
+
+#if PSRT_WITH_CUDA
+struct GradEncoder::Device {
+  std::unique_ptr<compress::cuda::DeviceLacoEncoder> encoder;
+};
+#else
+struct GradEncoder::Device {};
+#endif
 
 GradEncoder::GradEncoder(const CompressionConfig& config, const ModelDesc& model) {
   if (config.codec == "none") return;
-  auto made = compress::make_codec(compress::codec_config(config));
+  codec_config_ = compress::codec_config(config);
+  auto made = compress::make_codec(codec_config_);
   if (!made) throw ConfigError(made.status().message());
   codec_ = std::move(made.value());
   wire_codec_ = static_cast<wire::Codec>(codec_->id());
@@ -17,21 +31,76 @@ GradEncoder::GradEncoder(const CompressionConfig& config, const ModelDesc& model
     info.num_elements = int64_t(t.num_elements);
     info.layer = int(t.layer);
     info.num_layers = int(model.layers.size());
-    states_.push_back(codec_->make_state(info));
+    tensors_.push_back(info);
   }
+  // States are made on a tensor's first encode, where it runs: a residual on the host or the
+  // device, never both.
+  states_.resize(tensors_.size());
+  where_.assign(tensors_.size(), Where::kNotYet);
+#if PSRT_WITH_CUDA
+  // cudaGetDeviceCount only for the one codec that can use it: it starts the CUDA driver.
+  on_device_ = codec_config_.codec == "laco" && codec_config_.error_feedback &&
+               compress::cuda::device_available();
+#endif
+}
+
+GradEncoder::~GradEncoder() = default;
+
+void GradEncoder::encode_at(uint32_t key, Where where) {
+  if (where_[key] == where) return;
+  if (where_[key] != Where::kNotYet) {
+    throw JobError("compressing tensor " + std::to_string(key) + ": its residual is on the " +
+                   (where_[key] == Where::kHost ? "host" : "device") +
+                   ", the gradient in the other memory");
+  }
+  where_[key] = where;
 }
 
 std::shared_ptr<const std::vector<uint8_t>> GradEncoder::encode(const ChunkDesc& c,
                                                                 uint64_t iteration,
                                                                 std::span<const float> grad) {
+  encode_at(c.key, Where::kHost);
+  auto& state = states_[c.key];
+  if (state == nullptr) state = codec_->make_state(tensors_[c.key]);
   auto payload = std::make_shared<std::vector<uint8_t>>();
   compress::ChunkInput in;
   in.offset = int64_t(c.offset);
   in.values = grad.subspan(c.offset, c.length);
   in.iteration = int64_t(iteration);
-  const Status st = codec_->encode(*states_[c.key], in, *payload);
+  const Status st = codec_->encode(*state, in, *payload);
   if (!st) throw JobError("compressing tensor " + std::to_string(c.key) + ": " + st.message());
   return payload;
+}
+
+std::shared_ptr<const std::vector<uint8_t>> GradEncoder::encode_device(const ChunkDesc& c,
+                                                                       uint64_t iteration,
+                                                                       const float* device_grad) {
+  if (!on_device_) {
+    throw JobError("compressing tensor " + std::to_string(c.key) +
+                   " on the device: needs laco with error feedback, CUDA and a device");
+  }
+  encode_at(c.key, Where::kDevice);
+#if PSRT_WITH_CUDA
+  if (device_ == nullptr) {
+    auto made = compress::cuda::DeviceLacoEncoder::create(codec_config_, tensors_);
+    if (!made) throw JobError("compressing on the device: " + made.status().message());
+    device_ = std::make_unique<Device>(Device{std::move(*made)});
+  }
+  auto payload = std::make_shared<std::vector<uint8_t>>();
+  compress::cuda::DeviceChunk chunk;
+  chunk.key = c.key;
+  chunk.offset = int64_t(c.offset);
+  chunk.length = int64_t(c.length);
+  chunk.grad = device_grad;
+  chunk.iteration = int64_t(iteration);
+  const Status st = device_->encoder->encode(chunk, *payload);
+  if (!st) throw JobError("compressing tensor " + std::to_string(c.key) + ": " + st.message());
+  return payload;
+#else
+  (void)iteration;
+  (void)device_grad;
+  return nullptr;  // unreachable: on_device_ is false without CUDA
+#endif
 }
 
 }  // namespace psrt

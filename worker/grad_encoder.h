@@ -1,6 +1,7 @@
 // Compresses each chunk of a gradient before the scheduler sends it, with per-tensor codec state
 // (residuals for error feedback, LACO's calibration). Codec `none` sends the fp32 values as they
-// are, without a copy.
+// are, without a copy. LACO with error feedback can also run on the GPU, on gradients in device
+// memory (encode_device), where this build has CUDA and the machine a device.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "compress/codec.h"
+#include "compress/codec_config.h"
 #include "core/config.h"
 #include "core/model.h"
 #include "core/sharding.h"
@@ -20,6 +22,9 @@ class GradEncoder {
  public:
   // Throws ConfigError on bad compression settings.
   GradEncoder(const CompressionConfig& config, const ModelDesc& model);
+  ~GradEncoder();
+  GradEncoder(const GradEncoder&) = delete;
+  GradEncoder& operator=(const GradEncoder&) = delete;
 
   bool compresses() const { return codec_ != nullptr; }
   wire::Codec wire_codec() const { return wire_codec_; }
@@ -27,10 +32,30 @@ class GradEncoder {
   std::shared_ptr<const std::vector<uint8_t>> encode(const ChunkDesc& c, uint64_t iteration,
                                                      std::span<const float> grad);
 
+  // Whether encode_device() can run: the codec is laco with error feedback, this build has CUDA
+  // and the machine a CUDA device.
+  bool encodes_on_device() const { return on_device_; }
+  // encode() for a gradient in device memory: `device_grad` is the whole tensor on the current
+  // CUDA device, produced on the default stream (see compress/cuda/device_laco.h); it is no longer
+  // read when this returns. The residuals stay on the device, so a tensor is encoded either here
+  // or by encode(), never both (JobError). The device encoder is made on the first call, on the
+  // device current then. Throws JobError, also when !encodes_on_device().
+  std::shared_ptr<const std::vector<uint8_t>> encode_device(const ChunkDesc& c, uint64_t iteration,
+                                                            const float* device_grad);
+
  private:
+  enum class Where : uint8_t { kNotYet, kHost, kDevice };
+  void encode_at(uint32_t key, Where where);  // records where a tensor's residual lives
+  struct Device;                              // the device encoder (grad_encoder.cc)
+
   std::unique_ptr<compress::Codec> codec_;
   wire::Codec wire_codec_ = wire::CODEC_NONE;
   std::vector<std::unique_ptr<compress::CodecState>> states_;  // by tensor key
+  compress::CodecConfig codec_config_;
+  std::vector<compress::TensorInfo> tensors_;  // by tensor key
+  std::vector<Where> where_;                   // by tensor key
+  bool on_device_ = false;
+  std::unique_ptr<Device> device_;
 };
 
 }  // namespace psrt

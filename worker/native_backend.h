@@ -3,11 +3,9 @@
 #pragma once
 
 #include <memory>
-#include <vector>
 
 #include "worker/backend.h"
-#include "worker/data/idx.h"
-#include "worker/data/sampler.h"
+#include "worker/batch_source.h"
 #include "worker/engine/network.h"
 
 namespace psrt {
@@ -24,20 +22,16 @@ class NativeBackend final : public Backend {
   void backward_layer(std::size_t layer) override { net_->backward_layer(layer); }
   std::optional<double> loss() const override { return net_->loss(); }
   int batch_samples() const override { return batch_; }
-  int64_t iterations_per_epoch() const override { return sampler_->iterations_per_epoch(); }
+  int64_t iterations_per_epoch() const override { return source_.iterations_per_epoch(); }
   std::optional<double> evaluate() override;
 
  private:
-  Config config_;
   int batch_;
   std::unique_ptr<engine::Network> net_;
-  data::Dataset train_;
-  std::unique_ptr<data::Dataset> test_;  // loaded on first evaluate()
-  std::unique_ptr<data::BatchSampler> sampler_;
-  std::vector<float> images_;
-  std::vector<int32_t> labels_;
+  BatchSource source_;
 };
 
+// The engine's network spec for the model section of the config (native and gpu backends).
 engine::NetSpec net_spec(const ModelConfig& model);
 
 }  // namespace psrt

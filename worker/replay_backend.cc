@@ -5,7 +5,6 @@
 
 #include "core/profile.h"
 #include "core/status.h"
-#include "worker/native_backend.h"
 
 namespace psrt {
 
@@ -34,10 +33,5 @@ void ReplayBackend::spend(double ms) {
 
 void ReplayBackend::forward_layer(std::size_t layer) { spend(model_.layers.at(layer).forward_ms); }
 void ReplayBackend::backward_layer(std::size_t layer) { spend(model_.layers.at(layer).backward_ms); }
-
-std::unique_ptr<Backend> make_backend(const Config& config, uint32_t rank) {
-  if (config.model.backend == "replay") return std::make_unique<ReplayBackend>(config, rank);
-  return std::make_unique<NativeBackend>(config, rank);
-}
 
 }  // namespace psrt

@@ -47,6 +47,18 @@ void traced(Timeline* tl, const char* cat, const std::string& name, Fn&& fn) {
   tl->span(Timeline::kCompute, cat, name, start, Timeline::Clock::now());
 }
 
+// Hands tensor `key`'s gradient to the client: from device memory where the backend keeps it
+// there and the client compresses on the device (it never comes to the host uncompressed), else
+// from host memory.
+void push_gradient(PsClient& client, const Backend& backend, uint32_t key, uint64_t iteration) {
+  const float* on_device = backend.device_grad(key);
+  if (on_device != nullptr && client.encodes_on_device()) {
+    client.push_device(key, iteration, on_device);
+  } else {
+    client.push(key, iteration, backend.grad(key));
+  }
+}
+
 }  // namespace
 
 TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClient& client,
@@ -77,8 +89,9 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
     if (bigdl) traced(timeline, "wait", "wait all params", [&] { client.wait_all(t); });
     for (std::size_t l = 0; l < layers; ++l) {
       const std::string& name = model.layers[l].name;
-      if (!bigdl && !model.layers[l].tensors.empty()) {
-        traced(timeline, "wait", "wait " + name, [&] { client.wait_layer(uint32_t(l), t); });
+      if (!model.layers[l].tensors.empty()) {
+        if (!bigdl) traced(timeline, "wait", "wait " + name, [&] { client.wait_layer(uint32_t(l), t); });
+        backend.params_ready(l);  // a device backend uploads the layer's new values here
       }
       traced(timeline, "forward", "fwd " + name, [&] { backend.forward_layer(l); });
     }
@@ -93,7 +106,7 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
     }
     for (std::size_t l = layers; l-- > 0;) {
       traced(timeline, "backward", "bwd " + model.layers[l].name, [&] { backend.backward_layer(l); });
-      for (uint32_t key : model.layers[l].tensors) client.push(key, t, backend.grad(key));
+      for (uint32_t key : model.layers[l].tensors) push_gradient(client, backend, key, t);
     }
     const uint64_t done = t + 1;
     if (rank == 0 && config.job.eval_every > 0 && done % uint64_t(config.job.eval_every) == 0 &&

@@ -8,6 +8,10 @@
 
 namespace psrt::engine {
 
+uint64_t dropout_step_seed(uint64_t seed, uint64_t step) {
+  return mix_seed(seed, step);
+}
+
 Dropout::Dropout(std::string name, std::size_t size, float p)
     : Layer(std::move(name)),
       size_(size),
@@ -24,7 +28,7 @@ Dropout::Dropout(std::string name, std::size_t size, float p)
 void Dropout::reseed(uint64_t seed) {
   seed_ = seed;
   next_step_ = 0;
-  step_seed_ = mix_seed(seed_, 0);
+  step_seed_ = dropout_step_seed(seed_, 0);
 }
 
 void Dropout::forward(const float* in, float* out, int n, bool training) {
@@ -33,7 +37,7 @@ void Dropout::forward(const float* in, float* out, int n, bool training) {
     std::copy(in, in + count, out);
     return;
   }
-  step_seed_ = mix_seed(seed_, next_step_++);
+  step_seed_ = dropout_step_seed(seed_, next_step_++);
   for (std::size_t i = 0; i < count; ++i) {
     out[i] = dropout_keeps(step_seed_, i, threshold_) ? in[i] * scale_ : 0.0f;
   }

@@ -3,10 +3,10 @@
 //
 // Seeding: init_params(seed) sets the layer's seed (the Network passes mix_seed(net seed, layer)).
 // Every training forward starts a new step: the mask of step t over a batch is
-// dropout_keeps(mix_seed(seed, t), sample * size + j) (dropout_mask.h). backward recomputes the
-// mask of the last training forward, so nothing is stored and evaluate() in between changes
-// nothing. Replicas built with the same seed draw the same masks step by step; reseed() gives a
-// replica its own stream.
+// dropout_keeps(dropout_step_seed(seed, t), sample * size + j) (dropout_mask.h). backward
+// recomputes the mask of the last training forward, so nothing is stored and evaluate() in between
+// changes nothing. Replicas built with the same seed draw the same masks step by step; reseed()
+// gives a replica its own stream.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,10 @@
 #include "worker/engine/layer.h"
 
 namespace psrt::engine {
+
+// The mask seed of training step `step` of a dropout layer seeded with `seed`: mix_seed(seed,
+// step). One definition, so that the GPU network draws the CPU layer's masks.
+uint64_t dropout_step_seed(uint64_t seed, uint64_t step);
 
 class Dropout final : public Layer {
  public:
@@ -33,6 +37,10 @@ class Dropout final : public Layer {
   void set_next_step(uint64_t step) { next_step_ = step; }
   // The step seed of the last training forward's mask.
   uint64_t step_seed() const { return step_seed_; }
+  // The layer's seed and the step its next training forward will use (a GPU copy of the layer
+  // continues the same stream from here).
+  uint64_t seed() const { return seed_; }
+  uint64_t next_step() const { return next_step_; }
 
   void forward(const float* in, float* out, int n, bool training) override;
   void backward(const float* in, const float* out, const float* dout, float* din, int n) override;

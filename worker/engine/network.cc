@@ -60,6 +60,10 @@ std::span<float> Network::param(uint32_t key) {
   return values_.at(key);
 }
 
+std::span<const float> Network::param(uint32_t key) const {
+  return values_.at(key);
+}
+
 std::span<const float> Network::grad(uint32_t key) const {
   return grads_.at(key);
 }

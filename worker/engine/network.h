@@ -45,9 +45,13 @@ class Network {
   const ModelDesc& desc() const { return desc_; }
   std::size_t input_size() const;  // floats per sample that set_batch/evaluate read
   int classes() const;
+  // Layer i in forward order (its kind and geometry; e.g. for building a GPU copy of the network).
+  // Throws std::out_of_range on a bad index.
+  const Layer& layer(std::size_t i) const { return *layers_.at(i); }
 
-  std::span<float> param(uint32_t key);             // throws std::out_of_range on a bad key
-  std::span<const float> grad(uint32_t key) const;  // from the last backward
+  std::span<float> param(uint32_t key);              // throws std::out_of_range on a bad key
+  std::span<const float> param(uint32_t key) const;  // the same, read-only
+  std::span<const float> grad(uint32_t key) const;   // from the last backward
 
   // Copies n samples (n >= 1, any size) of input_size() floats and n labels in [0, classes).
   // Throws std::invalid_argument on n < 1 or a label out of range.

@@ -15,6 +15,22 @@ int device_count() {
   return count;
 }
 
+void copy_to_device(float* device_dst, const float* host_src, std::size_t count) {
+  if (count == 0) return;
+  PSRT_CUDA_CHECK(cudaMemcpy(device_dst, host_src, count * sizeof(float), cudaMemcpyHostToDevice));
+}
+
+void copy_to_host(float* host_dst, const float* device_src, std::size_t count) {
+  if (count == 0) return;
+  PSRT_CUDA_CHECK(cudaMemcpy(host_dst, device_src, count * sizeof(float), cudaMemcpyDeviceToHost));
+}
+
+void copy_on_device(float* device_dst, const float* device_src, std::size_t count) {
+  if (count == 0) return;
+  PSRT_CUDA_CHECK(
+      cudaMemcpy(device_dst, device_src, count * sizeof(float), cudaMemcpyDeviceToDevice));
+}
+
 DeviceBuffer::DeviceBuffer(std::size_t count) {
   reserve(count);
 }

@@ -15,6 +15,14 @@ namespace psrt::engine::cuda {
 // Call this before anything else CUDA on a machine that may have no GPU.
 int device_count();
 
+// Copies of `count` floats between raw pointers, in order with the work on the default stream
+// (cudaMemcpy): copy_to_host returns with the values, copy_to_device once the host buffer may be
+// reused. For buffers sized for the largest batch that hold a smaller one, where
+// DeviceBuffer::upload's exact size does not fit.
+void copy_to_device(float* device_dst, const float* host_src, std::size_t count);
+void copy_to_host(float* host_dst, const float* device_src, std::size_t count);
+void copy_on_device(float* device_dst, const float* device_src, std::size_t count);
+
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;

@@ -1,0 +1,41 @@
+// model.backend gpu where it cannot run: a ConfigError that says why, before any data is read,
+// never a crash. On a machine with a CUDA device (and a CUDA build) there is nothing to check here;
+// the [gpu] tests cover the GPU network itself.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "core/config.h"
+#include "core/status.h"
+#include "worker/backend.h"
+
+#if PSRT_WITH_CUDA
+#include "worker/engine/cuda/device_buffer.h"
+#endif
+
+using namespace psrt;
+
+TEST_CASE("model.backend gpu without a usable device is a clear ConfigError", "[worker][backend]") {
+#if PSRT_WITH_CUDA
+  if (engine::cuda::device_count() > 0) {
+    WARN("a CUDA device is present: the no-device error cannot be checked on this machine");
+    return;
+  }
+  const std::string why = "model.backend gpu: no CUDA device";
+#else
+  const std::string why = "model.backend gpu: this psrt-worker was built without CUDA";
+#endif
+  // A data path that does not exist: the device check must come first and name the real problem.
+  const Config config = parse_config(
+      "job: {id: gpu-test, iterations: 1}\n"
+      "model: {backend: gpu, arch: lenet5}\n"
+      "data: {path: /nonexistent/fashion-mnist}\n",
+      "gpu.yaml");
+  REQUIRE(config.model.backend == "gpu");
+  try {
+    make_backend(config, 0);
+    FAIL("make_backend built a gpu backend without a usable device");
+  } catch (const ConfigError& e) {
+    CHECK_THAT(e.what(), Catch::Contains(why));
+  }
+}

@@ -1,0 +1,45 @@
+#include "worker/batch_source.h"
+
+#include <cstring>
+#include <string>
+
+#include "core/status.h"
+
+namespace psrt {
+
+BatchSource::BatchSource(const Config& config, uint32_t rank, std::size_t input_size)
+    : path_(config.data.path), sample_(input_size) {
+  train_ = data::load_fashion_mnist(path_, true);
+  if (config.data.train_limit > 0 && config.data.train_limit < train_.n) {
+    train_.n = int(config.data.train_limit);
+    train_.images.resize(std::size_t(train_.n) * train_.rows * train_.cols);
+    train_.labels.resize(std::size_t(train_.n));
+  }
+  if (std::size_t(train_.rows) * train_.cols != sample_) {
+    throw ConfigError("data: images of " + std::to_string(train_.rows) + "x" +
+                      std::to_string(train_.cols) + " do not fit model input of " +
+                      std::to_string(sample_) + " values");
+  }
+  const int batch = config.job.batch_size;
+  sampler_ = std::make_unique<data::BatchSampler>(train_.n, int(rank), config.cluster.workers,
+                                                  batch, config.job.seed);
+  images_.resize(std::size_t(batch) * sample_);
+  labels_.resize(std::size_t(batch));
+}
+
+int BatchSource::load(uint64_t iteration) {
+  const std::vector<int> idx = sampler_->batch(iteration);
+  for (std::size_t i = 0; i < idx.size(); ++i) {
+    std::memcpy(images_.data() + i * sample_, train_.images.data() + std::size_t(idx[i]) * sample_,
+                sample_ * sizeof(float));
+    labels_[i] = train_.labels[std::size_t(idx[i])];
+  }
+  return int(idx.size());
+}
+
+const data::Dataset& BatchSource::test_set() {
+  if (!test_) test_ = std::make_unique<data::Dataset>(data::load_fashion_mnist(path_, false));
+  return *test_;
+}
+
+}  // namespace psrt

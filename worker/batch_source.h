@@ -1,0 +1,47 @@
+// The training and test data of one worker, shared by the native and gpu backends: Fashion-MNIST
+// from data.path (cut to data.train_limit), sharded by rank and reshuffled each epoch by
+// data::BatchSampler, and the test set, loaded on first use. Both backends read the same batches
+// for the same (config, rank, iteration), so their runs are comparable.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "worker/data/idx.h"
+#include "worker/data/sampler.h"
+
+namespace psrt {
+
+class BatchSource {
+ public:
+  // Chunk size of a test-set evaluation: bounds the activation memory, not the result.
+  static constexpr int kEvalBatch = 500;
+
+  // `input_size`: floats per sample the model reads. Throws ConfigError when the data cannot be
+  // loaded, when its images do not hold input_size values, or when the shard is smaller than a
+  // batch.
+  BatchSource(const Config& config, uint32_t rank, std::size_t input_size);
+
+  // Gathers iteration `iteration`'s batch into images() and labels(); returns its sample count.
+  int load(uint64_t iteration);
+  const float* images() const { return images_.data(); }
+  const int32_t* labels() const { return labels_.data(); }
+
+  int64_t iterations_per_epoch() const { return sampler_->iterations_per_epoch(); }
+  const data::Dataset& test_set();  // loads it on the first call
+
+ private:
+  std::string path_;
+  std::size_t sample_;
+  data::Dataset train_;
+  std::unique_ptr<data::Dataset> test_;
+  std::unique_ptr<data::BatchSampler> sampler_;
+  std::vector<float> images_;
+  std::vector<int32_t> labels_;
+};
+
+}  // namespace psrt
