@@ -113,7 +113,7 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
   job.reject_unknown();
 
   const YamlReader model = top.child("model");
-  c.model.backend = model.get_choice("backend", "native", {"native", "replay"});
+  c.model.backend = model.get_choice("backend", "native", {"native", "gpu", "replay"});
   c.model.arch = model.get_choice("arch", "mlp", {"mlp", "lenet5", "vgg-small"});
   if (model.has("hidden")) {
     c.model.hidden.clear();
@@ -172,6 +172,10 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
     comp.fail("quant_bits", std::to_string(c.compression.quant_bits) + " is not one of: 8, 32");
   }
   c.compression.error_feedback = comp.get_bool("error_feedback", true);
+  c.compression.compress_replies = comp.get_choice("replies", "dense", {"dense", "compressed"}) == "compressed";
+  if (c.compression.compress_replies && c.compression.codec == "none") {
+    comp.fail("replies", "compressed needs a codec other than none");
+  }
   comp.reject_unknown();
 
   c.log_level = top.get_choice("log_level", "info", {"trace", "debug", "info", "warn", "error"});

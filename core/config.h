@@ -36,10 +36,10 @@ struct JobConfig {
 };
 
 struct ModelConfig {
-  std::string backend = "native";  // native | replay
-  std::string arch = "mlp";        // native: mlp | lenet5 | vgg-small
+  std::string backend = "native";  // native | gpu | replay
+  std::string arch = "mlp";        // native, gpu: mlp | lenet5 | vgg-small
   std::vector<int> hidden = {256, 128};
-  double dropout = 0.5;            // native vgg-small: dropout after the first fully connected layer
+  double dropout = 0.5;            // native, gpu vgg-small: dropout after the first linear layer
   std::string profile;             // replay: a bench/profiles/*.yaml file
   double scale = 0;                // replay: overrides the profile's scale when > 0
 };
@@ -70,7 +70,7 @@ struct SchedulerConfig {
 };
 
 // Gradient compression (compress/README.md has the method). The servers decode and accumulate;
-// the parameter replies stay dense.
+// the parameter replies stay dense unless `compress_replies`.
 struct CompressionConfig {
   std::string codec = "none";  // none | laco | signsgd | graddrop | topk
   double density = 0.01;       // fraction of elements sent (laco, graddrop, topk)
@@ -79,6 +79,9 @@ struct CompressionConfig {
   int64_t dense_below = 1024;  // laco: tensors smaller than this go dense
   int quant_bits = 8;          // laco: 8 (log code) or 32 (fp32 values)
   bool error_feedback = true;  // residual accumulation
+  // Servers send each update as the codec's encoding of (new values - what the workers hold),
+  // the same payload to every worker; what was not sent stays in that difference.
+  bool compress_replies = false;
 };
 
 struct Config {

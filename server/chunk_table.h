@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "compress/codec.h"
 #include "core/sharding.h"
 #include "core/wire.h"
 #include "server/optimizer.h"
@@ -30,6 +31,12 @@ struct ChunkState {
   std::vector<zmq::message_t> pushes;  // by worker rank
   std::vector<uint8_t> arrived;        // by worker rank
   uint32_t arrived_count = 0;
+  // compression.replies: compressed. `published` is what every worker holds; each update is
+  // sent as `reply`, the encoding of params - published (published then adds what it decodes
+  // to), so what the encoding leaves out stays in the next difference.
+  std::vector<float> published;
+  std::unique_ptr<compress::CodecState> reply_state;
+  std::shared_ptr<const std::vector<uint8_t>> reply;  // of the last update; null: send dense
 };
 
 class ChunkTable {

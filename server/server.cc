@@ -43,6 +43,13 @@ Server::Server(const Config& config, uint32_t rank)
     codec_ = std::move(made.value());
     wire_codec_ = static_cast<wire::Codec>(codec_->id());
   }
+  if (config.compression.compress_replies) {
+    compress::CodecConfig reply = compress::codec_config(config.compression);
+    reply.error_feedback = false;  // `published` keeps what was not sent (server_replies.cc)
+    auto made = compress::make_codec(reply);
+    if (!made) throw ConfigError(made.status().message());
+    reply_codec_ = std::move(made.value());
+  }
   pool_ = std::make_unique<UpdatePool>(config.cluster.server_threads, wakeup_);
   started_at_ = Clock::now();
   coordinator_seen_ = started_at_;

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -71,10 +72,15 @@ class Server {
   void finish_updates();
   // Replies go through a per-worker priority queue under the same byte credit as the pushes: a
   // pending lower-layer reply overtakes queued higher-layer ones.
-  void queue_reply(uint32_t worker, const ChunkState& c);
+  // `dense`: the whole values (a worker's first), else the update's compressed reply if any.
+  void queue_reply(uint32_t worker, const ChunkState& c, bool dense = false);
   void pump_replies(uint32_t worker);
   void on_reply_ack(uint32_t worker, const wire::Header& h);
-  void send_params(const std::string& identity, const ChunkState& c, uint64_t seq);
+  void send_params(const std::string& identity, const ChunkState& c, uint64_t seq, bool dense);
+  // compression.replies: compressed (server_replies.cc)
+  void publish_initial(ChunkState& c);  // after INIT: the workers' values are the server's
+  void encode_reply(ChunkState& c);     // after an update, in the pool or inline
+  zmq::message_t reply_frame(const ChunkState& c, bool dense, wire::Header& h) const;
   void reply_error(const std::string& identity, const wire::Header* about, const WireError& e);
   void send(const std::string& identity, const wire::Header& h,
             std::vector<zmq::message_t> payload = {});
@@ -90,6 +96,7 @@ class Server {
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<compress::Codec> codec_;  // null for codec none; decode only (stateless)
   wire::Codec wire_codec_ = wire::CODEC_NONE;
+  std::unique_ptr<compress::Codec> reply_codec_;  // compressed replies only; no error feedback
   std::unique_ptr<UpdatePool> pool_;
   std::optional<Coordinator> coordinator_;  // server 0 only
   ChunkTable chunks_;
@@ -97,6 +104,7 @@ class Server {
     PushQueue queue;
     std::map<uint64_t, uint64_t> unacked;  // seq -> bytes
     uint64_t seq = 0;
+    std::set<uint32_t> dense;  // chunks whose queued reply goes dense (answers to PULL)
   };
   std::vector<ReplyLink> replies_;  // by worker rank
   std::vector<ChunkState*> by_id_;

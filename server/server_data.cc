@@ -69,6 +69,7 @@ void Server::on_tensor(const std::string& identity, PeerId from, const wire::Hea
       }
       std::memcpy(c->params->data(), payload[0].data(), c->desc.bytes());
       c->initialized = true;
+      if (reply_codec_) publish_initial(*c);
       wire::Header ack = make_header(self_, wire::ACK);
       ack.set_key(h.key());
       ack.set_offset(h.offset());
@@ -85,7 +86,7 @@ void Server::on_tensor(const std::string& identity, PeerId from, const wire::Hea
       if (c->updating) {
         return;  // the reply to every worker follows when the update finishes
       }
-      queue_reply(from.rank, *c);
+      queue_reply(from.rank, *c, /*dense=*/true);
       return;
     case wire::ACK: on_reply_ack(from.rank, h); return;
     case wire::PUSH: on_push(identity, from, h, *c, payload); return;
@@ -173,6 +174,13 @@ void Server::update_chunk(ChunkState& c) {
            c.desc.bytes() <= kInlineUpdateBytes ? Timeline::kIo : Timeline::kPool};
   if (c.params.use_count() > 1) c.params = std::make_shared<std::vector<float>>(*c.params);
   std::span<float> params(c.params->data(), c.params->size());
+  struct Reply {  // after the optimizer step, on every path out
+    Server& s;
+    ChunkState& c;
+    ~Reply() {
+      if (s.reply_codec_) s.encode_reply(c);
+    }
+  } reply{*this, c};
   if (codec_) {
     // Decode and accumulate in rank order (checked on arrival), then the mean.
     std::vector<float> grad(c.desc.length, 0.0f);
@@ -230,10 +238,11 @@ void Server::complete_update(ChunkState& c) {
   for (uint32_t w = 0; w < chunks_.workers(); ++w) queue_reply(w, c);
 }
 
-void Server::queue_reply(uint32_t worker, const ChunkState& c) {
+void Server::queue_reply(uint32_t worker, const ChunkState& c, bool dense) {
   PushUnit unit;
   unit.chunk = c.index;
-  unit.bytes = c.desc.bytes();
+  unit.bytes = dense || !c.reply ? c.desc.bytes() : c.reply->size();
+  if (dense) replies_[worker].dense.insert(c.index);
   replies_[worker].queue.add(c.desc.key, c.priority, {unit});
   pump_replies(worker);
 }
@@ -244,7 +253,8 @@ void Server::pump_replies(uint32_t worker) {
   while (auto unit = link.queue.next()) {
     const uint64_t seq = ++link.seq;
     link.unacked[seq] = unit->bytes;
-    send_params(identity, chunks_.at(unit->chunk), seq);
+    const bool dense = link.dense.erase(unit->chunk) > 0;
+    send_params(identity, chunks_.at(unit->chunk), seq, dense);
   }
 }
 
@@ -262,18 +272,23 @@ void Server::on_reply_ack(uint32_t worker, const wire::Header& h) {
   pump_replies(worker);
 }
 
-void Server::send_params(const std::string& identity, const ChunkState& c, uint64_t seq) {
+void Server::send_params(const std::string& identity, const ChunkState& c, uint64_t seq,
+                         bool dense) {
   wire::Header h = make_header(self_, wire::PARAMS);
   h.set_key(c.desc.key);
   h.set_offset(c.desc.offset);
   h.set_length(c.desc.length);
   h.set_iteration(c.iteration);
-  h.set_codec(wire::CODEC_NONE);
   h.set_num_elements(c.desc.length);
-  h.set_payload_bytes(c.desc.bytes());
   h.set_seq(seq);
   std::vector<zmq::message_t> payload;
-  payload.push_back(shared_frame(c.params, c.params->data(), c.desc.bytes()));
+  if (reply_codec_) {
+    payload.push_back(reply_frame(c, dense, h));
+  } else {
+    h.set_codec(wire::CODEC_NONE);
+    payload.push_back(shared_frame(c.params, c.params->data(), c.desc.bytes()));
+  }
+  h.set_payload_bytes(payload.back().size());
   send(identity, h, std::move(payload));
 }
 

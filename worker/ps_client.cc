@@ -16,6 +16,7 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
       params_(std::move(params)),
       timeline_(timeline),
       encoder_(config.compression, model),
+      replies_(config.compression),
       ctx_(1),
       queue_(config.scheduler.mode, config.scheduler.credit_bytes) {
   if (int64_t(rank) >= config.cluster.workers) {
@@ -88,23 +89,59 @@ void PsClient::wait_all(uint64_t iteration) {
       });
 }
 
+void PsClient::check_key(uint32_t key, std::optional<std::size_t> elements) const {
+  if (key >= model_.tensors.size() || (elements && *elements != model_.tensors[key].num_elements)) {
+    throw std::invalid_argument("push: tensor " + std::to_string(key) + " with " +
+                                (elements ? std::to_string(*elements) : std::string("its")) +
+                                " elements does not fit the model");
+  }
+}
+
+template <typename Encode>
+PsClient::Command PsClient::compressed(uint32_t key, uint64_t iteration, Encode encode) {
+  Command cmd{key, iteration, nullptr, std::chrono::steady_clock::now(), {}};
+  // The shard map is complete once start() has returned.
+  for (uint32_t id : shards_.tensor_chunks(key)) {
+    cmd.payloads.push_back(encode(shards_.chunks()[id]));
+  }
+  return cmd;
+}
+
 void PsClient::push(uint32_t key, uint64_t iteration, std::span<const float> grad) {
-  push(key, iteration, std::make_shared<const std::vector<float>>(grad.begin(), grad.end()));
+  if (!encoder_.compresses()) {
+    push(key, iteration, std::make_shared<const std::vector<float>>(grad.begin(), grad.end()));
+    return;
+  }
+  check_key(key, grad.size());
+  // The codec reads the caller's buffer: no copy.
+  enqueue(compressed(key, iteration,
+                     [&](const ChunkDesc& c) { return encoder_.encode(c, iteration, grad); }));
 }
 
 void PsClient::push(uint32_t key, uint64_t iteration,
                     std::shared_ptr<const std::vector<float>> buf) {
-  if (key >= model_.tensors.size() || buf->size() != model_.tensors[key].num_elements) {
-    throw std::invalid_argument("push: tensor " + std::to_string(key) + " with " +
-                                std::to_string(buf->size()) + " elements does not fit the model");
-  }
-  Command cmd{key, iteration, std::move(buf), std::chrono::steady_clock::now(), {}};
+  check_key(key, buf->size());
   if (encoder_.compresses()) {
-    // The shard map is complete once start() has returned.
-    for (uint32_t id : shards_.tensor_chunks(key)) {
-      cmd.payloads.push_back(encoder_.encode(shards_.chunks()[id], iteration, *cmd.grad));
-    }
+    push(key, iteration, std::span<const float>(*buf));
+    return;
   }
+  enqueue(Command{key, iteration, std::move(buf), std::chrono::steady_clock::now(), {}});
+}
+
+void PsClient::push_device(uint32_t key, uint64_t iteration, const float* device_grad) {
+  if (!encoder_.encodes_on_device()) {
+    throw JobError(
+        "push_device: gradients are compressed on the device only with laco, error "
+        "feedback, a CUDA build and a device");
+  }
+  check_key(key, std::nullopt);
+  if (device_grad == nullptr) throw std::invalid_argument("push_device: no gradient");
+  enqueue(compressed(key, iteration, [&](const ChunkDesc& c) {
+    return encoder_.encode_device(c, iteration, device_grad);
+  }));
+}
+
+void PsClient::enqueue(Command cmd) {
   {
     std::lock_guard lock(mu_);
     if (error_) throw JobError(*error_);

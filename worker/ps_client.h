@@ -31,6 +31,7 @@
 #include "core/wire.h"
 #include "scheduler/push_queue.h"
 #include "worker/grad_encoder.h"
+#include "worker/reply_decoder.h"
 
 namespace psrt {
 
@@ -58,10 +59,17 @@ class PsClient {
   // Blocks until every chunk of `layer`'s tensors holds the values for `iteration`.
   void wait_layer(uint32_t layer, uint64_t iteration);
   void wait_all(uint64_t iteration);
-  // Hands a tensor's gradient for `iteration` to the scheduler (copied; the caller may reuse it).
+  // Hands a tensor's gradient for `iteration` to the scheduler; the caller may reuse it (it is
+  // copied, or with a codec compressed before this returns).
   void push(uint32_t key, uint64_t iteration, std::span<const float> grad);
   // The same without a copy: the buffer is shared with the transport until sent.
   void push(uint32_t key, uint64_t iteration, std::shared_ptr<const std::vector<float>> grad);
+  // Whether push_device() can be used: see GradEncoder::encodes_on_device().
+  bool encodes_on_device() const { return encoder_.encodes_on_device(); }
+  // push() for a gradient in device memory (the whole tensor, on the current CUDA device, made
+  // on the default stream): compressed chunk by chunk on the device, no host copy of it is made;
+  // it is no longer read when this returns. Throws JobError unless encodes_on_device().
+  void push_device(uint32_t key, uint64_t iteration, const float* device_grad);
   // Passes the shutdown barrier; the servers exit when every worker has.
   void finish();
 
@@ -72,6 +80,7 @@ class PsClient {
   struct Command {
     uint32_t key;
     uint64_t iteration;
+    // The fp32 gradient, sent as it is: codec none only (null when there are payloads).
     std::shared_ptr<const std::vector<float>> grad;
     std::chrono::steady_clock::time_point enqueued;
     // Compressed payloads, one per chunk of the tensor in shard-map order; empty for codec none.
@@ -100,6 +109,11 @@ class PsClient {
   // compute thread side
   template <typename Pred>
   void wait_for(Pred pred);
+  void check_key(uint32_t key, std::optional<std::size_t> elements) const;
+  // A command whose payloads are encode(chunk) for each chunk of the tensor.
+  template <typename Encode>
+  Command compressed(uint32_t key, uint64_t iteration, Encode encode);
+  void enqueue(Command cmd);
   bool layer_ready(uint32_t layer, uint64_t iteration) const;
 
   Config config_;
@@ -110,6 +124,7 @@ class PsClient {
   Timeline* timeline_;
   std::vector<uint32_t> priority_;  // by tensor key
   GradEncoder encoder_;             // compute thread only
+  ReplyDecoder replies_;            // I/O thread (stateless)
 
   // I/O thread only
   zmq::context_t ctx_;

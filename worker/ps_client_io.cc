@@ -226,12 +226,34 @@ void PsClient::send_barrier(const std::string& name) {
 
 void PsClient::on_params(const wire::Header& h, std::vector<zmq::message_t>& payload) {
   const ChunkDesc* c = shards_.find(h.key(), h.offset());
-  if (!c || c->length != h.length() || payload.size() != 1 || h.codec() != wire::CODEC_NONE) {
+  if (!c || c->length != h.length() || payload.size() != 1) {
     spdlog::warn("ignored PARAMS for an unknown chunk ({}, {})", h.key(), h.offset());
     return;
   }
-  std::span<float> dst = params_(c->key);
-  std::memcpy(dst.data() + c->offset, payload[0].data(), c->bytes());
+  auto what = [&] {  // built only on an error
+    return "PARAMS for tensor " + std::to_string(c->key) + " offset " + std::to_string(c->offset) +
+           " iteration " + std::to_string(h.iteration());
+  };
+  if (h.codec() != wire::CODEC_NONE) {
+    // An encoded change applies to the values of the iteration before, and to nothing else.
+    int64_t held = 0;
+    {
+      std::lock_guard lock(mu_);
+      held = version_[c->id];
+    }
+    if (held + 1 != int64_t(h.iteration())) {
+      fail("server " + std::to_string(c->server) + " sent a compressed " + what() +
+           ", but this worker holds iteration " + std::to_string(held));
+      return;
+    }
+  }
+  std::span<float> dst = params_(c->key).subspan(c->offset, c->length);
+  const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(payload[0].data()),
+                                       payload[0].size());
+  if (Status st = replies_.apply(h.codec(), bytes, dst); !st) {
+    fail("server " + std::to_string(c->server) + " sent unusable " + what() + ": " + st.message());
+    return;
+  }
   // Acknowledge, so the server's reply credit toward this worker is released.
   wire::Header ack = make_header(self_, wire::ACK);
   ack.set_key(c->key);
@@ -286,6 +308,7 @@ void PsClient::pump() {
     h.set_num_elements(c.length);
     std::vector<zmq::message_t> payload;
     if (cmd.payloads.empty()) {
+      // Codec none: the gradient itself (a compressed command has a payload per chunk, no grad).
       payload.push_back(shared_frame(cmd.grad, cmd.grad->data() + c.offset, c.bytes()));
     } else {
       // Chunk ids of a tensor are consecutive, in offset order.

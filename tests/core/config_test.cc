@@ -139,6 +139,9 @@ TEST_CASE("a bad configuration is a ConfigError naming the key and the value", "
     const auto m = error_of("scheduler: {mode: lifo}");
     CHECK_THAT(m, Catch::Contains("scheduler.mode") && Catch::Contains("lifo") &&
                       Catch::Contains("preemptive"));
+    const auto b = error_of("model: {backend: tpu}");
+    CHECK_THAT(b, Catch::Contains("model.backend") && Catch::Contains("tpu") &&
+                      Catch::Contains("native") && Catch::Contains("gpu"));
   }
   SECTION("a list element of the wrong type") {
     CHECK_THAT(error_of("model: {hidden: [64, x]}"), Catch::Contains("model.hidden[1]"));
@@ -149,6 +152,13 @@ TEST_CASE("a bad configuration is a ConfigError naming the key and the value", "
     CHECK_THAT(error_of("model: {backend: replay}"), Catch::Contains("model.profile"));
     CHECK_THAT(error_of("cluster: {coordinator: 'udp://x:1'}"),
                Catch::Contains("cluster.coordinator") && Catch::Contains("udp://x:1"));
+    CHECK_THAT(error_of("compression: {replies: compressed}"),
+               Catch::Contains("compression.replies") && Catch::Contains("codec"));
+    CHECK_THAT(error_of("compression: {codec: laco, replies: sparse}"),
+               Catch::Contains("compression.replies") && Catch::Contains("sparse"));
+    CHECK(parse_config("compression: {codec: laco, replies: compressed}", "j").compression
+              .compress_replies);
+    CHECK_FALSE(parse_config("compression: {codec: laco}", "j").compression.compress_replies);
   }
   SECTION("not YAML, or not a mapping") {
     CHECK_THAT(error_of("cluster: {servers: [1"), Catch::Contains("job.yaml"));

@@ -22,7 +22,7 @@ namespace {
 constexpr int kIterations = 6;
 
 std::string cluster_config(const std::string& dir, const std::string& optimizer,
-                           const std::string& mode) {
+                           const std::string& mode, const std::string& extra) {
   return "job: {id: itest, iterations: " + std::to_string(kIterations) +
          ", batch_size: 32, seed: 7, log_every: 0, evaluate: false, dump_params: '" + dir +
          "/params-{rank}.bin'}\n"
@@ -31,7 +31,7 @@ std::string cluster_config(const std::string& dir, const std::string& optimizer,
          "model: {backend: native, arch: mlp, hidden: [64, 32]}\n"
          "data: {train_limit: 2000}\n"
          "optimizer: " + optimizer + "\n"
-         "scheduler: {mode: " + mode + ", chunk_bytes: 4096, credit_bytes: 16384}\n";
+         "scheduler: {mode: " + mode + ", chunk_bytes: 4096, credit_bytes: 16384}\n" + extra;
 }
 
 
@@ -87,10 +87,10 @@ std::vector<float> reference(const Config& c) {
 
 // Runs the job through psrt-launch and returns each worker's final parameters.
 std::vector<std::vector<float>> run_cluster(const std::string& optimizer, const std::string& mode,
-                                            std::string& cfg) {
+                                            std::string& cfg, const std::string& extra = "") {
   const std::string dir = test::temp_dir("cluster");
   cfg = dir + "/job.yaml";
-  test::write_file(cfg, cluster_config(dir, optimizer, mode));
+  test::write_file(cfg, cluster_config(dir, optimizer, mode, extra));
   test::Proc launch("launch", {test::bin("psrt-launch"), cfg});
   const auto rc = launch.wait_exit(120);
   INFO(launch.output());
@@ -146,4 +146,28 @@ TEST_CASE("every scheduling mode gives the same parameters", "[integration]") {
     const auto other = run_cluster(sgd, mode, cfg);
     for (std::size_t w = 0; w < other.size(); ++w) CHECK(other[w] == first[0]);  // bit for bit
   }
+}
+
+TEST_CASE("with compressed replies every worker ends with the same trained values",
+          "[integration][compress]") {
+  std::string cfg;
+  const auto workers = run_cluster(
+      "{type: sgd, lr: 0.1, momentum: 0.9}", "preemptive", cfg,
+      "compression: {codec: laco, density: 0.05, calibration_iters: 2, warmup_iters: 2, "
+      "replies: compressed}\n");
+  const Config c = load_config(cfg);
+  auto initial = engine::build_network(net_spec(c.model), c.job.seed);
+  std::vector<float> start;
+  for (const auto& t : initial->desc().tensors) {
+    auto p = initial->param(t.key);
+    start.insert(start.end(), p.begin(), p.end());
+  }
+  REQUIRE(workers[0].size() == start.size());
+  for (std::size_t w = 1; w < workers.size(); ++w) CHECK(workers[w] == workers[0]);  // bit for bit
+  std::size_t moved = 0;
+  for (std::size_t i = 0; i < start.size(); ++i) {
+    REQUIRE(std::isfinite(workers[0][i]));
+    if (workers[0][i] != start[i]) ++moved;
+  }
+  CHECK(moved > start.size() / 2);  // dense calibration updates touch every value
 }

@@ -3,6 +3,7 @@
 // get an error reply) and a good one is decoded into the update.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <random>
 
 #include "compress/codec_config.h"
@@ -179,4 +180,82 @@ TEST_CASE("compressed pushes are checked on arrival and decoded into the update"
     CHECK(floats_of(r.payload[0]) == p);
   }
   finish({&w}, s);
+}
+
+TEST_CASE("compressed replies: first values dense, then each update's encoded change, the same "
+          "for every worker", "[integration][compress]") {
+  ServerProc s(yaml(2, "compression: {codec: laco, calibration_iters: 1, warmup_iters: 0, "
+                       "density: 0.05, dense_below: 0, error_feedback: false, "
+                       "replies: compressed}\n"));
+  zmq::context_t ctx(1);
+  RawClient w0(ctx, s.endpoint, "w0", {wire::WORKER, 0, "rules"});
+  RawClient w1(ctx, s.endpoint, "w1", {wire::WORKER, 1, "rules"});
+  std::mt19937 rng(5);
+  const std::vector<float> p = start({&w0, &w1}, rng);  // dense PULL replies, checked there
+
+  compress::CodecConfig cc;
+  cc.codec = "laco";
+  cc.calibration_iters = 1;
+  cc.warmup_iters = 0;
+  cc.density = 0.05;
+  cc.dense_below = 0;
+  cc.error_feedback = false;
+  auto codec = compress::make_codec(cc);
+  REQUIRE(codec);
+  const compress::Codec& laco = *codec.value();
+  std::vector<std::unique_ptr<compress::CodecState>> states;
+  for (int w = 0; w < 2; ++w) states.push_back(laco.make_state({int64_t(kSize), 0, 1}));
+
+  std::vector<float> server = p;                    // the server's values, computed here
+  std::vector<std::vector<float>> copies = {p, p};  // what each worker holds
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  RawClient* workers[] = {&w0, &w1};
+  for (uint64_t t = 0; t < 4; ++t) {
+    std::vector<float> mean(kSize, 0.0f);
+    for (int w = 0; w < 2; ++w) {
+      std::vector<float> g(kSize);
+      for (auto& x : g) x = normal(rng);
+      std::vector<uint8_t> payload;
+      REQUIRE(laco.encode(*states[std::size_t(w)], {0, g, int64_t(t)}, payload));
+      REQUIRE(laco.decode_accumulate(payload, mean, 0.5f));
+      wire::Header h = workers[w]->tensor(wire::PUSH, 0, 0, kSize, t);
+      h.set_codec(wire::CODEC_LACO);
+      h.set_num_elements(kSize);
+      h.set_payload_bytes(payload.size());
+      std::vector<zmq::message_t> frames;
+      frames.emplace_back(payload.data(), payload.size());
+      workers[w]->send(h, std::move(frames));
+      expect(*workers[w], wire::ACK);
+    }
+    for (std::size_t i = 0; i < kSize; ++i) server[i] -= kLr * mean[i];
+    auto distance = [&](const std::vector<float>& v) {
+      double d = 0;
+      for (std::size_t i = 0; i < kSize; ++i) d += std::pow(double(server[i]) - v[i], 2);
+      return std::sqrt(d);
+    };
+    const double before = distance(copies[0]);
+    std::size_t reply_bytes = 0;
+    for (int w = 0; w < 2; ++w) {
+      const Reply r = expect(*workers[w], wire::PARAMS);
+      INFO("iteration " << t << ", worker " << w);
+      REQUIRE(r.header.codec() == wire::CODEC_LACO);
+      CHECK(r.header.iteration() == t + 1);
+      const auto& frame = r.payload[0];
+      reply_bytes = frame.size();
+      REQUIRE(laco.decode_accumulate({static_cast<const uint8_t*>(frame.data()), frame.size()},
+                                     copies[std::size_t(w)], 1.0f));
+    }
+    INFO("iteration " << t);
+    CHECK(copies[0] == copies[1]);  // bit for bit: one payload for every worker
+    if (t == 0) {
+      // Calibration: the change goes dense, so the copies hold the server's values (up to the
+      // rounding of published + (new - published)).
+      CHECK(distance(copies[0]) < 1e-5);
+    } else {
+      CHECK(reply_bytes < kSize * sizeof(float) / 4);  // sparse 8-bit codes
+      CHECK(distance(copies[0]) < before);             // the copies follow the server
+      CHECK(distance(copies[0]) > 0);                  // and trail it by what was left out
+    }
+  }
+  finish({&w0, &w1}, s);
 }
