@@ -77,6 +77,15 @@ class Codec {
     return decode_accumulate(payload, out, weight);
   }
 
+  // residual -= what the last encode() with `state` sent, `payload` being that encode's output:
+  // what error feedback does after each encode. The same values, bit for bit, as
+  // accumulate_sent(payload, residual, -1); a codec may override it with a faster path (LACO
+  // reuses the indices and codes it just computed instead of parsing the payload again).
+  virtual Status subtract_sent(const CodecState& /*state*/, std::span<const uint8_t> payload,
+                               std::span<float> residual) const {
+    return accumulate_sent(payload, residual, -1.0f);
+  }
+
   // Called by the server once all payloads for a chunk were accumulated (signSGD's majority vote
   // turns the vote sum into signs here). Default: nothing.
   virtual void finish_aggregate(std::span<float> sum, int num_payloads) const;

@@ -1,5 +1,7 @@
 #include "compress/cpu_kernels.h"
 
+#include "compress/log_quant.h"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -96,9 +98,13 @@ ChunkMoments add_and_moments(std::span<float> acc, std::span<const float> values
   return moments_pass<true>(acc.data(), values.data(), std::min(acc.size(), values.size()));
 }
 
-void select_at_least(std::span<const float> values, float threshold,
-                     std::vector<uint32_t>& indices) {
-  indices.clear();
+namespace {
+
+// Calls on_hit(i) for every i with |values[i]| >= threshold, in order. The SSE2 path compares 16
+// elements at a time and visits only the set bits of the mask; on_hit runs while the element's
+// cache line is still hot (select_and_code quantizes there).
+template <typename OnHit>
+inline void for_each_at_least(std::span<const float> values, float threshold, OnHit&& on_hit) {
   const float* g = values.data();
   const size_t n = values.size();
   size_t i = 0;
@@ -111,14 +117,34 @@ void select_at_least(std::span<const float> values, float threshold,
     const int m3 = _mm_movemask_ps(_mm_cmpge_ps(abs4(_mm_loadu_ps(g + i + 12)), t));
     auto mask = static_cast<uint32_t>(m0 | (m1 << 4) | (m2 << 8) | (m3 << 12));
     while (mask != 0) {
-      indices.push_back(static_cast<uint32_t>(i + static_cast<size_t>(std::countr_zero(mask))));
+      on_hit(i + static_cast<size_t>(std::countr_zero(mask)));
       mask &= mask - 1;
     }
   }
 #endif
   for (; i < n; ++i) {
-    if (std::fabs(g[i]) >= threshold) indices.push_back(static_cast<uint32_t>(i));
+    if (std::fabs(g[i]) >= threshold) on_hit(i);
   }
+}
+
+}  // namespace
+
+void select_at_least(std::span<const float> values, float threshold,
+                     std::vector<uint32_t>& indices) {
+  indices.clear();
+  for_each_at_least(values, threshold,
+                    [&](size_t i) { indices.push_back(static_cast<uint32_t>(i)); });
+}
+
+void select_and_code(std::span<const float> values, float threshold, const float* t,
+                     std::vector<uint32_t>& indices, std::vector<uint8_t>& codes) {
+  indices.clear();
+  codes.clear();
+  const float* g = values.data();
+  for_each_at_least(values, threshold, [&](size_t i) {
+    indices.push_back(static_cast<uint32_t>(i));
+    codes.push_back(LogCodebook::encode(g[i], t));
+  });
 }
 
 double sum_abs(std::span<const float> values) {

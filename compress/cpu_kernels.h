@@ -21,6 +21,11 @@ ChunkMoments add_and_moments(std::span<float> acc, std::span<const float> values
 void select_at_least(std::span<const float> values, float threshold,
                      std::vector<uint32_t>& indices);
 
+// select_at_least, plus codes[j] = LogCodebook::encode(values[indices[j]], t) for each kept
+// element, in the same pass (t: the chunk's log8 thresholds; threshold >= t[0]).
+void select_and_code(std::span<const float> values, float threshold, const float* t,
+                     std::vector<uint32_t>& indices, std::vector<uint8_t>& codes);
+
 // Sum of |values|, in double.
 double sum_abs(std::span<const float> values);
 

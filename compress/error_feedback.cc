@@ -47,7 +47,7 @@ Status ErrorFeedback::encode(CodecState& state, const ChunkInput& chunk,
     for (int64_t i = 0; i < len; ++i) r[i] -= g[i];  // best effort: leave the residual as it was
     return st;
   }
-  return inner_->accumulate_sent(payload, std::span<float>(r, static_cast<size_t>(len)), -1.0f);
+  return inner_->subtract_sent(*s->inner_, payload, std::span<float>(r, static_cast<size_t>(len)));
 }
 
 EncodeStats ErrorFeedback::stats(const CodecState& state) const {

@@ -20,6 +20,11 @@ class LacoState final : public BasicState {
   int64_t recorded_iteration_ = -1;  // the re-check iteration the histogram holds
   double correction_ = 1.0;          // feedback on alpha since the last re-check
   LadsScratch scratch_;
+  // The last encode, for subtract_sent: log8 codes in scratch_ with this scale over a chunk of
+  // this length; false after a dense or fp32 encode (subtract_sent then parses the payload).
+  bool last_log8_ = false;
+  float last_scale_ = 0;
+  size_t last_length_ = 0;
 };
 
 namespace {
@@ -119,6 +124,7 @@ Status LacoCodec::encode(CodecState& state, const ChunkInput& chunk,
   const std::span<const float> g = chunk.values;
 
   const LacoPlan p = plan(s, chunk.iteration);
+  s.last_log8_ = false;
   if (p.record) {
     if (Status st = record(s, chunk.iteration, g, chunk.moments); !st) return st;
   }
@@ -132,6 +138,26 @@ Status LacoCodec::encode(CodecState& state, const ChunkInput& chunk,
       lads_encode(g, params, books_.get(config_.log_range), s.scratch_, payload, chunk.moments);
   if (!r) return r.status();
   account_sparse(s, chunk.iteration, params, g.size(), r->kept, payload.size());
+  s.last_log8_ = params.quant_bits == 8;
+  s.last_scale_ = r->scale;
+  s.last_length_ = g.size();
+  return Status::ok();
+}
+
+Status LacoCodec::subtract_sent(const CodecState& state, std::span<const uint8_t> payload,
+                                std::span<float> residual) const {
+  const auto* s = dynamic_cast<const LacoState*>(&state);
+  if (s == nullptr || !s->last_log8_ || residual.size() != s->last_length_) {
+    return Codec::subtract_sent(state, payload, residual);
+  }
+  // What accumulate_payload computes for this payload with weight -1, from the encode's own
+  // indices and codes (no varint decoding, no validation of bytes this process just wrote).
+  const LogCodebook& book = books_.get(config_.log_range);
+  const std::vector<uint32_t>& idx = s->scratch_.indices;
+  const std::vector<uint8_t>& codes = s->scratch_.codes;
+  for (size_t j = 0; j < idx.size(); ++j) {
+    residual[idx[j]] += -1.0f * book.decode(codes[j], s->last_scale_);
+  }
   return Status::ok();
 }
 

@@ -36,6 +36,8 @@ class LacoCodec final : public Codec {
                 std::vector<uint8_t>& payload) const override;
   Status decode_accumulate(std::span<const uint8_t> payload, std::span<float> out,
                            float weight = 1.0f) const override;
+  Status subtract_sent(const CodecState& state, std::span<const uint8_t> payload,
+                       std::span<float> residual) const override;
   EncodeStats stats(const CodecState& state) const override;
 
   // The alpha a state currently uses at `iteration` (0 during calibration and for dense tensors).

@@ -27,19 +27,17 @@ Result<LadsResult> lads_encode(std::span<const float> values, const LadsParams& 
   r.rms = values.empty() ? 0.0f
                          : static_cast<float>(std::sqrt(m.sum_squares / static_cast<double>(values.size())));
   r.threshold = lads_threshold(params, book, r.rms, r.scale);
-  select_at_least(values, r.threshold, scratch.indices);
-  r.kept = static_cast<uint32_t>(scratch.indices.size());
   const auto length = static_cast<uint32_t>(values.size());
   if (params.quant_bits == 32) {
+    select_at_least(values, r.threshold, scratch.indices);
+    r.kept = static_cast<uint32_t>(scratch.indices.size());
     write_sparse_fp32(CodecId::kLaco, values, scratch.indices, payload);
     return r;
   }
   float t[kLogLevels];
   book.thresholds(r.scale, t);
-  scratch.codes.resize(scratch.indices.size());
-  for (size_t j = 0; j < scratch.indices.size(); ++j) {
-    scratch.codes[j] = LogCodebook::encode(values[scratch.indices[j]], t);
-  }
+  select_and_code(values, r.threshold, t, scratch.indices, scratch.codes);
+  r.kept = static_cast<uint32_t>(scratch.indices.size());
   write_sparse_log8(CodecId::kLaco, length, scratch.indices, scratch.codes, params.log_range,
                     r.scale, payload);
   return r;

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "compress/error_feedback.h"
@@ -113,3 +114,30 @@ TEST_CASE("without error feedback nothing is kept back", "[compress][ef]") {
 }
 
 }  // namespace psrt::compress
+
+TEST_CASE("LACO's subtract_sent takes off exactly what the payload decodes to",
+          "[compress][ef]") {
+  // The fast path (the encode's own indices and codes) against parsing the payload, bit for bit,
+  // through calibration (dense), warm-up and the steady state, for 8-bit codes and fp32 values.
+  using namespace psrt::compress;
+  for (int bits : {8, 32}) {
+    CodecConfig c = psrt::compress::testing::config_for("laco", false);
+    c.calibration_iters = 2;
+    c.warmup_iters = 3;
+    c.quant_bits = bits;
+    auto codec = psrt::compress::testing::make(c);
+    REQUIRE(codec);
+    auto state = codec->make_state(TensorInfo{.num_elements = 5000});
+    std::vector<uint8_t> payload;
+    for (int64_t t = 0; t < 10; ++t) {
+      const std::vector<float> g = psrt::compress::testing::gaussian(5000, 100 + uint64_t(t));
+      REQUIRE(codec->encode(*state, ChunkInput{.values = g, .iteration = t}, payload).is_ok());
+      std::vector<float> fast = psrt::compress::testing::gaussian(5000, 200 + uint64_t(t));
+      std::vector<float> parsed = fast;
+      REQUIRE(codec->subtract_sent(*state, payload, fast).is_ok());
+      REQUIRE(codec->accumulate_sent(payload, parsed, -1.0f).is_ok());
+      INFO("quant_bits " << bits << ", iteration " << t);
+      CHECK(std::memcmp(fast.data(), parsed.data(), fast.size() * sizeof(float)) == 0);
+    }
+  }
+}
