@@ -74,6 +74,19 @@ std::string yaml(int workers, const std::string& extra) {
          "scheduler: {mode: fifo}\n" + extra;
 }
 
+// The workers' side of the jobs below: LACO, dense first iteration, then density 0.05, no
+// error feedback (as the YAML of each test says).
+Result<std::unique_ptr<compress::Codec>> laco_codec(int64_t dense_below) {
+  compress::CodecConfig cc;
+  cc.codec = "laco";
+  cc.calibration_iters = 1;
+  cc.warmup_iters = 0;
+  cc.density = 0.05;
+  cc.dense_below = dense_below;
+  cc.error_feedback = false;
+  return compress::make_codec(cc);
+}
+
 }  // namespace
 
 TEST_CASE("a repeated push (same worker, iteration, key, range) is counted once", "[integration]") {
@@ -114,13 +127,7 @@ TEST_CASE("compressed pushes are checked on arrival and decoded into the update"
   std::mt19937 rng(11);
   auto p = start({&w}, rng);
 
-  compress::CodecConfig cc;
-  cc.codec = "laco";
-  cc.calibration_iters = 1;
-  cc.warmup_iters = 0;
-  cc.density = 0.05;
-  cc.error_feedback = false;
-  auto codec = compress::make_codec(cc);
+  auto codec = laco_codec(1024);
   REQUIRE(codec);
   auto state = codec.value()->make_state({int64_t(kSize), 0, 1});
   std::normal_distribution<float> normal(0.0f, 1.0f);
@@ -193,14 +200,7 @@ TEST_CASE("compressed replies: first values dense, then each update's encoded ch
   std::mt19937 rng(5);
   const std::vector<float> p = start({&w0, &w1}, rng);  // dense PULL replies, checked there
 
-  compress::CodecConfig cc;
-  cc.codec = "laco";
-  cc.calibration_iters = 1;
-  cc.warmup_iters = 0;
-  cc.density = 0.05;
-  cc.dense_below = 0;
-  cc.error_feedback = false;
-  auto codec = compress::make_codec(cc);
+  auto codec = laco_codec(0);
   REQUIRE(codec);
   const compress::Codec& laco = *codec.value();
   std::vector<std::unique_ptr<compress::CodecState>> states;
