@@ -30,14 +30,17 @@ int main(int argc, char** argv) {
                           [&](uint32_t key) { return backend->param(key); }, &timeline);
     const auto result = psrt::train(config, rank, *backend, client, &timeline);
     const auto stats = client.stats();
-    spdlog::info("{} iterations in {:.1f} s; pushed {:.1f} MiB; waited {:.1f} s for parameters",
+    spdlog::info("{} iterations in {:.1f} s; pushed {:.1f} MiB; received {:.1f} MiB of "
+                 "parameters; waited {:.1f} s for them",
                  result.iterations, result.seconds, double(stats.bytes_pushed) / (1 << 20),
-                 stats.wait_seconds);
+                 double(stats.bytes_received) / (1 << 20), stats.wait_seconds);
     if (rank == 0) {
       // Machine-readable, for benchmark drivers.
-      std::printf("PSRT_RESULT iterations=%llu seconds=%.3f ms_per_iteration=%.3f mode=%s\n",
+      std::printf("PSRT_RESULT iterations=%llu seconds=%.3f ms_per_iteration=%.3f mode=%s "
+                  "received_bytes=%llu\n",
                   (unsigned long long)result.iterations, result.seconds,
-                  result.steady_ms_per_iteration, psrt::mode_name(config.scheduler.mode));
+                  result.steady_ms_per_iteration, psrt::mode_name(config.scheduler.mode),
+                  (unsigned long long)stats.bytes_received);
       std::fflush(stdout);
     }
     if (!config.job.dump_params.empty()) {

@@ -39,6 +39,7 @@ struct ClientStats {
   uint64_t bytes_pushed = 0;
   uint64_t chunks_pushed = 0;
   uint64_t params_received = 0;
+  uint64_t bytes_received = 0;  // PARAMS payload bytes (dense or encoded)
   double wait_seconds = 0;  // compute thread blocked on parameters
 };
 

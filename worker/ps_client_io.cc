@@ -270,6 +270,7 @@ void PsClient::on_params(const wire::Header& h, std::vector<zmq::message_t>& pay
   auto& v = version_[c->id];
   v = std::max<int64_t>(v, int64_t(h.iteration()));
   ++stats_.params_received;
+  stats_.bytes_received += bytes.size();
   cv_.notify_all();
 }
 
