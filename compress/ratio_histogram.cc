@@ -21,13 +21,20 @@ void RatioHistogram::add(std::span<const float> values, float inv_rms) {
   // Four interleaved sub-histograms: neighbouring elements of a gradient mostly fall in the same
   // few bins, and one array would serialise on those counters' read-modify-write. Blocks of at
   // most 2^32 - 1 elements keep the 32-bit counts from overflowing.
+  // Below a few times the bin count, clearing and summing the sub-arrays costs more than the
+  // serialised counting they avoid: count directly.
   constexpr size_t kWays = 4;
   constexpr size_t kBlock = size_t{1} << 30;
-  std::vector<uint32_t> sub(kWays * kBins);
   auto bin = [inv_rms](float v) {
     // Sign bit is clear, so the index is < 4096; NaN lands in the top bins, harmlessly.
     return std::bit_cast<uint32_t>(std::fabs(v) * inv_rms) >> kShift;
   };
+  total_ += values.size();
+  if (values.size() < kWays * kBins) {
+    for (float v : values) ++counts_[bin(v)];
+    return;
+  }
+  std::vector<uint32_t> sub(kWays * kBins);
   for (size_t start = 0; start < values.size(); start += kBlock) {
     const std::span<const float> block = values.subspan(start, std::min(kBlock, values.size() - start));
     std::fill(sub.begin(), sub.end(), 0u);
@@ -40,7 +47,6 @@ void RatioHistogram::add(std::span<const float> values, float inv_rms) {
       counts_[b] += uint64_t{sub[b]} + sub[kBins + b] + sub[2 * kBins + b] + sub[3 * kBins + b];
     }
   }
-  total_ += values.size();
 }
 
 double RatioHistogram::alpha_for(double density) const {

@@ -338,45 +338,54 @@ Result<LadsResult> CudaLads::encode_host(std::span<const float> values, const La
   return impl_->encode(impl_->x, values.size(), params, book, payload);
 }
 
+namespace {
+
+// Seconds per call of `rep` (which returns a Status), averaged over `reps` calls timed with events
+// on `stream`. The events are released on every path.
+template <typename Rep>
+Result<double> seconds_per_rep(cudaStream_t stream, int reps, Rep&& rep) {
+  struct Events {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    ~Events() {
+      if (start) cudaEventDestroy(start);
+      if (stop) cudaEventDestroy(stop);
+    }
+  } ev;
+  PSRT_CUDA(cudaEventCreate(&ev.start));
+  PSRT_CUDA(cudaEventCreate(&ev.stop));
+  PSRT_CUDA(cudaEventRecord(ev.start, stream));
+  for (int r = 0; r < reps; ++r) {
+    if (Status st = rep(); !st) return st;
+  }
+  PSRT_CUDA(cudaEventRecord(ev.stop, stream));
+  PSRT_CUDA(cudaEventSynchronize(ev.stop));
+  float ms = 0;
+  PSRT_CUDA(cudaEventElapsedTime(&ms, ev.start, ev.stop));
+  return ms / 1e3 / reps;
+}
+
+}  // namespace
+
 Result<double> CudaLads::time_encode(std::span<const float> values, const LadsParams& params,
                                      const LogCodebook& book, int reps) {
   std::vector<uint8_t> payload;
   Result<LadsResult> warm = encode_host(values, params, book, payload);
   if (!warm) return warm.status();
-  cudaEvent_t start, stop;
-  PSRT_CUDA(cudaEventCreate(&start));
-  PSRT_CUDA(cudaEventCreate(&stop));
-  PSRT_CUDA(cudaEventRecord(start, impl_->stream));
-  for (int r = 0; r < reps; ++r) {
+  return seconds_per_rep(impl_->stream, reps, [&]() -> Status {
     Result<LadsResult> e = impl_->encode(impl_->x, values.size(), params, book, payload);
-    if (!e) return e.status();
-  }
-  PSRT_CUDA(cudaEventRecord(stop, impl_->stream));
-  PSRT_CUDA(cudaEventSynchronize(stop));
-  float ms = 0;
-  PSRT_CUDA(cudaEventElapsedTime(&ms, start, stop));
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return ms / 1e3 / reps;
+    return e ? Status::ok() : e.status();
+  });
 }
 
 Result<double> CudaLads::time_copy(size_t n, int reps) {
   if (n > impl_->cap) return Status::error("cuda lads: copy larger than the buffers");
-  cudaEvent_t start, stop;
-  PSRT_CUDA(cudaEventCreate(&start));
-  PSRT_CUDA(cudaEventCreate(&stop));
-  PSRT_CUDA(cudaMemcpyAsync(impl_->values, impl_->x, 4 * n, cudaMemcpyDeviceToDevice, impl_->stream));
-  PSRT_CUDA(cudaEventRecord(start, impl_->stream));
-  for (int r = 0; r < reps; ++r) {
-    PSRT_CUDA(cudaMemcpyAsync(impl_->values, impl_->x, 4 * n, cudaMemcpyDeviceToDevice, impl_->stream));
-  }
-  PSRT_CUDA(cudaEventRecord(stop, impl_->stream));
-  PSRT_CUDA(cudaEventSynchronize(stop));
-  float ms = 0;
-  PSRT_CUDA(cudaEventElapsedTime(&ms, start, stop));
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  return ms / 1e3 / reps;
+  auto copy = [&]() -> Status {
+    PSRT_CUDA(cudaMemcpyAsync(impl_->values, impl_->x, 4 * n, cudaMemcpyDeviceToDevice,
+                              impl_->stream));
+    return Status::ok();
+  };
+  if (Status st = copy(); !st) return st;  // warm
+  return seconds_per_rep(impl_->stream, reps, copy);
 }
 
 }  // namespace psrt::compress::cuda
