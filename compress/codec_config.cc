@@ -29,6 +29,27 @@ Status validate(const CodecConfig& c) {
   if (c.quant_bits != 8 && c.quant_bits != 32) {
     return bad("quant_bits", std::to_string(c.quant_bits), "8 (log codes) or 32 (fp32)");
   }
+  if (!(c.momentum >= 0.0 && c.momentum < 1.0)) {
+    return bad("momentum", std::to_string(c.momentum), "in [0, 1)");
+  }
+  if (c.momentum_masking && c.momentum == 0.0) {
+    return bad("momentum_masking", "true", "needs momentum_correction");
+  }
+  if (c.momentum > 0.0) {
+    if (c.codec == "none") {
+      return bad("momentum_correction", "true with codec none",
+                 "needs a codec (with none the servers' momentum is the same thing)");
+    }
+    if (c.momentum_masking && c.codec != "laco" && c.codec != "graddrop" && c.codec != "topk") {
+      return bad("momentum_masking", "true with codec " + c.codec,
+                 "needs a sparsifying codec (laco, graddrop, topk): the momentum of every sent "
+                 "element is cleared, and a dense codec sends them all");
+    }
+    if (!c.error_feedback) {
+      return bad("momentum_correction", "true with error_feedback false",
+                 "needs error_feedback (the unsent velocity accumulates in the residual)");
+    }
+  }
   if (c.log_range < 1 || c.log_range > 64) {
     return bad("log_range", std::to_string(c.log_range), "an integer 1..64");
   }

@@ -16,6 +16,10 @@ struct CodecConfig {
   int64_t dense_below = 1024;   // laco: tensors under this many elements go dense (fp32)
   int quant_bits = 8;           // laco: 8 (sign + 7-bit log code) or 32 (raw fp32 values)
   bool error_feedback = true;   // residual accumulation (decorator); ignored by none
+  double momentum = 0;          // momentum correction on the worker (0: off; any codec but
+                                // none; needs error_feedback)
+  bool momentum_masking = false;  // momentum correction: clear a sent element's momentum (laco,
+                                  // graddrop, topk)
 
   // Settings with no YAML key yet; the defaults are the documented method.
   int log_range = 12;           // laco: log2 dynamic range of the 7-bit code, 1..64

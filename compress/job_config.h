@@ -15,6 +15,8 @@ inline CodecConfig codec_config(const CompressionConfig& c) {
   out.dense_below = c.dense_below;
   out.quant_bits = c.quant_bits;
   out.error_feedback = c.error_feedback;
+  out.momentum = c.momentum;
+  out.momentum_masking = c.momentum_masking;
   return out;
 }
 

@@ -176,6 +176,27 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
   if (c.compression.compress_replies && c.compression.codec == "none") {
     comp.fail("replies", "compressed needs a codec other than none");
   }
+  const bool correction = comp.get_bool("momentum_correction", false);
+  c.compression.momentum_masking = comp.get_bool("momentum_masking", false);
+  if (c.compression.momentum_masking) {
+    if (!correction) comp.fail("momentum_masking", "needs momentum_correction: true");
+    if (c.compression.codec != "laco" && c.compression.codec != "graddrop" &&
+        c.compression.codec != "topk") {
+      comp.fail("momentum_masking", "needs a sparsifying codec (laco, graddrop, topk), not " +
+                                        c.compression.codec);
+    }
+  }
+  if (correction) {
+    if (c.compression.codec == "none") {
+      comp.fail("momentum_correction", "needs a codec other than none");
+    }
+    if (!c.compression.error_feedback) comp.fail("momentum_correction", "needs error_feedback: true");
+    if (c.optimizer.type != "sgd" || c.optimizer.momentum == 0) {
+      comp.fail("momentum_correction", "needs optimizer sgd with momentum > 0");
+    }
+    c.compression.momentum = c.optimizer.momentum;  // the workers apply it ...
+    c.optimizer.momentum = 0;                       // ... so the servers must not
+  }
   comp.reject_unknown();
 
   c.log_level = top.get_choice("log_level", "info", {"trace", "debug", "info", "warn", "error"});

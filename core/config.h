@@ -79,6 +79,11 @@ struct CompressionConfig {
   int64_t dense_below = 1024;  // laco: tensors smaller than this go dense
   int quant_bits = 8;          // laco: 8 (log code) or 32 (fp32 values)
   bool error_feedback = true;  // residual accumulation
+  // Momentum correction (YAML `momentum_correction: true`): the workers apply the optimizer's
+  // SGD momentum before compressing (compress/momentum_correction.h); parse_config then moves it
+  // here from optimizer.momentum, which becomes 0 (the servers run plain SGD). 0: off.
+  double momentum = 0;
+  bool momentum_masking = false;  // momentum correction: clear a sent element's momentum (DGC)
   // Servers send each update as the codec's encoding of (new values - what the workers hold),
   // the same payload to every worker; what was not sent stays in that difference.
   bool compress_replies = false;

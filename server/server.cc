@@ -46,6 +46,8 @@ Server::Server(const Config& config, uint32_t rank)
   if (config.compression.compress_replies) {
     compress::CodecConfig reply = compress::codec_config(config.compression);
     reply.error_feedback = false;  // `published` keeps what was not sent (server_replies.cc)
+    reply.momentum = 0;            // momentum correction is the workers' (their pushes)
+    reply.momentum_masking = false;
     auto made = compress::make_codec(reply);
     if (!made) throw ConfigError(made.status().message());
     reply_codec_ = std::move(made.value());

@@ -12,6 +12,8 @@ ReplyDecoder::ReplyDecoder(const CompressionConfig& config) {
   if (!config.compress_replies) return;
   compress::CodecConfig c = compress::codec_config(config);
   c.error_feedback = false;  // decoding does not depend on it; the server encodes without it
+  c.momentum = 0;
+  c.momentum_masking = false;
   auto made = compress::make_codec(c);
   if (!made) throw ConfigError(made.status().message());
   codec_ = std::move(made.value());

@@ -75,6 +75,16 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
     spdlog::info("training {} for {} iterations ({} workers x batch {}, mode {})", model.name,
                  total, config.cluster.workers, config.job.batch_size,
                  mode_name(config.scheduler.mode));
+    const CompressionConfig& c = config.compression;
+    if (c.codec != "none") {
+      spdlog::info("compression: {} density {}{}{}, replies {}", c.codec, c.density,
+                   c.error_feedback ? ", error feedback" : "",
+                   c.momentum > 0 ? fmt::format(", momentum {} on the workers (momentum "
+                                                "correction; the servers run plain SGD)",
+                                                c.momentum)
+                                  : std::string(),
+                   c.compress_replies ? "compressed" : "dense");
+    }
   }
   TrainResult result;
   const auto t0 = Clock::now();

@@ -160,6 +160,38 @@ TEST_CASE("a bad configuration is a ConfigError naming the key and the value", "
               .compress_replies);
     CHECK_FALSE(parse_config("compression: {codec: laco}", "j").compression.compress_replies);
   }
+  SECTION("momentum correction moves SGD's momentum from the servers to the workers") {
+    const Config on = parse_config(
+        "optimizer: {momentum: 0.8}\ncompression: {codec: topk, momentum_correction: true}", "j");
+    CHECK(on.compression.momentum == 0.8);
+    CHECK(on.optimizer.momentum == 0);
+    const Config off = parse_config("optimizer: {momentum: 0.8}\ncompression: {codec: topk}", "j");
+    CHECK(off.compression.momentum == 0);
+    CHECK(off.optimizer.momentum == 0.8);
+    CHECK(parse_config("compression: {codec: signsgd, momentum_correction: true}", "j")
+              .compression.momentum == 0.9);
+    CHECK_FALSE(on.compression.momentum_masking);
+    CHECK(parse_config("compression: {codec: laco, momentum_correction: true, "
+                       "momentum_masking: true}", "j").compression.momentum_masking);
+    CHECK_THAT(error_of("compression: {codec: signsgd, momentum_correction: true, "
+                        "momentum_masking: true}"),
+               Catch::Contains("compression.momentum_masking") && Catch::Contains("signsgd"));
+    CHECK_THAT(error_of("compression: {codec: laco, momentum_masking: true}"),
+               Catch::Contains("compression.momentum_masking") &&
+                   Catch::Contains("momentum_correction"));
+    CHECK_THAT(error_of("compression: {momentum_correction: true}"),
+               Catch::Contains("compression.momentum_correction") && Catch::Contains("none"));
+    CHECK_THAT(error_of("compression: {codec: laco, error_feedback: false, "
+                        "momentum_correction: true}"),
+               Catch::Contains("compression.momentum_correction") &&
+                   Catch::Contains("error_feedback"));
+    CHECK_THAT(error_of("optimizer: {type: adam}\n"
+                        "compression: {codec: laco, momentum_correction: true}"),
+               Catch::Contains("compression.momentum_correction") && Catch::Contains("sgd"));
+    CHECK_THAT(error_of("optimizer: {momentum: 0}\n"
+                        "compression: {codec: laco, momentum_correction: true}"),
+               Catch::Contains("compression.momentum_correction") && Catch::Contains("momentum > 0"));
+  }
   SECTION("not YAML, or not a mapping") {
     CHECK_THAT(error_of("cluster: {servers: [1"), Catch::Contains("job.yaml"));
     CHECK_THAT(error_of("- 1\n- 2\n"), Catch::Contains("mapping"));
