@@ -10,14 +10,14 @@ namespace psrt {
 namespace {
 
 // The native backend's network, built on the host from the same seed, then copied to the device.
-std::unique_ptr<engine::cuda::GpuNetwork> network_on_device(const Config& config) {
+std::unique_ptr<engine::cuda::GpuNetwork> network_on_device(const Config& config, uint32_t rank) {
   // Asked first: on a machine without a GPU this is the one CUDA call that fails cleanly.
   if (engine::cuda::device_count() == 0) {
     throw ConfigError(
         "model.backend gpu: no CUDA device (cudaGetDeviceCount found none or failed; use "
         "model.backend native on this machine)");
   }
-  const auto cpu = engine::build_network(net_spec(config.model), config.job.seed);
+  const auto cpu = build_replica(config, rank);
   return std::make_unique<engine::cuda::GpuNetwork>(*cpu);
 }
 
@@ -25,7 +25,7 @@ std::unique_ptr<engine::cuda::GpuNetwork> network_on_device(const Config& config
 
 GpuBackend::GpuBackend(const Config& config, uint32_t rank)
     : batch_(config.job.batch_size),
-      net_(network_on_device(config)),
+      net_(network_on_device(config, rank)),
       source_(config, rank, net_->input_size()) {
   const auto& tensors = net_->desc().tensors;
   staging_.resize(tensors.size());

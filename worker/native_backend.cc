@@ -1,5 +1,7 @@
 #include "worker/native_backend.h"
 
+#include "worker/engine/init.h"
+
 namespace psrt {
 
 engine::NetSpec net_spec(const ModelConfig& model) {
@@ -10,9 +12,15 @@ engine::NetSpec net_spec(const ModelConfig& model) {
   return spec;
 }
 
+std::unique_ptr<engine::Network> build_replica(const Config& config, uint32_t rank) {
+  auto net = engine::build_network(net_spec(config.model), config.job.seed);
+  net->reseed_randomness(engine::mix_seed(config.job.seed, 0xd50b0000u + rank));
+  return net;
+}
+
 NativeBackend::NativeBackend(const Config& config, uint32_t rank)
     : batch_(config.job.batch_size),
-      net_(engine::build_network(net_spec(config.model), config.job.seed)),
+      net_(build_replica(config, rank)),
       source_(config, rank, net_->input_size()) {}
 
 void NativeBackend::begin_iteration(uint64_t iteration) {

@@ -248,3 +248,22 @@ TEST_CASE("A few SGD steps on a small batch lower the loss of LeNet-5 and vgg-sm
     CHECK(net->evaluate(x.data(), labels.data(), n, 3) >= 0.75);
   }
 }
+
+TEST_CASE("reseed_randomness gives a replica its own dropout stream and keeps its parameters",
+          "[engine][convnet]") {
+  NetSpec spec;
+  spec.arch = "vgg-small";
+  auto a = build_network(spec, 42), b = build_network(spec, 42), c = build_network(spec, 42);
+  b->reseed_randomness(7);
+  c->reseed_randomness(7);
+  const auto& da = dynamic_cast<const Dropout&>(a->layer(13));
+  const auto& db = dynamic_cast<const Dropout&>(b->layer(13));
+  const auto& dc = dynamic_cast<const Dropout&>(c->layer(13));
+  CHECK(da.seed() != db.seed());
+  CHECK(db.seed() == dc.seed());  // the same reseed, the same masks
+  CHECK(db.next_step() == 0);
+  for (const auto& t : a->desc().tensors) {
+    const auto pa = a->param(t.key), pb = b->param(t.key);
+    REQUIRE(std::equal(pa.begin(), pa.end(), pb.begin()));
+  }
+}

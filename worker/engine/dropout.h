@@ -6,7 +6,7 @@
 // dropout_keeps(dropout_step_seed(seed, t), sample * size + j) (dropout_mask.h). backward
 // recomputes the mask of the last training forward, so nothing is stored and evaluate() in between
 // changes nothing. Replicas built with the same seed draw the same masks step by step; reseed()
-// gives a replica its own stream.
+// gives a replica its own stream (workers do, through Network::reseed_randomness).
 #pragma once
 
 #include <cstdint>
@@ -31,6 +31,7 @@ class Dropout final : public Layer {
   float p() const { return p_; }
 
   void init_params(uint64_t seed) override { reseed(seed); }
+  void reseed_randomness(uint64_t seed) override { reseed(seed); }
   // Restarts the mask stream: the next training forward is step 0 of `seed`.
   void reseed(uint64_t seed);
   // The next training forward uses step `step` (for tests and replays).

@@ -38,6 +38,9 @@ class Layer {
   virtual std::vector<ParamSlot> params() { return {}; }
   // Seeded initialisation of the parameters; the same seed gives the same values.
   virtual void init_params(uint64_t /*seed*/) {}
+  // Restarts the layer's own random stream (dropout's masks) from `seed`, leaving its parameters
+  // as they are; layers without randomness ignore it.
+  virtual void reseed_randomness(uint64_t /*seed*/) {}
 
   // in: n x in_size(), out: n x out_size(). `training` is false in evaluation (dropout etc.).
   virtual void forward(const float* in, float* out, int n, bool training) = 0;

@@ -56,6 +56,10 @@ int Network::classes() const {
   return static_cast<int>(loss_layer_->in_size());
 }
 
+void Network::reseed_randomness(uint64_t seed) {
+  for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i]->reseed_randomness(mix_seed(seed, i));
+}
+
 std::span<float> Network::param(uint32_t key) {
   return values_.at(key);
 }

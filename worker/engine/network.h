@@ -49,6 +49,11 @@ class Network {
   // Throws std::out_of_range on a bad index.
   const Layer& layer(std::size_t i) const { return *layers_.at(i); }
 
+  // Restarts every layer's random stream (dropout masks): layer i from mix_seed(seed, i).
+  // Parameters stay. Replicas of one job build from the same seed (same initial values) and then
+  // reseed with their rank, so that they do not all drop the same units.
+  void reseed_randomness(uint64_t seed);
+
   std::span<float> param(uint32_t key);              // throws std::out_of_range on a bad key
   std::span<const float> param(uint32_t key) const;  // the same, read-only
   std::span<const float> grad(uint32_t key) const;   // from the last backward
