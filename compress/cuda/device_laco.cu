@@ -27,6 +27,15 @@ __global__ void add_kernel(float* r, const float* g, size_t n, bool subtract) {
   }
 }
 
+// u = m * u + g: MomentumCorrection's host loop, in the same fp32 operations (the host build has
+// no FMA contraction: a product rounded, then a sum rounded).
+__global__ void momentum_kernel(float* u, const float* g, size_t n, float m) {
+  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
+       i += size_t{gridDim.x} * blockDim.x) {
+    u[i] = __fadd_rn(__fmul_rn(m, u[i]), g[i]);
+  }
+}
+
 unsigned blocks_for(size_t n) {
   return static_cast<unsigned>(std::min((n + kThreads - 1) / kThreads, kMaxBlocks));
 }
@@ -36,21 +45,26 @@ struct Tensor {
   LacoState* laco = nullptr;          // the same state, as the codec's steps take it
   int64_t num_elements = 0;
   float* residual = nullptr;  // in Impl::residuals
+  float* momentum = nullptr;  // in Impl::momenta (momentum correction only)
 };
 
 }  // namespace
 
 struct DeviceLacoEncoder::Impl {
-  explicit Impl(const CodecConfig& config) : codec(config) {}
+  explicit Impl(const CodecConfig& config)
+      : codec(config), momentum(static_cast<float>(config.momentum)) {}
   ~Impl() {
     // Nothing is in flight between encodes (encode ends synchronised).
     if (residuals != nullptr) cudaFree(residuals);
+    if (momenta != nullptr) cudaFree(momenta);
     if (ready != nullptr) cudaEventDestroy(ready);
   }
 
   LacoCodec codec;
   std::vector<Tensor> tensors;
   float* residuals = nullptr;      // every tensor's residual, one allocation
+  float momentum = 0;              // momentum correction's factor (0: off)
+  float* momenta = nullptr;        // every tensor's momentum u, one allocation (when on)
   std::unique_ptr<CudaLads> lads;  // sized to the longest chunk seen so far
   cudaEvent_t ready = nullptr;     // marks the default stream's work before an encode
   std::vector<float> host;         // a chunk brought to the host (dense or re-check)
@@ -64,6 +78,10 @@ struct DeviceLacoEncoder::Impl {
     PSRT_CUDA(cudaMalloc(&residuals, sizeof(float) * std::max<size_t>(total, 1)));
     // All-zero bytes: +0.0f, as ErrorFeedback's vector starts.
     PSRT_CUDA(cudaMemset(residuals, 0, sizeof(float) * std::max<size_t>(total, 1)));
+    if (momentum > 0) {
+      PSRT_CUDA(cudaMalloc(&momenta, sizeof(float) * std::max<size_t>(total, 1)));
+      PSRT_CUDA(cudaMemset(momenta, 0, sizeof(float) * std::max<size_t>(total, 1)));
+    }
     size_t at = 0;
     for (const TensorInfo& info : infos) {
       Tensor t;
@@ -71,6 +89,7 @@ struct DeviceLacoEncoder::Impl {
       t.laco = LacoCodec::laco_state(*t.state);
       t.num_elements = info.num_elements;
       t.residual = residuals + at;
+      if (momenta != nullptr) t.momentum = momenta + at;
       at += static_cast<size_t>(info.num_elements);
       tensors.push_back(std::move(t));
     }
@@ -118,6 +137,13 @@ struct DeviceLacoEncoder::Impl {
       // default stream (the GPU engine's), then r += g: r is the corrected gradient.
       PSRT_CUDA(cudaEventRecord(ready, cudaStreamLegacy));
       PSRT_CUDA(cudaStreamWaitEvent(stream, ready, 0));
+      if (t.momentum != nullptr) {
+        // Momentum correction: u = m*u + g, and u is what the residual takes.
+        float* u = t.momentum + c.offset;
+        momentum_kernel<<<blocks_for(n), kThreads, 0, stream>>>(u, g, n, momentum);
+        PSRT_CUDA(cudaGetLastError());
+        g = u;
+      }
       add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(r, g, n, false);
       PSRT_CUDA(cudaGetLastError());
     }
@@ -182,6 +208,9 @@ Result<std::unique_ptr<DeviceLacoEncoder>> DeviceLacoEncoder::create(
     return Status::error("laco (device): codec is \"" + config.codec + "\", not \"laco\"");
   }
   if (Status st = validate(config); !st) return st;
+  if (config.momentum_masking) {
+    return Status::error("laco (device): momentum masking runs on the host only");
+  }
   if (!device_available()) return Status::error("laco (device): no CUDA device");
   auto impl = std::make_unique<Impl>(config);
   if (Status st = impl->init(tensors); !st) return st;
@@ -205,6 +234,19 @@ Result<std::vector<float>> DeviceLacoEncoder::residual(size_t key) const {
   const Tensor& t = impl_->tensors[key];
   std::vector<float> out(static_cast<size_t>(t.num_elements));
   PSRT_CUDA(cudaMemcpy(out.data(), t.residual, sizeof(float) * out.size(), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+Result<std::vector<float>> DeviceLacoEncoder::momentum_buffer(size_t key) const {
+  if (key >= impl_->tensors.size()) {
+    return Status::error("laco (device): no tensor " + std::to_string(key));
+  }
+  const Tensor& t = impl_->tensors[key];
+  std::vector<float> out(static_cast<size_t>(t.num_elements), 0.0f);
+  if (t.momentum != nullptr) {
+    PSRT_CUDA(
+        cudaMemcpy(out.data(), t.momentum, sizeof(float) * out.size(), cudaMemcpyDeviceToHost));
+  }
   return out;
 }
 

@@ -10,7 +10,10 @@
 //   otherwise:                              CudaLads on r; r -= what was sent, on the device
 //
 // so in steady state only the payload leaves the device. Payloads, residuals and stats equal the
-// CPU path's, within CudaLads' tolerance (README.md: the RMS comes from cuBLAS). Plain C++ header.
+// CPU path's, within CudaLads' tolerance (README.md: the RMS comes from cuBLAS). With momentum
+// correction (config.momentum > 0, no masking) each tensor also has a device momentum u, and the
+// first step is u = m*u + g; r += u, as MomentumCorrection(ErrorFeedback(LacoCodec)) on the host.
+// Plain C++ header.
 #pragma once
 
 #include <cstddef>
@@ -43,7 +46,7 @@ class DeviceLacoEncoder {
  public:
   // A zeroed device residual per tensor (tensors[key]), on the current device. config.codec must
   // be "laco"; error feedback is what this class adds, whatever config.error_feedback says.
-  // Error: an invalid config, no CUDA device, out of device memory.
+  // Error: an invalid config, momentum masking (host only), no CUDA device, out of device memory.
   static Result<std::unique_ptr<DeviceLacoEncoder>> create(const CodecConfig& config,
                                                            std::span<const TensorInfo> tensors);
   ~DeviceLacoEncoder();
@@ -62,6 +65,8 @@ class DeviceLacoEncoder {
   EncodeStats stats(size_t key) const;
   // Tensor `key`'s residual, copied to the host (for tests and debugging).
   Result<std::vector<float>> residual(size_t key) const;
+  // Tensor `key`'s momentum u, copied to the host (zeros without momentum correction).
+  Result<std::vector<float>> momentum_buffer(size_t key) const;
   const LacoCodec& codec() const;
 
  private:

@@ -8,7 +8,8 @@
 // relative 1e-5 of the threshold may be kept on one side only. Such a chunk is checked element by
 // element against the device's threshold; from then on that tensor's two runs differ legitimately
 // (residual, alpha's feedback), so the device run is checked against itself only: sent + new
-// residual == old residual + gradient, bit for bit, each step.
+// residual == old residual + gradient, bit for bit, each step. With momentum correction the same,
+// the gradient being the momentum u = m*u + g, and u must match the CPU's bit for bit throughout.
 #include <catch2/catch.hpp>
 
 #include <cuda_runtime.h>
@@ -21,6 +22,7 @@
 #include "compress/cuda/device_laco.h"
 #include "compress/error_feedback.h"
 #include "compress/laco_codec.h"
+#include "compress/momentum_correction.h"
 #include "test_util.h"
 
 namespace psrt::compress {
@@ -57,6 +59,17 @@ std::vector<float> residual_of(cuda::DeviceLacoEncoder& gpu, size_t key) {
   return std::move(*r);
 }
 
+std::vector<float> momentum_of(cuda::DeviceLacoEncoder& gpu, size_t key) {
+  Result<std::vector<float>> u = gpu.momentum_buffer(key);
+  REQUIRE(u.is_ok());
+  return std::move(*u);
+}
+
+// The CPU state's residual, under MomentumCorrection or not.
+std::span<const float> cpu_residual(const CodecState& state, bool momentum) {
+  return ErrorFeedback::residual(momentum ? *MomentumCorrection::inner_state(state) : state);
+}
+
 bool same_bits(std::span<const float> a, std::span<const float> b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size_bytes()) == 0;
 }
@@ -77,9 +90,11 @@ void expect_near_threshold(const Codec& codec, std::span<const float> corrected,
   }
 }
 
-void run_side_by_side(int quant_bits) {
+void run_side_by_side(int quant_bits, float momentum) {
   CodecConfig c = testing::config_for("laco");  // with error feedback
   c.quant_bits = quant_bits;
+  c.momentum = momentum;  // momentum correction when > 0 (without masking)
+  const bool mc = momentum > 0;
   c.calibration_iters = 3;  // 0..2 dense
   c.warmup_iters = 10;      // 3..12: five stages, each re-checked at its start
   c.recheck_every = 25;     // then re-checks at 13 and 38
@@ -110,7 +125,8 @@ void run_side_by_side(int quant_bits) {
   std::vector<uint8_t> cpu_payload, gpu_payload;
   for (int64_t t = 0; t < 40; ++t) {
     for (int k = num_layers - 1; k >= 0; --k) {  // backward order, as a worker pushes
-      INFO("bits " << quant_bits << " iteration " << t << " tensor " << k);
+      INFO("bits " << quant_bits << " momentum " << momentum << " iteration " << t << " tensor "
+                    << k);
       const Spec& spec = specs[k];
       const auto n = static_cast<size_t>(spec.n);
       std::vector<float> g =
@@ -124,12 +140,20 @@ void run_side_by_side(int quant_bits) {
       DeviceVector d_grad(n);
       d_grad.upload(g);
 
+      // What the residual takes: g, or with momentum correction u = m*u + g (the same on both
+      // sides: it depends on the gradients only).
+      std::vector<float> added = g;
+      if (mc) {
+        const std::vector<float> u = momentum_of(gpu, static_cast<size_t>(k));
+        REQUIRE(same_bits(u, MomentumCorrection::momentum_buffer(*cpu_states[k])));
+        for (size_t i = 0; i < n; ++i) added[i] = momentum * u[i] + g[i];
+      }
       const std::vector<float> gpu_before = residual_of(gpu, static_cast<size_t>(k));
       std::vector<float> gpu_corrected(n), gpu_sent(n, 0.0f);
-      for (size_t i = 0; i < n; ++i) gpu_corrected[i] = gpu_before[i] + g[i];
-      const std::span<const float> cpu_before = ErrorFeedback::residual(*cpu_states[k]);
+      for (size_t i = 0; i < n; ++i) gpu_corrected[i] = gpu_before[i] + added[i];
+      const std::span<const float> cpu_before = cpu_residual(*cpu_states[k], mc);
       std::vector<float> cpu_corrected(n);
-      for (size_t i = 0; i < n; ++i) cpu_corrected[i] = cpu_before[i] + g[i];
+      for (size_t i = 0; i < n; ++i) cpu_corrected[i] = cpu_before[i] + added[i];
 
       for (int64_t off = 0; off < spec.n; off += spec.chunk) {
         const int64_t len = std::min(spec.chunk, spec.n - off);
@@ -172,14 +196,19 @@ void run_side_by_side(int quant_bits) {
       CHECK(gs.elements == cs.elements);
       if (!diverged[k]) {
         // And against the CPU: the same residual, bit for bit, and the same counters.
-        REQUIRE(same_bits(gpu_after, ErrorFeedback::residual(*cpu_states[k])));
+        REQUIRE(same_bits(gpu_after, cpu_residual(*cpu_states[k], mc)));
         CHECK(gs.sent == cs.sent);
         CHECK(gs.bytes == cs.bytes);
       }
     }
   }
+  if (mc) {
+    for (size_t k = 0; k < specs.size(); ++k) {
+      REQUIRE(same_bits(momentum_of(gpu, k), MomentumCorrection::momentum_buffer(*cpu_states[k])));
+    }
+  }
   if (near > 0) {
-    WARN("bits " << quant_bits << ": " << near << " chunk(s) differed at near-threshold elements");
+    WARN("bits " << quant_bits << " momentum " << momentum << ": " << near << " chunk(s) differed at near-threshold elements");
   }
   // Divergence is rare (a last-bits RMS difference): most of the 40 x 16 chunks must have been
   // compared exactly.
@@ -194,7 +223,24 @@ TEST_CASE("LACO with error feedback on the device gives the CPU's payloads and r
     WARN("SKIPPED: no CUDA device");
     return;
   }
-  for (int bits : {8, 32}) run_side_by_side(bits);
+  for (int bits : {8, 32}) run_side_by_side(bits, 0.0f);
+}
+
+TEST_CASE("with momentum correction too: the device keeps u = m*u + g as the CPU does",
+          "[gpu][compress]") {
+  if (!cuda::device_available()) {
+    WARN("SKIPPED: no CUDA device");
+    return;
+  }
+  run_side_by_side(8, 0.9f);
+  CodecConfig masking = testing::config_for("laco");
+  masking.momentum = 0.9;
+  masking.momentum_masking = true;
+  const std::vector<TensorInfo> one = {{.num_elements = 10}};
+  Result<std::unique_ptr<cuda::DeviceLacoEncoder>> refused =
+      cuda::DeviceLacoEncoder::create(masking, one);
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK_THAT(refused.status().message(), Catch::Contains("masking"));
 }
 
 TEST_CASE("the device LACO encoder rejects bad chunks and NaN", "[gpu][compress]") {
