@@ -278,3 +278,19 @@ TEST_CASE("relative paths resolve against the config file's folder", "[config]")
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("every example job file parses", "[config]") {
+  int files = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::filesystem::path(PSRT_SOURCE_DIR) / "examples")) {
+    if (entry.path().extension() != ".yaml") continue;
+    INFO(entry.path().string());
+    CHECK_NOTHROW(load_config(entry.path().string()));
+    ++files;
+  }
+  CHECK(files >= 4);
+  const Config laco = load_config(std::string(PSRT_SOURCE_DIR) + "/examples/lenet5-laco.yaml");
+  CHECK(laco.compression.codec == "laco");
+  CHECK(laco.compression.momentum == 0.9);
+  CHECK(laco.optimizer.momentum == 0);
+}
