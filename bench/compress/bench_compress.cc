@@ -83,15 +83,20 @@ int bench_codecs(const Options& opt) {
   const double memcpy_gbps = gbps(bytes, t_memcpy);
   std::printf("CPU, one thread, %zu fp32 elements (%.1f MiB) per chunk, %d reps\n", n,
               static_cast<double>(bytes) / (1 << 20), opt.reps);
-  std::printf("memcpy of the same buffer: %.2f GB/s\n\n", memcpy_gbps);
+  std::printf("memcpy of the same buffer: %.2f GB/s\n", memcpy_gbps);
+  std::printf("ef: error feedback no / yes / +mc (and momentum correction 0.9)\n\n");
   std::printf("%-10s %-4s %10s %10s %10s %10s %10s %10s\n", "codec", "ef", "enc GB/s", "enc/memcpy",
               "dec GB/s", "dec/memcpy", "density", "ratio");
+  // Variants: without error feedback, with it, and with momentum correction (0.9) over it.
+  enum class Variant { kNoEf, kEf, kMomentum };
   for (const std::string& name : opt.codecs) {
-    for (bool ef : {false, true}) {
-      if (name == "none" && ef) continue;
+    for (Variant v : {Variant::kNoEf, Variant::kEf, Variant::kMomentum}) {
+      if (name == "none" && v != Variant::kNoEf) continue;
+      const bool ef = v != Variant::kNoEf;
       CodecConfig c;
       c.codec = name;
       c.error_feedback = ef;
+      if (v == Variant::kMomentum) c.momentum = 0.9;
       c.calibration_iters = 1;
       c.warmup_iters = 0;
       c.hierarchical = false;
@@ -118,7 +123,8 @@ int bench_codecs(const Options& opt) {
         const Status s = codec.decode_accumulate(payload, out);
         if (!s) std::fprintf(stderr, "decode: %s\n", s.message().c_str());
       });
-      std::printf("%-10s %-4s %10.2f %10.2f %10.2f %10.2f %10.4f %10.1f\n", name.c_str(), ef ? "yes" : "no",
+      const char* ef_text = v == Variant::kNoEf ? "no" : v == Variant::kEf ? "yes" : "+mc";
+      std::printf("%-10s %-4s %10.2f %10.2f %10.2f %10.2f %10.4f %10.1f\n", name.c_str(), ef_text,
                   gbps(bytes, t_enc), t_memcpy / t_enc, gbps(bytes, t_dec), t_memcpy / t_dec,
                   density, static_cast<double>(bytes) / payload.size());
     }
