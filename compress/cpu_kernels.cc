@@ -35,15 +35,23 @@ inline float hsum(__m128 v) {
 
 namespace {
 
-// One pass computing the moments of v[i] = src[i] (kAdd false) or of v[i] = acc[i] + src[i],
-// stored back to acc (kAdd true). The lane and block order is the same either way, so
-// add_and_moments(acc, src) gives bit for bit the moments chunk_moments gives of the sums.
-template <bool kAdd>
-ChunkMoments moments_pass(float* acc, const float* src, size_t n) {
+// One pass computing the moments of v[i] = src[i] (kRead), of v[i] = acc[i] + src[i] stored back
+// to acc (kAdd), or, with u[i] = mu * u[i] + src[i] stored back to u first, of v[i] = acc[i] +
+// u[i] stored back to acc (kMomentum). The lane and block order is the same in every mode, so the
+// moments are bit for bit those chunk_moments gives of the final v.
+enum class Pass { kRead, kAdd, kMomentum };
+
+template <Pass kMode>
+ChunkMoments moments_pass(float* acc, const float* src, size_t n, float* u = nullptr,
+                          float mu = 0) {
   ChunkMoments m;
   size_t i = 0;
   auto value = [&](size_t k) {
-    if constexpr (kAdd) {
+    if constexpr (kMode == Pass::kMomentum) {
+      u[k] = mu * u[k] + src[k];
+      acc[k] += u[k];
+      return acc[k];
+    } else if constexpr (kMode == Pass::kAdd) {
       acc[k] += src[k];
       return acc[k];
     } else {
@@ -51,12 +59,20 @@ ChunkMoments moments_pass(float* acc, const float* src, size_t n) {
     }
   };
 #if defined(__SSE2__)
+  const __m128 mu4 = _mm_set1_ps(mu);
   auto load = [&](size_t k) {
-    if constexpr (kAdd) {
+    if constexpr (kMode == Pass::kMomentum) {
+      const __m128 w = _mm_add_ps(_mm_mul_ps(mu4, _mm_loadu_ps(u + k)), _mm_loadu_ps(src + k));
+      _mm_storeu_ps(u + k, w);
+      const __m128 v = _mm_add_ps(_mm_loadu_ps(acc + k), w);
+      _mm_storeu_ps(acc + k, v);
+      return v;
+    } else if constexpr (kMode == Pass::kAdd) {
       const __m128 v = _mm_add_ps(_mm_loadu_ps(acc + k), _mm_loadu_ps(src + k));
       _mm_storeu_ps(acc + k, v);
       return v;
     } else {
+      (void)mu4;
       return _mm_loadu_ps(src + k);
     }
   };
@@ -91,11 +107,17 @@ ChunkMoments moments_pass(float* acc, const float* src, size_t n) {
 }  // namespace
 
 ChunkMoments chunk_moments(std::span<const float> values) {
-  return moments_pass<false>(nullptr, values.data(), values.size());
+  return moments_pass<Pass::kRead>(nullptr, values.data(), values.size());
 }
 
 ChunkMoments add_and_moments(std::span<float> acc, std::span<const float> values) {
-  return moments_pass<true>(acc.data(), values.data(), std::min(acc.size(), values.size()));
+  return moments_pass<Pass::kAdd>(acc.data(), values.data(), std::min(acc.size(), values.size()));
+}
+
+ChunkMoments momentum_add_and_moments(std::span<float> momentum, float mu, std::span<float> acc,
+                                      std::span<const float> values) {
+  const size_t n = std::min({momentum.size(), acc.size(), values.size()});
+  return moments_pass<Pass::kMomentum>(acc.data(), values.data(), n, momentum.data(), mu);
 }
 
 namespace {

@@ -17,6 +17,11 @@ ChunkMoments chunk_moments(std::span<const float> values);
 // the same pass: error feedback's residual update and LACO's RMS in one read of memory.
 ChunkMoments add_and_moments(std::span<float> acc, std::span<const float> values);
 
+// Momentum correction's step fused into the same pass: u[i] = mu * u[i] + values[i], then
+// acc[i] += u[i] (each a rounded fp32 product and sums, no FMA), returning chunk_moments(acc).
+ChunkMoments momentum_add_and_moments(std::span<float> momentum, float mu, std::span<float> acc,
+                                      std::span<const float> values);
+
 // Appends to `indices` (cleared first) every i with |values[i]| >= threshold, in order.
 void select_at_least(std::span<const float> values, float threshold,
                      std::vector<uint32_t>& indices);

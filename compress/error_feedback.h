@@ -3,6 +3,17 @@
 //   residual  = corrected - decode(payload)
 // so that what was sent plus the residual equals the corrected gradient. The residual is updated
 // by decoding the payload with weight -1 into it, so "sent" is exactly what the server decodes.
+//
+// With momentum correction (Lin et al., Deep Gradient Compression, 2018; momentum m > 0) the
+// worker keeps the optimizer's momentum u per tensor and the residual takes u instead of the
+// gradient, in the same pass:
+//   u = m * u + gradient;  corrected = u + residual;  ...as above
+// and, with masking only (DGC's momentum factor masking), u[i] = 0 where the payload sent element
+// i. The servers then run plain SGD. Momentum is linear, so without masking every gradient reaches
+// the parameters with the same total weight 1/(1-m) as under the servers' momentum, only later
+// where it waited in the residual; masking drops the rest of a sent element's momentum (DGC: stale
+// momentum pushes in an old direction). Masking is for sparsifying codecs only (with a dense one it
+// would clear every u); make_codec checks.
 #pragma once
 
 #include <memory>
@@ -13,7 +24,9 @@ namespace psrt::compress {
 
 class ErrorFeedback final : public Codec {
  public:
-  explicit ErrorFeedback(std::unique_ptr<Codec> inner);
+  // `momentum` in [0, 1): 0 is plain error feedback.
+  explicit ErrorFeedback(std::unique_ptr<Codec> inner, float momentum = 0,
+                         bool masking = false);
 
   CodecId id() const override { return inner_->id(); }
   std::string_view name() const override { return inner_->name(); }
@@ -34,11 +47,17 @@ class ErrorFeedback final : public Codec {
   EncodeStats stats(const CodecState& state) const override;
 
   const Codec& inner() const { return *inner_; }
+  float momentum() const { return momentum_; }
+  bool masking() const { return masking_; }
   // The residual of a state made by this decorator (whole tensor).
   static std::span<const float> residual(const CodecState& state);
+  // Its momentum u (whole tensor; empty without momentum correction).
+  static std::span<const float> momentum_buffer(const CodecState& state);
 
  private:
   std::unique_ptr<Codec> inner_;
+  float momentum_;
+  bool masking_;
 };
 
 }  // namespace psrt::compress

@@ -3,7 +3,6 @@
 #include "compress/error_feedback.h"
 #include "compress/graddrop_codec.h"
 #include "compress/laco_codec.h"
-#include "compress/momentum_correction.h"
 #include "compress/none_codec.h"
 #include "compress/signsgd_codec.h"
 #include "compress/topk_codec.h"
@@ -28,11 +27,8 @@ Result<std::unique_ptr<Codec>> CodecRegistry::make(const CodecConfig& config) co
   }
   std::unique_ptr<Codec> codec = it->second(config);
   if (config.error_feedback && codec->id() != CodecId::kNone) {
-    codec = std::make_unique<ErrorFeedback>(std::move(codec));
-  }
-  if (config.momentum > 0.0) {
-    codec = std::make_unique<MomentumCorrection>(std::move(codec), float(config.momentum),
-                                                 config.momentum_masking);
+    codec = std::make_unique<ErrorFeedback>(std::move(codec), float(config.momentum),
+                                            config.momentum_masking);
   }
   return codec;
 }

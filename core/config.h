@@ -80,7 +80,7 @@ struct CompressionConfig {
   int quant_bits = 8;          // laco: 8 (log code) or 32 (fp32 values)
   bool error_feedback = true;  // residual accumulation
   // Momentum correction (YAML `momentum_correction: true`): the workers apply the optimizer's
-  // SGD momentum before compressing (compress/momentum_correction.h); parse_config then moves it
+  // SGD momentum before compressing (compress/error_feedback.h); parse_config then moves it
   // here from optimizer.momentum, which becomes 0 (the servers run plain SGD). 0: off.
   double momentum = 0;
   bool momentum_masking = false;  // momentum correction: clear a sent element's momentum (DGC)

@@ -27,8 +27,8 @@ __global__ void add_kernel(float* r, const float* g, size_t n, bool subtract) {
   }
 }
 
-// u = m * u + g: MomentumCorrection's host loop, in the same fp32 operations (the host build has
-// no FMA contraction: a product rounded, then a sum rounded).
+// u = m * u + g: ErrorFeedback's host pass (momentum_add_and_moments), in the same fp32
+// operations (the host build has no FMA contraction: a product rounded, then a sum rounded).
 __global__ void momentum_kernel(float* u, const float* g, size_t n, float m) {
   for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
        i += size_t{gridDim.x} * blockDim.x) {

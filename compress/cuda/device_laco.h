@@ -12,7 +12,7 @@
 // so in steady state only the payload leaves the device. Payloads, residuals and stats equal the
 // CPU path's, within CudaLads' tolerance (README.md: the RMS comes from cuBLAS). With momentum
 // correction (config.momentum > 0, no masking) each tensor also has a device momentum u, and the
-// first step is u = m*u + g; r += u, as MomentumCorrection(ErrorFeedback(LacoCodec)) on the host.
+// first step is u = m*u + g; r += u, as ErrorFeedback(LacoCodec) with momentum on the host.
 // Plain C++ header.
 #pragma once
 

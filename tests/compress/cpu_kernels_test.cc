@@ -39,6 +39,33 @@ TEST_CASE("add_and_moments equals the add then chunk_moments, bit for bit", "[co
   }
 }
 
+TEST_CASE("momentum_add_and_moments equals u = m*u + g, r += u, then chunk_moments, bit for bit",
+          "[compress][kernels]") {
+  const float m = 0.9f;
+  for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{8}, size_t{1023}, size_t{1024},
+                   size_t{1031}, size_t{5000}}) {
+    for (size_t shift : {size_t{0}, size_t{1}}) {
+      const std::vector<float> g = gaussian(n + shift, 21 + n);
+      std::vector<float> r = gaussian(n + shift, 22 + n, 0.3f), u = gaussian(n + shift, 23 + n);
+      std::vector<float> r_want = r, u_want = u;
+      for (size_t i = shift; i < n + shift; ++i) {
+        u_want[i] = m * u_want[i] + g[i];
+        r_want[i] += u_want[i];
+      }
+      const ChunkMoments want = chunk_moments(std::span<const float>(r_want.data() + shift, n));
+      const ChunkMoments got = momentum_add_and_moments(
+          std::span<float>(u.data() + shift, n), m, std::span<float>(r.data() + shift, n),
+          std::span<const float>(g.data() + shift, n));
+      INFO("n = " << n << ", shift = " << shift);
+      CHECK(u == u_want);
+      CHECK(r == r_want);
+      CHECK(same_bits(got.sum_squares, want.sum_squares));
+      CHECK(got.max_abs == want.max_abs);
+      CHECK(got.finite == want.finite);
+    }
+  }
+}
+
 TEST_CASE("add_and_moments reports a NaN or an infinity in the sums", "[compress][kernels]") {
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     for (size_t at : {size_t{3}, size_t{1500}}) {  // in the vector body and in the tail

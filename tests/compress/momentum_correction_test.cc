@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "compress/error_feedback.h"
-#include "compress/momentum_correction.h"
 #include "test_util.h"
 
 namespace psrt::compress {
@@ -28,9 +27,10 @@ TEST_CASE("each step: u = m*u + g, residual += u; with masking sent elements los
     c.dense_below = 0;
     auto codec = testing::make(c);
     REQUIRE(codec != nullptr);
-    const auto* mc = dynamic_cast<const MomentumCorrection*>(codec.get());
-    REQUIRE(mc != nullptr);
-    REQUIRE(dynamic_cast<const ErrorFeedback*>(&mc->inner()) != nullptr);
+    const auto* ef = dynamic_cast<const ErrorFeedback*>(codec.get());
+    REQUIRE(ef != nullptr);
+    CHECK(ef->momentum() == m);
+    CHECK(ef->masking() == masking);
     auto state = codec->make_state(TensorInfo{.num_elements = int64_t(n)});
     std::vector<float> u(n, 0.0f);  // the reference momentum
     std::vector<uint8_t> payload;
@@ -38,7 +38,7 @@ TEST_CASE("each step: u = m*u + g, residual += u; with masking sent elements los
     for (int64_t t = 0; t < 12; ++t) {
       const auto g = testing::gaussian(n, 500 + uint64_t(t));
       for (auto [offset, len] : {std::pair<size_t, size_t>{0, half}, {half, n - half}}) {
-        const auto residual = ErrorFeedback::residual(*MomentumCorrection::inner_state(*state));
+        const auto residual = ErrorFeedback::residual(*state);
         std::vector<float> corrected(len);
         for (size_t i = 0; i < len; ++i) {
           u[offset + i] = m * u[offset + i] + g[offset + i];
@@ -50,8 +50,8 @@ TEST_CASE("each step: u = m*u + g, residual += u; with masking sent elements los
         REQUIRE(codec->encode(*state, in, payload).is_ok());
         std::vector<float> sent(len);
         REQUIRE(codec->decode(payload, sent).is_ok());
-        const auto after = ErrorFeedback::residual(*MomentumCorrection::inner_state(*state));
-        const auto mom = MomentumCorrection::momentum_buffer(*state);
+        const auto after = ErrorFeedback::residual(*state);
+        const auto mom = ErrorFeedback::momentum_buffer(*state);
         for (size_t i = 0; i < len; ++i) {
           if (std::string(name) == "signsgd") {  // v - scale rounds (compress/README.md)
             REQUIRE(sent[i] + after[offset + i] == Approx(corrected[i]).margin(1e-4));
@@ -103,7 +103,10 @@ TEST_CASE("momentum correction needs a codec with error feedback; masking a spar
   REQUIRE_FALSE(make_codec(too_big));
   CodecConfig off = testing::config_for("laco");
   auto plain = testing::make(off);
-  CHECK(dynamic_cast<const MomentumCorrection*>(plain.get()) == nullptr);
+  REQUIRE(dynamic_cast<const ErrorFeedback*>(plain.get()) != nullptr);
+  CHECK(dynamic_cast<const ErrorFeedback*>(plain.get())->momentum() == 0);
+  auto plain_state = plain->make_state(TensorInfo{.num_elements = 10});
+  CHECK(ErrorFeedback::momentum_buffer(*plain_state).empty());
 }
 
 TEST_CASE("a state from another codec or a chunk outside the tensor is an error, nothing moves",
@@ -118,7 +121,7 @@ TEST_CASE("a state from another codec or a chunk outside the tensor is an error,
   CHECK_FALSE(codec->encode(*foreign, ChunkInput{.values = g}, payload));
   auto state = codec->make_state(TensorInfo{.num_elements = 100});
   CHECK_FALSE(codec->encode(*state, ChunkInput{.offset = 50, .values = g}, payload));
-  for (float x : MomentumCorrection::momentum_buffer(*state)) REQUIRE(x == 0.0f);
+  for (float x : ErrorFeedback::momentum_buffer(*state)) REQUIRE(x == 0.0f);
 }
 
 }  // namespace psrt::compress
