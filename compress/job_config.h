@@ -20,4 +20,15 @@ inline CodecConfig codec_config(const CompressionConfig& c) {
   return out;
 }
 
+// The codec settings of compressed parameter replies: the job's codec, without error feedback
+// (the server's `published` copy keeps what was not sent) and without momentum correction (that is
+// the workers' pushes'). The server encodes with them, the workers decode.
+inline CodecConfig reply_codec_config(const CompressionConfig& c) {
+  CodecConfig out = codec_config(c);
+  out.error_feedback = false;
+  out.momentum = 0;
+  out.momentum_masking = false;
+  return out;
+}
+
 }  // namespace psrt::compress

@@ -44,11 +44,8 @@ Server::Server(const Config& config, uint32_t rank)
     wire_codec_ = static_cast<wire::Codec>(codec_->id());
   }
   if (config.compression.compress_replies) {
-    compress::CodecConfig reply = compress::codec_config(config.compression);
-    reply.error_feedback = false;  // `published` keeps what was not sent (server_replies.cc)
-    reply.momentum = 0;            // momentum correction is the workers' (their pushes)
-    reply.momentum_masking = false;
-    auto made = compress::make_codec(reply);
+    // `published` keeps what was not sent (server_replies.cc).
+    auto made = compress::make_codec(compress::reply_codec_config(config.compression));
     if (!made) throw ConfigError(made.status().message());
     reply_codec_ = std::move(made.value());
   }

@@ -10,11 +10,7 @@ namespace psrt {
 
 ReplyDecoder::ReplyDecoder(const CompressionConfig& config) {
   if (!config.compress_replies) return;
-  compress::CodecConfig c = compress::codec_config(config);
-  c.error_feedback = false;  // decoding does not depend on it; the server encodes without it
-  c.momentum = 0;
-  c.momentum_masking = false;
-  auto made = compress::make_codec(c);
+  auto made = compress::make_codec(compress::reply_codec_config(config));
   if (!made) throw ConfigError(made.status().message());
   codec_ = std::move(made.value());
   wire_codec_ = static_cast<wire::Codec>(codec_->id());
