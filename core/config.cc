@@ -86,6 +86,18 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
     cl.fail("coordinator", "'" + c.cluster.coordinator + "' must be a tcp://host:port endpoint");
   }
   c.cluster.bind_host = cl.get_string("bind_host", c.cluster.bind_host);
+  if (c.cluster.bind_host.empty()) cl.fail("bind_host", "must not be empty (0.0.0.0: every interface)");
+  c.cluster.advertise_host = cl.get_string("advertise_host", "");
+  if (cl.has("port_range")) {
+    const auto range = cl.get_int_list("port_range", 1, 65535);
+    if (range.size() != 2 || range[0] > range[1]) {
+      cl.fail("port_range", "must be [first, last] with 1 <= first <= last <= 65535");
+    }
+    c.cluster.port_min = int(range[0]);
+    c.cluster.port_max = int(range[1]);
+  } else {
+    cl.mark_used("port_range");
+  }
   c.cluster.start_timeout_s = cl.get_double("start_timeout_s", c.cluster.start_timeout_s, 0.1, 86400);
   c.cluster.heartbeat_s = cl.get_double("heartbeat_s", c.cluster.heartbeat_s, 0.01, 60);
   c.cluster.peer_timeout_s = cl.get_double("peer_timeout_s", c.cluster.peer_timeout_s, 0.05, 86400);
@@ -94,6 +106,17 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
   }
   c.cluster.server_threads = static_cast<int>(cl.get_int("server_threads", 1, 0, 256));
   cl.reject_unknown();
+
+  const YamlReader metrics = top.child("metrics");
+  c.metrics.port = int(metrics.get_int("port", -1, -1, 65535));
+  c.metrics.host = metrics.get_string("host", c.metrics.host);
+  if (c.metrics.host.empty()) metrics.fail("host", "must not be empty");
+  c.metrics.per_process_ports = metrics.get_bool("per_process_ports", true);
+  if (c.metrics.port > 0 && c.metrics.per_process_ports &&
+      c.metrics.port + c.cluster.servers + c.cluster.workers - 1 > 65535) {
+    metrics.fail("port", "plus one port per process passes 65535");
+  }
+  metrics.reject_unknown();
 
   const YamlReader job = top.child("job");
   c.job.id = job.get_string("id", c.job.id);

@@ -16,6 +16,9 @@ struct ClusterConfig {
   int workers = 1;
   std::string coordinator = "tcp://127.0.0.1:0";  // server 0 binds it; port 0 = OS-chosen
   std::string bind_host = "127.0.0.1";            // other servers bind tcp://bind_host:*
+  std::string advertise_host;  // what peers connect to; "": bind_host (wildcard: the host name)
+  int port_min = 0;            // cluster.port_range [min, max]: servers 1.. bind a port in it
+  int port_max = 0;            // (0: OS-chosen)
   double start_timeout_s = 60;    // registration and barriers give up after this
   double heartbeat_s = 0.5;       // every process tells the coordinator it is alive
   double peer_timeout_s = 10;     // a peer silent this long is lost; the job aborts
@@ -89,6 +92,13 @@ struct CompressionConfig {
   bool compress_replies = false;
 };
 
+// Prometheus metrics (core/metrics.h). Off unless `metrics.port` is set.
+struct MetricsConfig {
+  int port = -1;                   // -1: off; 0: OS-chosen (logged); else the first port
+  std::string host = "127.0.0.1";  // bind address (0.0.0.0: every interface)
+  bool per_process_ports = true;   // process i of the job (servers, then workers) uses port + i
+};
+
 struct Config {
   std::string source;  // the file it came from
   ClusterConfig cluster;
@@ -98,6 +108,7 @@ struct Config {
   OptimizerConfig optimizer;
   SchedulerConfig scheduler;
   CompressionConfig compression;
+  MetricsConfig metrics;
   std::string log_level = "info";
   std::string timeline;  // Chrome trace output path prefix; empty: off
 };

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "core/endpoints.h"
 #include "core/logging.h"
 #include "core/rank_env.h"
 #include "core/status.h"
@@ -33,7 +34,15 @@ int daemon_main(int argc, char** argv, const std::string& role,
       throw ConfigError("PSRT_ROLE=" + env_role + " but this is psrt-" + role);
     }
     args.rank = resolve_rank(rank_flag).value_or(0);
-    const Config config = load_config(args.config_path, args.sets);
+    // The environment's cluster addresses (a cluster manager sets them) come before --set.
+    std::vector<std::string> sets = cluster_sets_from_env();
+    sets.insert(sets.end(), args.sets.begin(), args.sets.end());
+    const Config config = load_config(args.config_path, sets);
+    const int count = role == "server" ? config.cluster.servers : config.cluster.workers;
+    if (args.rank >= count) {
+      throw ConfigError(role + " rank " + std::to_string(args.rank) + " is outside the job: " +
+                        config.source + " has cluster." + role + "s = " + std::to_string(count));
+    }
     init_logging(role, args.rank, config.log_level);
     body(config, args);
     return 0;

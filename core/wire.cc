@@ -163,4 +163,13 @@ bool parse_routing_id(const std::string& id, wire::Role& role, uint32_t& rank) {
   return ec == std::errc() && ptr == last;
 }
 
+Metrics::Kind metrics_kind(wire::MsgType type) {
+  switch (type) {
+    case wire::PUSH: return Metrics::Kind::kPush;
+    case wire::PARAMS: return Metrics::Kind::kParams;
+    case wire::ACK: return Metrics::Kind::kAck;
+    default: return Metrics::Kind::kControl;
+  }
+}
+
 }  // namespace psrt

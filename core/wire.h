@@ -11,6 +11,7 @@
 
 #include "core/sharding.h"
 #include "core/status.h"
+#include "core/metrics.h"
 #include "psrt.pb.h"
 
 namespace psrt {
@@ -58,6 +59,9 @@ bool decode_header(const zmq::message_t& frame, const std::vector<zmq::message_t
                    const std::string& job_id, wire::Header& header, WireError& error);
 
 bool is_tensor_message(wire::MsgType type);
+// The type label a message is counted under in the metrics.
+Metrics::Kind metrics_kind(wire::MsgType type);
+
 uint64_t payload_size(const std::vector<zmq::message_t>& payload);
 
 // Peer naming for logs and errors: "worker 3", "server 0".

@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev zlib1g-dev
   dataset-fashion-mnist
   iproute2 gnuplot-nox
+  prometheus-cpp-dev python3-yaml
 )
 
 missing=()

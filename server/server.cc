@@ -7,6 +7,7 @@
 
 #include "compress/job_config.h"
 #include "compress/registry.h"
+#include "core/endpoints.h"
 #include "core/status.h"
 
 namespace psrt {
@@ -24,19 +25,13 @@ Server::Server(const Config& config, uint32_t rank)
       ctx_(1),
       router_(make_router(ctx_)),
       optimizer_(make_optimizer(config.optimizer)),
-      timeline_(config.timeline, "server-" + std::to_string(rank), 1 + int(rank)) {
+      timeline_(config.timeline, "server-" + std::to_string(rank), 1 + int(rank)),
+      metrics_(Metrics::serve(config.metrics, "server", int(rank), int(rank))) {
   if (int64_t(rank) >= config.cluster.servers) {
     throw ConfigError("server rank " + std::to_string(rank) + " is outside cluster.servers = " +
                       std::to_string(config.cluster.servers));
   }
-  try {
-    endpoint_ = rank == 0 ? bind_endpoint(router_, config.cluster.coordinator)
-                          : bind_endpoint(router_, "tcp://" + config.cluster.bind_host + ":0");
-  } catch (const zmq::error_t& e) {
-    throw ConfigError("server " + std::to_string(rank) + " cannot bind " +
-                      (rank == 0 ? config.cluster.coordinator : config.cluster.bind_host) + ": " +
-                      e.what());
-  }
+  endpoint_ = listen_as_server(router_, config.cluster, int(rank)).advertised;
   if (config.compression.codec != "none") {
     auto made = compress::make_codec(compress::codec_config(config.compression));
     if (!made) throw ConfigError(made.status().message());
@@ -71,6 +66,9 @@ Server::~Server() = default;
 
 void Server::run() {
   spdlog::info("listening on {}{}", endpoint_, rank_ == 0 ? " (coordinator)" : "");
+  if (metrics_.enabled()) {
+    spdlog::info("metrics on http://{}:{}/metrics", config_.metrics.host, metrics_.port());
+  }
   if (rank_ == 0 && coordinator_->all_registered()) on_membership(coordinator_->membership());
   Envelope env;
   while (!done_) {
@@ -118,6 +116,7 @@ void Server::check_timers(Clock::time_point now) {
     if (auto lost = coordinator_->lost(now, seconds(config_.cluster.peer_timeout_s))) {
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.1f", coordinator_->silent_seconds(*lost, now));
+      metrics_.lost_peer();
       abort_job(describe(*lost) + " lost: nothing heard from it for " + buf + " s");
     }
     if (!started_ && now - started_at_ > start_limit) {
@@ -128,11 +127,16 @@ void Server::check_timers(Clock::time_point now) {
     }
   } else {
     if (have_membership_ && now - coordinator_seen_ > seconds(config_.cluster.peer_timeout_s)) {
+      metrics_.lost_peer();
       throw JobError("lost the coordinator (server 0 at " + config_.cluster.coordinator +
                      "): nothing heard from it for " +
                      std::to_string(config_.cluster.peer_timeout_s) + " s");
     }
     if (!started_ && now - started_at_ > start_limit) {
+      if (!coordinator_heard_) {
+        throw ConfigError(coordinator_unreachable(config_.cluster.coordinator,
+                                                  config_.cluster.start_timeout_s));
+      }
       throw JobError("gave up after " + std::to_string(config_.cluster.start_timeout_s) +
                      " s waiting for the " + (have_membership_ ? "start barrier" : "membership") +
                      " from the coordinator at " + config_.cluster.coordinator);
@@ -142,6 +146,7 @@ void Server::check_timers(Clock::time_point now) {
 
 void Server::send(const std::string& identity, const wire::Header& h,
                   std::vector<zmq::message_t> payload) {
+  metrics_.message(Metrics::Dir::kSent, metrics_kind(h.type()), payload_size(payload));
   if (!send_envelope(router_, &identity, h, std::move(payload))) {
     spdlog::debug("{} to {} dropped: peer not connected", wire::MsgType_Name(h.type()), identity);
   }

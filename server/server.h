@@ -113,9 +113,11 @@ class Server {
   bool done_ = false;
   Clock::time_point started_at_;
   Clock::time_point coordinator_seen_;
+  bool coordinator_heard_ = false;
   Clock::time_point next_heartbeat_;
   ServerStats stats_;
   Timeline timeline_;
+  Metrics metrics_;
 };
 
 }  // namespace psrt

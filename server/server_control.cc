@@ -66,6 +66,7 @@ void Server::on_coordinator_message(Envelope& env) {
     return;
   }
   coordinator_seen_ = Clock::now();
+  coordinator_heard_ = true;
   switch (h.type()) {
     case wire::MEMBERSHIP: on_membership(h.membership()); return;
     case wire::BARRIER_RELEASE: release(h.barrier().name()); return;

@@ -15,6 +15,7 @@ void Server::on_router_message(Envelope& env) {
     reply_error(env.identity, nullptr, err);
     return;
   }
+  metrics_.message(Metrics::Dir::kReceived, metrics_kind(h.type()), payload_size(env.payload));
   PeerId from{wire::ROLE_UNSPECIFIED, 0};
   if (!parse_routing_id(env.identity, from.role, from.rank) || from.role != h.role() ||
       from.rank != h.rank()) {
@@ -296,6 +297,7 @@ void Server::reply_error(const std::string& identity, const wire::Header* about,
                          const WireError& e) {
   ++stats_.errors;
   ++stats_.errors_by_code[e.code];
+  metrics_.error(error_code_name(e.code));
   spdlog::warn("rejected {} from '{}': {}: {}",
                about ? wire::MsgType_Name(about->type()) : std::string("a message"), identity,
                error_code_name(e.code), e.message);

@@ -1,6 +1,8 @@
 // PsClient, compute-thread side: start, waits, pushes, finish.
 #include "worker/ps_client.h"
 
+#include <spdlog/spdlog.h>
+
 #include "core/status.h"
 
 #include <stdexcept>
@@ -17,6 +19,7 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
       timeline_(timeline),
       encoder_(config.compression, model),
       replies_(config.compression),
+      metrics_(Metrics::serve(config.metrics, "worker", int(rank), config.cluster.servers + int(rank))),
       ctx_(1),
       queue_(config.scheduler.mode, config.scheduler.credit_bytes) {
   if (int64_t(rank) >= config.cluster.workers) {
@@ -39,6 +42,9 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
   queue_.expect_tensors(uint32_t(model.tensors.size()));
   dealers_.push_back(make_dealer(ctx_, routing_id(wire::WORKER, rank)));
   dealers_[0].connect(config.cluster.coordinator);
+  if (metrics_.enabled()) {
+    spdlog::info("metrics on http://{}:{}/metrics", config.metrics.host, metrics_.port());
+  }
   io_ = std::thread([this] { io_loop(); });
 }
 
@@ -59,7 +65,10 @@ void PsClient::wait_for(Pred pred) {
   cv_.wait(lock, [&] { return error_.has_value() || pred(); });
   stats_.wait_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (error_ && !pred()) throw JobError(*error_);
+  if (error_ && !pred()) {
+    if (unreachable_) throw ConfigError(*error_);
+    throw JobError(*error_);
+  }
 }
 
 void PsClient::start() {

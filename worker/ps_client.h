@@ -76,6 +76,8 @@ class PsClient {
 
   const ShardMap& shards() const { return shards_; }
   ClientStats stats() const;
+  // This worker's Prometheus metrics (off unless metrics.port is set); thread-safe.
+  Metrics& metrics() { return metrics_; }
 
  private:
   struct Command {
@@ -126,6 +128,7 @@ class PsClient {
   std::vector<uint32_t> priority_;  // by tensor key
   GradEncoder encoder_;             // compute thread only
   ReplyDecoder replies_;            // I/O thread (stateless)
+  Metrics metrics_;
 
   // I/O thread only
   zmq::context_t ctx_;
@@ -138,6 +141,7 @@ class PsClient {
   std::size_t init_acks_ = 0;
   bool shutdown_sent_ = false;
   std::chrono::steady_clock::time_point started_at_, coordinator_seen_, next_heartbeat_;
+  bool coordinator_heard_ = false;
 
   // shared, under mu_
   mutable std::mutex mu_;
@@ -148,6 +152,7 @@ class PsClient {
   bool started_ = false;
   bool finished_ = false;
   std::optional<std::string> error_;
+  bool unreachable_ = false;  // error_ is: the coordinator never answered (a start-up error)
   std::vector<int64_t> version_;  // by chunk id; -1: none yet
   ClientStats stats_;
 

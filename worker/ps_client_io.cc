@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/endpoints.h"
 #include "worker/ps_client.h"
 
 namespace psrt {
@@ -25,6 +26,7 @@ void PsClient::fail(const std::string& why) {
 
 bool PsClient::send_to(std::size_t server, const wire::Header& h,
                        std::vector<zmq::message_t> payload) {
+  metrics_.message(Metrics::Dir::kSent, metrics_kind(h.type()), payload_size(payload));
   return send_envelope(dealers_.at(server), nullptr, h, std::move(payload));
 }
 
@@ -99,11 +101,20 @@ void PsClient::check_timers() {
     membership = have_membership_;
   }
   if (!started && now - started_at_ > seconds(config_.cluster.start_timeout_s)) {
+    if (!coordinator_heard_) {
+      {
+        std::lock_guard lock(mu_);
+        unreachable_ = !error_;
+      }
+      fail(coordinator_unreachable(config_.cluster.coordinator, config_.cluster.start_timeout_s));
+      return;
+    }
     fail("gave up after " + std::to_string(config_.cluster.start_timeout_s) + " s waiting for " +
          (membership ? "the start barrier" : "the membership") + " from the coordinator at " +
          config_.cluster.coordinator);
   }
   if (membership && now - coordinator_seen_ > seconds(config_.cluster.peer_timeout_s)) {
+    metrics_.lost_peer();
     fail("lost the coordinator (server 0 at " + config_.cluster.coordinator +
          "): nothing heard from it for " + std::to_string(config_.cluster.peer_timeout_s) + " s");
   }
@@ -114,14 +125,19 @@ void PsClient::on_message(std::size_t server, Envelope& env) {
   WireError err;
   if (!decode_header(env.header, env.payload, config_.job.id, h, err)) {
     spdlog::warn("ignored a bad message from server {}: {}", server, err.message);
+    metrics_.error(error_code_name(err.code));
     return;
   }
+  metrics_.message(Metrics::Dir::kReceived, metrics_kind(h.type()), payload_size(env.payload));
   if (h.role() != wire::SERVER || h.rank() != server) {
     spdlog::warn("ignored a message claiming to be {} on the link to server {}",
                  peer_name(h.role(), h.rank()), server);
     return;
   }
-  if (server == 0) coordinator_seen_ = SteadyClock::now();
+  if (server == 0) {
+    coordinator_seen_ = SteadyClock::now();
+    coordinator_heard_ = true;
+  }
   switch (h.type()) {
     case wire::HEARTBEAT: return;
     case wire::MEMBERSHIP: on_membership(h.membership()); return;
@@ -142,6 +158,9 @@ void PsClient::on_message(std::size_t server, Envelope& env) {
       if (it == unacked_.end()) return;
       if (init_acks_ > 0 && --init_acks_ == 0) send_barrier("start");
       const InFlight& f = it->second;
+      if (f.bytes > 0) {
+        metrics_.round_trip(std::chrono::duration<double>(SteadyClock::now() - f.sent).count());
+      }
       if (timeline_ && f.bytes > 0) {
         const ChunkDesc& c = shards_.chunks()[f.chunk];
         char args[96];
@@ -157,6 +176,7 @@ void PsClient::on_message(std::size_t server, Envelope& env) {
     case wire::PARAMS: on_params(h, env.payload); return;
     case wire::ABORT: fail("job aborted by the coordinator: " + h.error().message()); return;
     case wire::ERROR:
+      metrics_.error("refused_by_server");
       fail("server " + std::to_string(server) + " rejected " +
            wire::MsgType_Name(h.error().about()) + " of tensor " + std::to_string(h.key()) +
            " iteration " + std::to_string(h.iteration()) + ": " + h.error().message());
@@ -318,7 +338,9 @@ void PsClient::pump() {
       payload.push_back(shared_frame(p, p->data(), p->size()));
     }
     h.set_payload_bytes(payload[0].size());
-    unacked_[h.seq()] = {unit->bytes, unit->chunk, cmd.enqueued, SteadyClock::now()};
+    const auto now = SteadyClock::now();
+    unacked_[h.seq()] = {unit->bytes, unit->chunk, cmd.enqueued, now};
+    metrics_.queue_wait(std::chrono::duration<double>(now - cmd.enqueued).count());
     send_to(c.server, h, std::move(payload));
     std::lock_guard lock(mu_);
     stats_.bytes_pushed += unit->bytes;

@@ -93,8 +93,14 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
   int loss_count = 0;
   const uint64_t warmup = total > 1 ? std::max<uint64_t>(1, total / 10) : 0;
   auto steady_start = t0;
+  auto iteration_start = t0;
   for (uint64_t t = 0; t < total; ++t) {
     if (t == warmup) steady_start = Clock::now();
+    if (t > 0) {
+      const auto now = Clock::now();
+      client.metrics().iteration(std::chrono::duration<double>(now - iteration_start).count());
+      iteration_start = now;
+    }
     backend.begin_iteration(t);
     if (bigdl) traced(timeline, "wait", "wait all params", [&] { client.wait_all(t); });
     for (std::size_t l = 0; l < layers; ++l) {

@@ -167,10 +167,13 @@ int main(int argc, char** argv) {
   std::string config_path;
   std::vector<std::string> sets;
   double grace = 5;
+  bool check_only = false;
   app.add_option("config", config_path, "job configuration (YAML)")->required();
   app.add_option("-s,--set", sets, "override a config key: a.b=value (repeatable)");
   app.add_option("--grace", grace, "seconds between SIGTERM and SIGKILL when stopping")
       ->check(CLI::Range(0.0, 3600.0));
+  app.add_flag("--check", check_only,
+               "validate the job file and print its cluster size; start nothing (cluster scripts use it)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -187,6 +190,7 @@ int main(int argc, char** argv) {
   std::printf("psrt-launch: %s: %d servers, %d workers\n", config_path.c_str(),
               config.cluster.servers, config.cluster.workers);
   std::fflush(stdout);
+  if (check_only) return 0;
   Launcher launcher(config_path, sets, grace);
   const int rc = launcher.run(config);
   std::fprintf(rc == 0 ? stdout : stderr, "psrt-launch: %s\n",

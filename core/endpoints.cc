@@ -1,0 +1,169 @@
+#include "core/endpoints.h"
+
+#include <netdb.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+
+#include "core/status.h"
+#include "core/transport.h"
+
+namespace psrt {
+
+namespace {
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') {
+    throw ConfigError(
+        "cluster.bind_host is a wildcard and the host name is unknown: set "
+        "cluster.advertise_host (or PSRT_ADVERTISE_HOST) to the address peers reach this host at");
+  }
+  return buf;
+}
+
+// The bound endpoint with its host replaced by `host` (the port stays).
+std::string with_host(const std::string& bound, const std::string& host) {
+  std::string h;
+  int port = 0;
+  if (!split_tcp_endpoint(bound, h, port)) return bound;
+  const bool ipv6 = host.find(':') != std::string::npos;
+  return "tcp://" + (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+std::string bind_target(const std::string& host, int port) {
+  const std::string h = is_wildcard_host(host) ? "*" : host;
+  return "tcp://" + h + ":" + (port == 0 ? std::string("*") : std::to_string(port));
+}
+
+// Binds the first free port of [lo, hi] on `host`.
+std::string bind_in_range(zmq::socket_t& socket, const std::string& host, int lo, int hi) {
+  for (int port = lo; port <= hi; ++port) {
+    try {
+      socket.bind(bind_target(host, port));
+      return socket.get(zmq::sockopt::last_endpoint);
+    } catch (const zmq::error_t& e) {
+      if (e.num() != EADDRINUSE && e.num() != EACCES) {
+        throw ConfigError("cannot bind " + bind_target(host, port) + ": " + e.what());
+      }
+    }
+  }
+  throw ConfigError("no free port in cluster.port_range [" + std::to_string(lo) + ", " +
+                    std::to_string(hi) + "] on " + host);
+}
+
+std::string yaml_quoted(const std::string& v) {
+  std::string out = "'";
+  for (char c : v) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+}  // namespace
+
+bool is_wildcard_host(const std::string& host) {
+  return host == "*" || host == "0.0.0.0" || host == "::" || host == "[::]";
+}
+
+bool split_tcp_endpoint(const std::string& endpoint, std::string& host, int& port) {
+  if (endpoint.rfind("tcp://", 0) != 0) return false;
+  const std::string rest = endpoint.substr(6);
+  const auto colon = rest.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) return false;
+  host = rest.substr(0, colon);
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  }
+  const std::string p = rest.substr(colon + 1);
+  if (p == "*") {
+    port = 0;
+    return true;
+  }
+  auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
+  return ec == std::errc() && ptr == p.data() + p.size() && port >= 0 && port <= 65535;
+}
+
+ListenAddress listen_as_server(zmq::socket_t& socket, const ClusterConfig& cluster, int rank) {
+  const bool wildcard = is_wildcard_host(cluster.bind_host);
+  ListenAddress out;
+  std::string target;
+  if (rank == 0) {
+    std::string host;
+    int port = 0;
+    if (!split_tcp_endpoint(cluster.coordinator, host, port)) {
+      throw ConfigError("cluster.coordinator '" + cluster.coordinator +
+                        "' is not a tcp://host:port endpoint");
+    }
+    target = wildcard ? bind_target("*", port) : cluster.coordinator;
+    try {
+      out.bound = bind_endpoint(socket, target);
+    } catch (const zmq::error_t& e) {
+      throw ConfigError("server 0 cannot bind the coordinator address " + target + ": " + e.what() +
+                        (e.num() == EADDRINUSE ? " (is another job using this port?)" : ""));
+    }
+    // Peers already reach server 0 at the coordinator's host.
+    const std::string& adv = cluster.advertise_host;
+    out.advertised = !adv.empty() ? with_host(out.bound, adv)
+                     : wildcard   ? with_host(out.bound, host)
+                                  : out.bound;
+    return out;
+  }
+  if (cluster.port_min > 0) {
+    out.bound = bind_in_range(socket, cluster.bind_host, cluster.port_min, cluster.port_max);
+  } else {
+    target = bind_target(cluster.bind_host, 0);
+    try {
+      out.bound = bind_endpoint(socket, target);
+    } catch (const zmq::error_t& e) {
+      throw ConfigError("server " + std::to_string(rank) + " cannot bind " + target + ": " +
+                        e.what());
+    }
+  }
+  if (!cluster.advertise_host.empty()) {
+    out.advertised = with_host(out.bound, cluster.advertise_host);
+  } else if (wildcard) {
+    out.advertised = with_host(out.bound, host_name());
+  } else {
+    out.advertised = out.bound;
+  }
+  return out;
+}
+
+std::string coordinator_unreachable(const std::string& coordinator, double waited_s) {
+  char secs[32];
+  std::snprintf(secs, sizeof secs, "%.0f", waited_s);
+  std::string why = "nothing answered there (is server 0 running, is its port open, and does "
+                    "cluster.coordinator or PSRT_COORDINATOR name it?)";
+  std::string host;
+  int port = 0;
+  if (split_tcp_endpoint(coordinator, host, port)) {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) {
+      why = "its host '" + host + "' does not resolve";
+    } else {
+      freeaddrinfo(res);
+    }
+  }
+  return "never heard from the coordinator at " + coordinator + " within " + secs + " s: " + why;
+}
+
+std::vector<std::string> cluster_sets_from_env() {
+  std::vector<std::string> sets;
+  const std::pair<const char*, const char*> vars[] = {
+      {"PSRT_COORDINATOR", "cluster.coordinator"},
+      {"PSRT_BIND_HOST", "cluster.bind_host"},
+      {"PSRT_ADVERTISE_HOST", "cluster.advertise_host"},
+  };
+  for (const auto& [var, key] : vars) {
+    const char* v = std::getenv(var);
+    if (v && *v) sets.push_back(std::string(key) + "=" + yaml_quoted(v));
+  }
+  return sets;
+}
+
+}  // namespace psrt

@@ -1,0 +1,38 @@
+// Where a server listens and the address it tells its peers: on one machine both are the same;
+// on a cluster a process may bind every interface (or a container's) and be reached under another
+// name (a host name, a pod IP, the address behind NAT). docs/config.md, "Running on a cluster".
+#pragma once
+
+#include <zmq.hpp>
+
+#include <string>
+
+#include "core/config.h"
+
+namespace psrt {
+
+struct ListenAddress {
+  std::string bound;       // what the socket bound (ZeroMQ's last endpoint)
+  std::string advertised;  // what peers connect to
+};
+
+// True for the bind_host values that mean "every interface": "*", "0.0.0.0", "::".
+bool is_wildcard_host(const std::string& host);
+// "tcp://host:port" -> host and port; false when `endpoint` is not of that form.
+bool split_tcp_endpoint(const std::string& endpoint, std::string& host, int& port);
+
+// Binds `socket` for server `rank`: server 0 at the coordinator's address (with a wildcard
+// bind_host, every interface at the coordinator's port), other servers at bind_host on an
+// OS-chosen port or the first free one of cluster.port_range. Throws ConfigError naming the
+// address when nothing can be bound.
+ListenAddress listen_as_server(zmq::socket_t& socket, const ClusterConfig& cluster, int rank);
+
+// The start-up error of a process that never heard from the coordinator in `waited_s` seconds:
+// names the address and whether its host resolves at all.
+std::string coordinator_unreachable(const std::string& coordinator, double waited_s);
+
+// The cluster.* overrides that the environment gives (PSRT_COORDINATOR, PSRT_BIND_HOST,
+// PSRT_ADVERTISE_HOST), as --set strings; they go before the command line's own --set.
+std::vector<std::string> cluster_sets_from_env();
+
+}  // namespace psrt

@@ -1,0 +1,161 @@
+// Where a server listens and what it advertises (bind vs advertise, port ranges, wildcards), the
+// environment's cluster overrides, and the start-up error for a coordinator that never answers.
+#include <catch2/catch.hpp>
+
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "core/config.h"
+#include "core/endpoints.h"
+#include "core/status.h"
+
+using namespace psrt;
+
+namespace {
+
+std::string port_of(const std::string& endpoint) {
+  std::string host;
+  int port = -1;
+  REQUIRE(split_tcp_endpoint(endpoint, host, port));
+  return std::to_string(port);
+}
+
+// A port that is free now: bound by a plain socket, never listened on, closed at once.
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+}  // namespace
+
+TEST_CASE("tcp endpoints split into host and port", "[endpoints]") {
+  std::string host;
+  int port = -1;
+  CHECK(split_tcp_endpoint("tcp://10.0.0.1:5555", host, port));
+  CHECK(host == "10.0.0.1");
+  CHECK(port == 5555);
+  CHECK(split_tcp_endpoint("tcp://[::1]:7", host, port));
+  CHECK(host == "::1");
+  CHECK(split_tcp_endpoint("tcp://h:*", host, port));
+  CHECK(port == 0);
+  CHECK_FALSE(split_tcp_endpoint("ipc://x", host, port));
+  CHECK_FALSE(split_tcp_endpoint("tcp://h:99999", host, port));
+  CHECK_FALSE(split_tcp_endpoint("tcp://h:", host, port));
+  CHECK(is_wildcard_host("0.0.0.0"));
+  CHECK(is_wildcard_host("*"));
+  CHECK_FALSE(is_wildcard_host("127.0.0.1"));
+}
+
+TEST_CASE("a server binds one address and advertises another", "[endpoints]") {
+  zmq::context_t ctx(1);
+  ClusterConfig c;
+  SECTION("defaults: bound = advertised, on loopback") {
+    zmq::socket_t s(ctx, zmq::socket_type::router);
+    const auto a = listen_as_server(s, c, 1);
+    CHECK(a.bound.rfind("tcp://127.0.0.1:", 0) == 0);
+    CHECK(a.advertised == a.bound);
+  }
+  SECTION("wildcard bind, explicit advertise: the port stays, the host is the advertised one") {
+    c.bind_host = "0.0.0.0";
+    c.advertise_host = "node7.example";
+    zmq::socket_t s(ctx, zmq::socket_type::router);
+    const auto a = listen_as_server(s, c, 1);
+    CHECK(a.bound.rfind("tcp://0.0.0.0:", 0) == 0);
+    CHECK(a.advertised == "tcp://node7.example:" + port_of(a.bound));
+  }
+  SECTION("server 0 binds the coordinator's port on every interface and keeps its host") {
+    const std::string port = std::to_string(free_port());
+    c.bind_host = "0.0.0.0";
+    c.coordinator = "tcp://127.0.0.1:" + port;
+    zmq::socket_t s(ctx, zmq::socket_type::router);
+    const auto a = listen_as_server(s, c, 0);
+    CHECK(port_of(a.bound) == port);
+    CHECK(a.advertised == c.coordinator);
+  }
+  SECTION("a port range: the first free port, and an error naming the range when none is") {
+    zmq::socket_t first(ctx, zmq::socket_type::router);
+    first.bind("tcp://127.0.0.1:*");
+    const int taken = std::stoi(port_of(first.get(zmq::sockopt::last_endpoint)));
+    c.port_min = c.port_max = taken;
+    zmq::socket_t s(ctx, zmq::socket_type::router);
+    try {
+      listen_as_server(s, c, 1);
+      FAIL("a full port range was accepted");
+    } catch (const ConfigError& e) {
+      CHECK(std::string(e.what()).find("no free port in cluster.port_range") != std::string::npos);
+    }
+    if (taken < 65535) {
+      c.port_max = taken + 1;
+      zmq::socket_t t(ctx, zmq::socket_type::router);
+      try {
+        const auto a = listen_as_server(t, c, 1);
+        CHECK(port_of(a.bound) == std::to_string(taken + 1));
+      } catch (const ConfigError&) {
+        // taken + 1 belongs to someone else on this machine: nothing to check then
+      }
+    }
+  }
+  SECTION("the coordinator's port in use is a start-up error naming the address") {
+    zmq::socket_t first(ctx, zmq::socket_type::router);
+    first.bind("tcp://127.0.0.1:*");
+    c.coordinator = first.get(zmq::sockopt::last_endpoint);
+    zmq::socket_t s(ctx, zmq::socket_type::router);
+    try {
+      listen_as_server(s, c, 0);
+      FAIL("a taken coordinator port was bound");
+    } catch (const ConfigError& e) {
+      CHECK(std::string(e.what()).find(c.coordinator) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("the environment sets cluster addresses below --set", "[endpoints]") {
+  ::setenv("PSRT_COORDINATOR", "tcp://head:29500", 1);
+  ::setenv("PSRT_BIND_HOST", "*", 1);
+  ::setenv("PSRT_ADVERTISE_HOST", "it's-me", 1);
+  auto sets = cluster_sets_from_env();
+  ::unsetenv("PSRT_COORDINATOR");
+  ::unsetenv("PSRT_BIND_HOST");
+  ::unsetenv("PSRT_ADVERTISE_HOST");
+  Config c = parse_config("cluster: {coordinator: 'tcp://file:1'}\n", "j", sets);
+  CHECK(c.cluster.coordinator == "tcp://head:29500");
+  CHECK(c.cluster.bind_host == "*");
+  CHECK(c.cluster.advertise_host == "it's-me");
+  sets.push_back("cluster.coordinator=tcp://cli:2");
+  CHECK(parse_config("", "j", sets).cluster.coordinator == "tcp://cli:2");
+}
+
+TEST_CASE("cluster and metrics keys are validated", "[endpoints][config]") {
+  Config c = parse_config("cluster: {port_range: [30000, 30010]}\nmetrics: {port: 9100}\n", "j");
+  CHECK(c.cluster.port_min == 30000);
+  CHECK(c.cluster.port_max == 30010);
+  CHECK(c.metrics.port == 9100);
+  CHECK(parse_config("", "j").metrics.port == -1);
+  for (const char* bad : {"cluster: {port_range: [30010, 30000]}", "cluster: {port_range: [1]}",
+                          "cluster: {port_range: [0, 10]}", "cluster: {bind_host: ''}",
+                          "metrics: {port: 70000}", "metrics: {porte: 1}",
+                          "cluster: {workers: 10}\nmetrics: {port: 65530}"}) {
+    CHECK_THROWS_AS(parse_config(bad, "j"), ConfigError);
+  }
+}
+
+TEST_CASE("a coordinator that never answers is named, with whether its host resolves",
+          "[endpoints]") {
+  const std::string unresolvable = coordinator_unreachable("tcp://no-such-host.invalid:1", 5);
+  CHECK(unresolvable.find("tcp://no-such-host.invalid:1") != std::string::npos);
+  CHECK(unresolvable.find("does not resolve") != std::string::npos);
+  const std::string silent = coordinator_unreachable("tcp://127.0.0.1:1", 5);
+  CHECK(silent.find("nothing answered") != std::string::npos);
+}
