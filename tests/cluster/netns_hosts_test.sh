@@ -5,6 +5,7 @@
 # advertise their host's address, server 1 binds inside cluster.port_range. The same job on
 # loopback under psrt-launch must end with the same parameters, bit for bit, and the same accuracy.
 # Usage: netns_hosts_test.sh BIN_DIR SOURCE_DIR. Exit 77 (skipped) without root or namespaces.
+# PSRT_NETNS_ITERATIONS=0 trains the whole quickstart (10 epochs) instead of 200 iterations.
 set -uo pipefail
 bin=$1
 src=$2
@@ -29,7 +30,7 @@ bash "$emunet" up --hosts 4 --rate 1gbit --prefix "$prefix" >/dev/null || fail "
 addr() { bash "$emunet" addr --prefix "$prefix" "$1"; }
 coord="tcp://$(addr 0):29500"
 file="$src/examples/quickstart.yaml"
-sets=(--set job.iterations=200 --set job.log_every=100 --set cluster.start_timeout_s=60)
+sets=(--set job.iterations=${PSRT_NETNS_ITERATIONS:-200} --set job.log_every=100 --set cluster.start_timeout_s=60)
 job=(--config "$file" "${sets[@]}")
 
 on_host() {  # on_host I LOGNAME ENV... -- CMD...
