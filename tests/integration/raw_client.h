@@ -40,6 +40,7 @@ class RawClient {
   static std::vector<zmq::message_t> frame_of(const std::vector<float>& values);
 
   const Sender& self() const { return self_; }
+  zmq::socket_t& socket() { return socket_; }
   uint64_t next_seq() { return ++seq_; }
 
  private:
