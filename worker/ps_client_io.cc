@@ -41,7 +41,14 @@ void PsClient::report(const std::string& why) {
 
 bool PsClient::send_to(std::size_t server, const wire::Header& h,
                        std::vector<zmq::message_t> payload) {
-  return send_envelope(dealers_.at(server), nullptr, h, std::move(payload));
+  bool full = false;
+  if (send_envelope(dealers_.at(server), nullptr, h, std::move(payload), &full)) return true;
+  if (full) {
+    log_.warn("full queue", std::string(wire::MsgType_Name(h.type())) + " to server " +
+                                std::to_string(server) +
+                                " dropped: its queue is at limits.socket_hwm");
+  }
+  return false;
 }
 
 wire::Header PsClient::tensor_header(wire::MsgType type, const ChunkDesc& c, uint64_t iteration) {
