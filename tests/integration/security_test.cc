@@ -18,14 +18,16 @@ using namespace psrt::test;
 
 namespace {
 
-std::string job_yaml(int iterations, double peer_timeout) {
+std::string job_yaml(int iterations, double peer_timeout, const std::string& cluster_extra,
+                     uint64_t credit) {
   return "job: {id: sec, iterations: " + std::to_string(iterations) + ", log_every: 0}\n" +
          "cluster: {servers: 2, workers: 2, start_timeout_s: 60, heartbeat_s: 0.2, "
-         "peer_timeout_s: " + std::to_string(peer_timeout) + "}\n" +
+         "peer_timeout_s: " + std::to_string(peer_timeout) + cluster_extra + "}\n" +
          "model: {backend: replay, profile: '" + source("tests/integration/data/tiny_profile.yaml") +
          "'}\n"
          "optimizer: {type: sgd, lr: 0.01}\n"
-         "scheduler: {mode: preemptive, chunk_bytes: 4096}\n";
+         "scheduler: {mode: preemptive, chunk_bytes: 4096, credit_bytes: " + std::to_string(credit) +
+         "}\n";
 }
 
 std::string listening(Proc& p) {
@@ -43,9 +45,10 @@ struct Job {
   std::string server1;
   std::vector<std::unique_ptr<Proc>> procs;
 
-  Job(int iterations, double peer_timeout) {
+  Job(int iterations, double peer_timeout, const std::string& cluster_extra = "",
+      uint64_t credit = 4 << 20) {
     cfg = temp_dir("sec") + "/job.yaml";
-    write_file(cfg, job_yaml(iterations, peer_timeout));
+    write_file(cfg, job_yaml(iterations, peer_timeout, cluster_extra, credit));
     procs.push_back(start("psrt-server", 0, "cluster.coordinator=tcp://127.0.0.1:0"));
     coordinator = listening(*procs[0]);
     procs.push_back(start("psrt-server", 1));
@@ -188,4 +191,22 @@ TEST_CASE("a worker that heartbeats but never pushes is named by the progress wa
   CHECK(*rc == 1);
   CHECK_THAT(s.proc->output(), Catch::Contains("no training progress"));
   CHECK_THAT(s.proc->output(), Catch::Contains("waits for the push of worker 1 for tensor 0"));
+}
+
+TEST_CASE("a worker that waits for a server that never answers names it",
+          "[integration][security]") {
+  // Ample credit: the pushes to server 0 are not held up behind server 1's, so server 0 waits for
+  // nobody and the workers, who know whom they wait for, report.
+  Job job(1000000, 60, ", progress_timeout_s: 1", 1 << 30);
+  job.procs[1]->kill(SIGSTOP);  // server 1 hangs; its heartbeats stop, but the peer timeout is long
+  const auto rc = job.procs[0]->wait_exit(30);
+  INFO(job.procs[0]->output());
+  CHECK(rc == 1);
+  CHECK_THAT(job.procs[0]->output(), Catch::Contains("gave up: no training progress"));
+  CHECK_THAT(job.procs[0]->output(), Catch::Contains("waits for parameters from server 1"));
+  for (std::size_t w : {2u, 3u}) {
+    INFO(job.procs[w]->output());
+    CHECK(job.procs[w]->wait_exit(30) == 1);
+  }
+  job.procs[1]->kill(SIGKILL);
 }
