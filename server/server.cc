@@ -75,7 +75,8 @@ Server::Server(const Config& config, uint32_t rank)
     const RegisterLimits limits{server_memory_cap(config.limits), bytes_per_element(),
                                 std::size_t(config.limits.max_string_bytes)};
     coordinator_.emplace(config.cluster.servers, config.cluster.workers, config.scheduler, limits);
-    (void)coordinator_->on_register(Coordinator::self(), reg, started_at_);
+    // Bound to the empty identity, which no connection can have: nobody else speaks as server 0.
+    (void)coordinator_->on_register(Coordinator::self(), "", reg, started_at_);
   } else {
     to_coordinator_.emplace(
         make_dealer(ctx_, process_identity(wire::SERVER, rank), socket_options()));

@@ -35,6 +35,10 @@ void Server::on_router_message(Envelope& env) {
 
 bool Server::admitted(const std::string& identity, PeerId from, const wire::Header& h) {
   if (coordinator_) {
+    if (from == Coordinator::self()) {
+      reply_error(identity, &h, {ErrorCode::kNotRegistered, "server 0 is this process"});
+      return false;
+    }
     if (h.type() == wire::REGISTER) return true;  // the coordinator binds the identity
     if (!coordinator_->holds(from, identity)) {
       reply_error(identity, &h,

@@ -104,6 +104,12 @@ TEST_CASE("a foreign process posing as worker 1 neither stalls nor reads the job
   t->set_num_elements(3000);
   on_server0.send(reg);
   CHECK_THAT(expect_error(on_server0, ErrorCode::kTaken), Catch::Contains("already registered"));
+  // Nor can anyone speak as the coordinator itself, e.g. to abort the job.
+  RawClient as_s0(ctx, job.coordinator, "s0", {wire::SERVER, 0, "sec"});
+  wire::Header abort = as_s0.header(wire::ABORT);
+  abort.mutable_error()->set_message("forged");
+  as_s0.send(abort);
+  expect_error(as_s0, ErrorCode::kNotRegistered);
   job.expect_success();
 }
 
