@@ -52,3 +52,22 @@ TEST_CASE("with security.curve only the job's key is admitted", "[integration][s
   CHECK(m.header.membership().num_workers() == 1);
   CHECK_FALSE(s.proc->wait_exit(0.1));
 }
+
+TEST_CASE("psrt-launch runs a job with security.curve, making the secret itself",
+          "[integration][security]") {
+  const std::string dir = temp_dir("curve-launch");
+  write_file(dir + "/job.yaml",
+             "job: {id: curvelaunch, iterations: 20, log_every: 0}\n"
+             "cluster: {servers: 2, workers: 2}\n"
+             "model: {backend: replay, profile: '" +
+                 source("tests/integration/data/tiny_profile.yaml") +
+                 "'}\n"
+                 "scheduler: {mode: preemptive, chunk_bytes: 4096}\n"
+                 "security: {curve: true}\n");
+  Proc launch("launch", {bin("psrt-launch"), dir + "/job.yaml"});
+  const auto rc = launch.wait_exit(60);
+  INFO(launch.output());
+  CHECK(rc == 0);
+  CHECK_THAT(launch.output(), Catch::Contains("every process finished"));
+  CHECK_THAT(launch.output(), Catch::Contains("iterations=20"));
+}
