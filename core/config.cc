@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "core/config_limits.h"
 #include "core/status.h"
 #include "core/yaml_reader.h"
 
@@ -79,8 +80,8 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
   YamlReader top(root, "", where);
 
   const YamlReader cl = top.child("cluster");
-  c.cluster.servers = static_cast<int>(cl.get_int("servers", 1, 1, 4096));
-  c.cluster.workers = static_cast<int>(cl.get_int("workers", 1, 1, 65536));
+  c.cluster.servers = static_cast<int>(cl.get_int("servers", 1, 1, kMaxServers));
+  c.cluster.workers = static_cast<int>(cl.get_int("workers", 1, 1, kMaxWorkers));
   c.cluster.coordinator = cl.get_string("coordinator", c.cluster.coordinator);
   if (c.cluster.coordinator.rfind("tcp://", 0) != 0) {
     cl.fail("coordinator", "'" + c.cluster.coordinator + "' must be a tcp://host:port endpoint");
@@ -105,6 +106,7 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
     cl.fail("peer_timeout_s", "must be at least twice cluster.heartbeat_s");
   }
   c.cluster.server_threads = static_cast<int>(cl.get_int("server_threads", 1, 0, 256));
+  c.cluster.progress_timeout_s = cl.get_double("progress_timeout_s", 300, 0, 86400 * 7);
   cl.reject_unknown();
 
   const YamlReader metrics = top.child("metrics");
@@ -222,6 +224,7 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
   }
   comp.reject_unknown();
 
+  parse_security_and_limits(top, c, [&](const std::string& p) { return resolve(p, base_dir); });
   c.log_level = top.get_choice("log_level", "info", {"trace", "debug", "info", "warn", "error"});
   c.timeline = top.get_string("timeline", "");
   top.reject_unknown();

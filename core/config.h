@@ -22,6 +22,7 @@ struct ClusterConfig {
   double start_timeout_s = 60;    // registration and barriers give up after this
   double heartbeat_s = 0.5;       // every process tells the coordinator it is alive
   double peer_timeout_s = 10;     // a peer silent this long is lost; the job aborts
+  double progress_timeout_s = 300;  // no training progress this long: the job aborts (0: off)
   int server_threads = 1;         // aggregation and optimizer pool per server
 };
 
@@ -99,6 +100,23 @@ struct MetricsConfig {
   bool per_process_ports = true;   // process i of the job (servers, then workers) uses port + i
 };
 
+// Who may connect (docs/config.md, "Security and limits"). Off: any local process that knows the
+// job id can connect, but only as a rank nobody holds (identities are bound at registration).
+struct SecurityConfig {
+  bool curve = false;       // ZeroMQ CURVE: every connection encrypted, only the job's key admitted
+  std::string secret_file;  // the per-job secret the keys are derived from (psrt-launch makes one)
+};
+
+// Bounds on what peers can make a process queue, log or allocate.
+struct LimitsConfig {
+  int socket_hwm = 10000;          // messages queued per peer and direction on every socket
+  double error_replies_per_s = 100;  // ERROR replies to one peer; more are dropped and counted
+  double log_lines_per_s = 10;     // lines per kind of warning; more are summed up in one line
+  uint64_t server_memory_bytes = 0;  // a server's shard cap; 0: 80% of the memory available
+  int max_string_bytes = 1024;     // names, addresses and messages in protocol strings
+  bool allow_non_finite = false;   // accept NaN and infinite gradient values (codec none)
+};
+
 struct Config {
   std::string source;  // the file it came from
   ClusterConfig cluster;
@@ -109,6 +127,8 @@ struct Config {
   SchedulerConfig scheduler;
   CompressionConfig compression;
   MetricsConfig metrics;
+  SecurityConfig security;
+  LimitsConfig limits;
   std::string log_level = "info";
   std::string timeline;  // Chrome trace output path prefix; empty: off
 };

@@ -11,9 +11,9 @@
 
 namespace psrt {
 
-void configure_socket(zmq::socket_t& socket) {
-  socket.set(zmq::sockopt::sndhwm, 0);
-  socket.set(zmq::sockopt::rcvhwm, 0);
+void configure_socket(zmq::socket_t& socket, const SocketOptions& options) {
+  socket.set(zmq::sockopt::sndhwm, options.hwm);
+  socket.set(zmq::sockopt::rcvhwm, options.hwm);
   socket.set(zmq::sockopt::linger, 2000);
   socket.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxPayloadBytes));
   // Bigger kernel buffers keep large chunks streaming on fast links.
@@ -21,17 +21,20 @@ void configure_socket(zmq::socket_t& socket) {
   socket.set(zmq::sockopt::rcvbuf, 4 << 20);
 }
 
-zmq::socket_t make_router(zmq::context_t& ctx) {
+zmq::socket_t make_router(zmq::context_t& ctx, const SocketOptions& options) {
   zmq::socket_t s(ctx, zmq::socket_type::router);
-  configure_socket(s);
+  configure_socket(s, options);
   s.set(zmq::sockopt::router_mandatory, 1);
-  s.set(zmq::sockopt::router_handover, 1);
+  s.set(zmq::sockopt::router_handover, 0);
+  if (options.curve) set_curve_server(s, *options.curve);
   return s;
 }
 
-zmq::socket_t make_dealer(zmq::context_t& ctx, const std::string& identity) {
+zmq::socket_t make_dealer(zmq::context_t& ctx, const std::string& identity,
+                          const SocketOptions& options) {
   zmq::socket_t s(ctx, zmq::socket_type::dealer);
-  configure_socket(s);
+  configure_socket(s, options);
+  if (options.curve) set_curve_client(s, *options.curve);
   s.set(zmq::sockopt::routing_id, identity);
   s.set(zmq::sockopt::immediate, 0);
   return s;
@@ -73,14 +76,22 @@ bool recv_envelope(zmq::socket_t& socket, Envelope& out, bool with_identity) {
 }
 
 bool send_envelope(zmq::socket_t& socket, const std::string* identity, const wire::Header& header,
-                   std::vector<zmq::message_t> payload) {
+                   std::vector<zmq::message_t> payload, bool* full) {
   try {
-    if (identity) socket.send(zmq::buffer(*identity), zmq::send_flags::sndmore);
+    // Only the first frame can meet the high-water mark: the rest of a message always follows.
     zmq::message_t head = encode_header(header);
-    socket.send(head, payload.empty() ? zmq::send_flags::none : zmq::send_flags::sndmore);
+    const auto more = [](bool m) { return m ? zmq::send_flags::sndmore : zmq::send_flags::none; };
+    const bool sent =
+        identity ? socket.send(zmq::buffer(*identity),
+                               zmq::send_flags::sndmore | zmq::send_flags::dontwait).has_value()
+                 : socket.send(head, more(!payload.empty()) | zmq::send_flags::dontwait).has_value();
+    if (!sent) {
+      if (full) *full = true;
+      return false;
+    }
+    if (identity) socket.send(head, more(!payload.empty()));
     for (std::size_t i = 0; i < payload.size(); ++i) {
-      socket.send(payload[i],
-                  i + 1 < payload.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+      socket.send(payload[i], more(i + 1 < payload.size()));
     }
   } catch (const zmq::error_t& e) {
     if (e.num() == EHOSTUNREACH) return false;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/curve.h"
 #include "psrt.pb.h"
 
 namespace psrt {
@@ -22,12 +23,23 @@ struct Envelope {
   std::vector<zmq::message_t> payload;
 };
 
-// Options every psrt socket gets: no high-water-mark drops (credit bounds what is queued), a
-// bounded linger so shutdown flushes but never hangs, ROUTER_MANDATORY so a send to a departed
-// peer is an error instead of a silent drop.
-void configure_socket(zmq::socket_t& socket);
-zmq::socket_t make_router(zmq::context_t& ctx);
-zmq::socket_t make_dealer(zmq::context_t& ctx, const std::string& identity);
+// What the job's config sets on every socket: the high-water mark (messages queued per peer and
+// direction; credit keeps the data plane far below it, so it only bounds what a peer that does
+// not read can make a process queue) and, with security.curve, the keys (null: plain TCP).
+struct SocketOptions {
+  int hwm = 10000;
+  const CurveKeys* curve = nullptr;
+};
+
+// Options every psrt socket gets: those above, a bounded linger so shutdown flushes but never
+// hangs, and on ROUTERs ROUTER_MANDATORY (a send to a departed peer is an error, not a silent
+// drop) without ROUTER_HANDOVER (a second connection with a taken routing id is ignored, so
+// nobody can take over a peer's link).
+void configure_socket(zmq::socket_t& socket, const SocketOptions& options);
+// A ROUTER is the CURVE server side; a DEALER the client side.
+zmq::socket_t make_router(zmq::context_t& ctx, const SocketOptions& options = {});
+zmq::socket_t make_dealer(zmq::context_t& ctx, const std::string& identity,
+                          const SocketOptions& options = {});
 // Binds and returns the endpoint actually bound (port 0 or * becomes the OS-chosen port).
 std::string bind_endpoint(zmq::socket_t& socket, const std::string& endpoint);
 
@@ -35,10 +47,11 @@ std::string bind_endpoint(zmq::socket_t& socket, const std::string& endpoint);
 // A message of fewer frames than a header is returned with an empty header frame.
 bool recv_envelope(zmq::socket_t& socket, Envelope& out, bool with_identity);
 
-// Sends header + payload frames (moved, so zero-copy frames stay zero-copy). Returns false when the
-// peer is unreachable (ROUTER_MANDATORY's EHOSTUNREACH); other errors throw zmq::error_t.
+// Sends header + payload frames (moved, so zero-copy frames stay zero-copy) without blocking.
+// Returns false when the peer is unreachable (ROUTER_MANDATORY's EHOSTUNREACH) or its queue is at
+// the high-water mark (then `*full` is set, if given); other errors throw zmq::error_t.
 bool send_envelope(zmq::socket_t& socket, const std::string* identity, const wire::Header& header,
-                   std::vector<zmq::message_t> payload = {});
+                   std::vector<zmq::message_t> payload = {}, bool* full = nullptr);
 
 // A frame that points into memory kept alive by `owner` until ZeroMQ has sent it.
 zmq::message_t shared_frame(std::shared_ptr<const void> owner, const void* data, std::size_t size);

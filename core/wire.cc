@@ -1,6 +1,9 @@
 #include "core/wire.h"
 
+#include <algorithm>
 #include <charconv>
+#include <cstdio>
+#include <random>
 
 namespace psrt {
 
@@ -16,6 +19,9 @@ const char* error_code_name(ErrorCode c) {
     case ErrorCode::kBadPayload: return "bad-payload";
     case ErrorCode::kUnexpected: return "unexpected";
     case ErrorCode::kNotReady: return "not-ready";
+    case ErrorCode::kTaken: return "rank-taken";
+    case ErrorCode::kNonFinite: return "non-finite";
+    case ErrorCode::kLimit: return "limit";
   }
   return "unknown";
 }
@@ -71,8 +77,10 @@ bool decode_header(const zmq::message_t& frame, const std::vector<zmq::message_t
                     std::to_string(kProtocolVersion));
   }
   if (h.job_id() != job_id) {
+    // Neither id is quoted: the sender's may be anything, and this one is not its business.
     return fail(error, ErrorCode::kWrongJob,
-                "job id '" + h.job_id() + "', this process serves '" + job_id + "'");
+                "job id differs from the one this process serves (" +
+                    std::to_string(h.job_id().size()) + " bytes): check job.id in the config");
   }
   if (!wire::Role_IsValid(h.role()) || h.role() == wire::ROLE_UNSPECIFIED) {
     return fail(error, ErrorCode::kMalformed, "role " + std::to_string(h.role()) + " is unknown");
@@ -170,6 +178,36 @@ Metrics::Kind metrics_kind(wire::MsgType type) {
     case wire::ACK: return Metrics::Kind::kAck;
     default: return Metrics::Kind::kControl;
   }
+}
+
+std::string process_identity(wire::Role role, uint32_t rank) {
+  std::random_device rd;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%08x%08x", rd(), rd());
+  return routing_id(role, rank) + "." + hex;
+}
+
+bool parse_identity(const std::string& id, wire::Role& role, uint32_t& rank) {
+  const auto dot = id.find('.');
+  if (dot == std::string::npos) return parse_routing_id(id, role, rank);
+  return id.size() == dot + 17 && parse_routing_id(id.substr(0, dot), role, rank);
+}
+
+std::string printable(const std::string& bytes, std::size_t max) {
+  std::string out;
+  const std::size_t n = std::min(bytes.size(), max);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto c = static_cast<unsigned char>(bytes[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out += char(c);
+    } else {
+      char buf[5];
+      std::snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+    }
+  }
+  if (bytes.size() > max) out += "...";
+  return out;
 }
 
 }  // namespace psrt

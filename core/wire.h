@@ -34,6 +34,9 @@ enum class ErrorCode : uint32_t {
   kBadPayload = 8,      // payload does not decode
   kUnexpected = 9,      // a message type this receiver does not take now
   kNotReady = 10,       // membership not yet known
+  kTaken = 11,          // REGISTER for a role and rank another process holds
+  kNonFinite = 12,      // a gradient holds NaN or infinity (limits.allow_non_finite: false)
+  kLimit = 13,          // a message exceeds a limit (string length, model size)
 };
 const char* error_code_name(ErrorCode c);
 
@@ -70,5 +73,13 @@ std::string peer_name(wire::Role role, uint32_t rank);
 std::string routing_id(wire::Role role, uint32_t rank);
 // Parses a routing id back; false for anything that is not one.
 bool parse_routing_id(const std::string& id, wire::Role& role, uint32_t& rank);
+// The routing id a process uses on every connection: routing_id() + "." + 16 random hex digits,
+// so that another process claiming the same role and rank cannot take over its links.
+std::string process_identity(wire::Role role, uint32_t rank);
+// Parses the role and rank out of a routing id or a process identity.
+bool parse_identity(const std::string& id, wire::Role& role, uint32_t& rank);
+// Bytes from a peer made fit for a log line or a reply: printable ASCII kept, anything else as
+// \xNN, at most `max` bytes of input shown (then "...").
+std::string printable(const std::string& bytes, std::size_t max = 32);
 
 }  // namespace psrt

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   cmake g++ make pkg-config
-  libzmq3-dev cppzmq-dev
+  libzmq3-dev cppzmq-dev libsodium-dev
   libprotobuf-dev protobuf-compiler
   libyaml-cpp-dev libspdlog-dev libcli11-dev catch2
   libopenblas-dev zlib1g-dev

@@ -5,56 +5,121 @@
 #include "core/wire.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace psrt {
 
 std::string describe(PeerId peer) { return peer_name(peer.role, peer.rank); }
 
-Coordinator::Coordinator(int servers, int workers, const SchedulerConfig& scheduler)
-    : servers_(servers), workers_(workers), scheduler_(scheduler) {}
+Coordinator::Coordinator(int servers, int workers, const SchedulerConfig& scheduler,
+                         const RegisterLimits& limits)
+    : servers_(servers), workers_(workers), scheduler_(scheduler), limits_(limits) {}
 
 Status Coordinator::on_register(PeerId peer, const wire::Register& reg, Clock::time_point now) {
+  auto err = on_register(peer, routing_id(peer.role, peer.rank), reg, now);
+  return err ? Status::error(err->message) : Status::ok();
+}
+
+std::optional<WireError> Coordinator::on_register(PeerId peer, const std::string& identity,
+                                                  const wire::Register& reg,
+                                                  Clock::time_point now) {
+  auto refuse = [](ErrorCode code, std::string why) {
+    return std::optional<WireError>(WireError{code, std::move(why)});
+  };
   const int limit = peer.role == wire::SERVER ? servers_ : peer.role == wire::WORKER ? workers_ : 0;
   if (int64_t(peer.rank) >= limit) {
-    return Status::error(describe(peer) + " is not part of this job (" +
-                         std::to_string(servers_) + " servers, " + std::to_string(workers_) +
-                         " workers)");
+    return refuse(ErrorCode::kNotRegistered,
+                  describe(peer) + " is not part of this job (" + std::to_string(servers_) +
+                      " servers, " + std::to_string(workers_) + " workers)");
   }
-  if (membership_) return Status::error("registration after the membership was sent");
+  if (auto it = identities_.find(peer); it != identities_.end()) {
+    if (it->second == identity) return std::nullopt;  // a repeat
+    return refuse(ErrorCode::kTaken, describe(peer) +
+                                         " is already registered by another process: check "
+                                         "that no two processes were started with this rank");
+  }
+  if (membership_) return refuse(ErrorCode::kNotRegistered, "registration after the membership was sent");
+  if (reg.address().size() > limits_.max_string) {
+    return refuse(ErrorCode::kLimit, "address of " + std::to_string(reg.address().size()) +
+                                         " bytes; at most " + std::to_string(limits_.max_string));
+  }
   if (peer.role == wire::SERVER && reg.address().rfind("tcp://", 0) != 0) {
-    return Status::error(describe(peer) + " registered without a tcp:// address");
+    return refuse(ErrorCode::kNotRegistered, describe(peer) + " registered without a tcp:// address");
   }
   if (peer.role == wire::WORKER) {
-    if (reg.tensors_size() == 0) return Status::error(describe(peer) + " registered no tensors");
-    for (int i = 0; i < reg.tensors_size(); ++i) {
-      const auto& t = reg.tensors(i);
-      if (t.key() != uint32_t(i)) {
-        return Status::error(describe(peer) + ": tensor " + std::to_string(i) + " has key " +
-                             std::to_string(t.key()) + "; keys must be 0, 1, 2, ... in order");
-      }
-      if (t.num_elements() == 0 || t.num_elements() > kMaxModelElements) {
-        return Status::error(describe(peer) + ": tensor " + std::to_string(i) + " has " +
-                             std::to_string(t.num_elements()) + " elements, allowed 1 to " +
-                             std::to_string(kMaxModelElements));
-      }
-    }
-    for (const auto& [other, r] : registrations_) {
-      if (other.role != wire::WORKER) continue;
-      bool same = r.tensors_size() == reg.tensors_size();
-      for (int i = 0; same && i < reg.tensors_size(); ++i) {
-        same = r.tensors(i).num_elements() == reg.tensors(i).num_elements() &&
-               r.tensors(i).key() == reg.tensors(i).key();
-      }
-      if (!same) {
-        return Status::error(describe(peer) + " trains a different model than " + describe(other) +
-                             " (tensor lists differ): check that every worker has the same config");
-      }
-      break;
-    }
+    if (auto err = check_worker(peer, reg)) return err;
   }
   registrations_[peer] = reg;
+  identities_[peer] = identity;
   last_seen_[peer] = now;
-  return Status::ok();
+  return std::nullopt;
+}
+
+std::optional<WireError> Coordinator::check_worker(PeerId peer, const wire::Register& reg) const {
+  auto refuse = [](ErrorCode code, std::string why) {
+    return std::optional<WireError>(WireError{code, std::move(why)});
+  };
+  if (reg.tensors_size() == 0) return refuse(ErrorCode::kNotRegistered, describe(peer) + " registered no tensors");
+  if (reg.tensors_size() > kMaxTensors) {
+    return refuse(ErrorCode::kLimit, describe(peer) + " registered " +
+                                         std::to_string(reg.tensors_size()) + " tensors; at most " +
+                                         std::to_string(kMaxTensors));
+  }
+  uint64_t total = 0;
+  for (int i = 0; i < reg.tensors_size(); ++i) {
+    const auto& t = reg.tensors(i);
+    if (t.key() != uint32_t(i)) {
+      return refuse(ErrorCode::kNotRegistered,
+                    describe(peer) + ": tensor " + std::to_string(i) + " has key " +
+                        std::to_string(t.key()) + "; keys must be 0, 1, 2, ... in order");
+    }
+    if (t.num_elements() == 0 || t.num_elements() > kMaxModelElements) {
+      return refuse(ErrorCode::kLimit, describe(peer) + ": tensor " + std::to_string(i) + " has " +
+                                           std::to_string(t.num_elements()) +
+                                           " elements, allowed 1 to " +
+                                           std::to_string(kMaxModelElements));
+    }
+    if (t.name().size() > limits_.max_string) {
+      return refuse(ErrorCode::kLimit, describe(peer) + ": tensor " + std::to_string(i) +
+                                           " has a name of " + std::to_string(t.name().size()) +
+                                           " bytes; at most " + std::to_string(limits_.max_string));
+    }
+    total += t.num_elements();
+  }
+  // The shard map spreads bytes evenly: a server holds about total / servers, plus a chunk.
+  const double per_server =
+      (double(total) / servers_ + double(scheduler_.chunk_bytes) / 4) * limits_.bytes_per_element;
+  if (limits_.server_bytes > 0 && per_server > double(limits_.server_bytes)) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf,
+                  "the model of %llu elements needs about %.1f MiB on each of %d servers, over "
+                  "the cap of %.1f MiB",
+                  (unsigned long long)total, per_server / (1 << 20), servers_,
+                  double(limits_.server_bytes) / (1 << 20));
+    return refuse(ErrorCode::kLimit, describe(peer) + ": " + buf +
+                                         " (limits.server_memory_bytes, or 80% of the memory "
+                                         "available to server 0)");
+  }
+  for (const auto& [other, r] : registrations_) {
+    if (other.role != wire::WORKER) continue;
+    bool same = r.tensors_size() == reg.tensors_size();
+    for (int i = 0; same && i < reg.tensors_size(); ++i) {
+      same = r.tensors(i).num_elements() == reg.tensors(i).num_elements() &&
+             r.tensors(i).key() == reg.tensors(i).key();
+    }
+    if (!same) {
+      return refuse(ErrorCode::kNotRegistered,
+                    describe(peer) + " trains a different model than " + describe(other) +
+                        " (tensor lists differ): check that every worker has the same config");
+    }
+    break;
+  }
+  return std::nullopt;
+}
+
+bool Coordinator::holds(PeerId peer, const std::string& identity) const {
+  auto it = identities_.find(peer);
+  return it != identities_.end() && it->second == identity;
 }
 
 bool Coordinator::all_registered() const {
@@ -70,6 +135,7 @@ const wire::Membership& Coordinator::membership() {
   for (int s = 0; s < servers_; ++s) {
     m.add_server_addresses(registrations_.at({wire::SERVER, uint32_t(s)}).address());
   }
+  for (int w = 0; w < workers_; ++w) m.add_worker_identities(identities_.at({wire::WORKER, uint32_t(w)}));
   const wire::Register& w0 = registrations_.at({wire::WORKER, 0});
   ModelDesc model;
   for (const auto& t : w0.tensors()) {
@@ -92,6 +158,10 @@ const wire::Membership& Coordinator::membership() {
   }
   membership_ = std::move(m);
   return *membership_;
+}
+
+void Coordinator::refresh(Clock::time_point now) {
+  for (auto& [peer, t] : last_seen_) t = now;
 }
 
 void Coordinator::seen(PeerId peer, Clock::time_point now) {

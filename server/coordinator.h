@@ -11,6 +11,7 @@
 
 #include "core/config.h"
 #include "core/status.h"
+#include "core/wire.h"
 #include "psrt.pb.h"
 
 namespace psrt {
@@ -23,20 +24,37 @@ struct PeerId {
   auto operator<=>(const PeerId&) const = default;
 };
 
+// What a registration may ask of the servers.
+struct RegisterLimits {
+  uint64_t server_bytes = 0;     // memory a server may give its shard; 0: no cap
+  double bytes_per_element = 4;  // parameters, optimizer state and reply state, per element
+  std::size_t max_string = 1024;  // tensor names, addresses
+};
+
 class Coordinator {
  public:
   // Largest tensor a worker may register (2^34 fp32 elements: 64 GiB).
   static constexpr uint64_t kMaxModelElements = 1ull << 34;
-  Coordinator(int servers, int workers, const SchedulerConfig& scheduler);
+  static constexpr int kMaxTensors = 1 << 20;
+  Coordinator(int servers, int workers, const SchedulerConfig& scheduler,
+              const RegisterLimits& limits = {});
 
-  // A process announced itself. Rejects unknown ranks, a second registration under another
-  // identity, and workers whose model differs from the first worker's.
+  // A process announced itself over the connection `identity`, which is bound to its role and
+  // rank from now on. Rejects unknown ranks, a rank another identity holds (kTaken), models over
+  // the limits (kLimit) and workers whose model differs from the first worker's. A repeat from the
+  // holder is accepted.
+  std::optional<WireError> on_register(PeerId peer, const std::string& identity,
+                                       const wire::Register& reg, Clock::time_point now);
+  // The same with the peer's plain routing id as its identity.
   Status on_register(PeerId peer, const wire::Register& reg, Clock::time_point now);
   bool all_registered() const;
   // Everyone registered: the membership to send (computed once).
   const wire::Membership& membership();
 
   void seen(PeerId peer, Clock::time_point now);
+  // Everyone counts as heard from now: after this process itself was not running (stopped,
+  // swapped out), silence it could not observe is not the peers' fault.
+  void refresh(Clock::time_point now);
   // The first registered peer (other than server 0) silent for longer than `timeout`, if any.
   std::optional<PeerId> lost(Clock::time_point now, Clock::duration timeout) const;
   double silent_seconds(PeerId peer, Clock::time_point now) const;
@@ -50,15 +68,21 @@ class Coordinator {
 
   std::vector<PeerId> registered_peers() const;  // everyone but server 0
   bool is_registered(PeerId peer) const { return last_seen_.count(peer) > 0 || peer == self(); }
+  // Whether `peer` is registered over the connection `identity`.
+  bool holds(PeerId peer, const std::string& identity) const;
+  const std::string& identity(PeerId peer) const { return identities_.at(peer); }
   static PeerId self() { return {wire::SERVER, 0}; }
 
  private:
   std::vector<PeerId> expected(const std::string& barrier) const;
+  std::optional<WireError> check_worker(PeerId peer, const wire::Register& reg) const;
 
   int servers_;
   int workers_;
   SchedulerConfig scheduler_;
+  RegisterLimits limits_;
   std::map<PeerId, wire::Register> registrations_;
+  std::map<PeerId, std::string> identities_;
   std::map<PeerId, Clock::time_point> last_seen_;
   std::map<std::string, std::set<PeerId>> barriers_;
   std::optional<wire::Membership> membership_;

@@ -8,6 +8,7 @@
 #include "compress/job_config.h"
 #include "compress/registry.h"
 #include "core/endpoints.h"
+#include "core/config_limits.h"
 #include "core/status.h"
 
 namespace psrt {
@@ -16,15 +17,29 @@ namespace {
 Clock::duration seconds(double s) {
   return std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s));
 }
+
+std::optional<CurveKeys> curve_keys(const Config& config) {
+  if (!config.security.curve) return std::nullopt;
+  return load_curve_keys(config.security);
+}
+
+std::optional<ZapHandler> zap_handler(zmq::context_t& ctx, const std::optional<CurveKeys>& keys) {
+  if (!keys) return std::nullopt;
+  return ZapHandler(ctx, *keys);
+}
 }  // namespace
 
 Server::Server(const Config& config, uint32_t rank)
     : config_(config),
       rank_(rank),
       self_{wire::SERVER, rank, config.job.id},
+      curve_(curve_keys(config)),
       ctx_(1),
-      router_(make_router(ctx_)),
+      zap_(zap_handler(ctx_, curve_)),
+      router_(make_router(ctx_, socket_options())),
       optimizer_(make_optimizer(config.optimizer)),
+      log_(config.limits.log_lines_per_s),
+      error_budget_(config.limits.error_replies_per_s),
       timeline_(config.timeline, "server-" + std::to_string(rank), 1 + int(rank)),
       metrics_(Metrics::serve(config.metrics, "server", int(rank), int(rank))) {
   if (int64_t(rank) >= config.cluster.servers) {
@@ -48,13 +63,18 @@ Server::Server(const Config& config, uint32_t rank)
   started_at_ = Clock::now();
   coordinator_seen_ = started_at_;
   next_heartbeat_ = started_at_;
+  last_loop_ = last_progress_ = started_at_;
   wire::Register reg;
   reg.set_address(endpoint_);
   if (rank == 0) {
-    coordinator_.emplace(config.cluster.servers, config.cluster.workers, config.scheduler);
-    (void)coordinator_->on_register(Coordinator::self(), reg, started_at_);
+    const RegisterLimits limits{server_memory_cap(config.limits), bytes_per_element(),
+                                std::size_t(config.limits.max_string_bytes)};
+    coordinator_.emplace(config.cluster.servers, config.cluster.workers, config.scheduler, limits);
+    // Bound to the empty identity, which no connection can have: nobody else speaks as server 0.
+    (void)coordinator_->on_register(Coordinator::self(), "", reg, started_at_);
   } else {
-    to_coordinator_.emplace(make_dealer(ctx_, routing_id(wire::SERVER, rank)));
+    to_coordinator_.emplace(
+        make_dealer(ctx_, process_identity(wire::SERVER, rank), socket_options()));
     to_coordinator_->connect(config.cluster.coordinator);
     wire::Header h = make_header(self_, wire::REGISTER);
     *h.mutable_register_() = reg;
@@ -63,6 +83,21 @@ Server::Server(const Config& config, uint32_t rank)
 }
 
 Server::~Server() = default;
+
+SocketOptions Server::socket_options() const {
+  return {config_.limits.socket_hwm, curve_ ? &*curve_ : nullptr};
+}
+
+double Server::bytes_per_element() const {
+  double floats = 1;  // the parameters
+  if (config_.optimizer.type == "adam") {
+    floats += 2;
+  } else if (config_.optimizer.momentum > 0) {
+    floats += 1;
+  }
+  if (config_.compression.compress_replies) floats += 1;  // what the workers hold
+  return 4 * floats;
+}
 
 void Server::run() {
   spdlog::info("listening on {}{}", endpoint_, rank_ == 0 ? " (coordinator)" : "");
@@ -75,13 +110,19 @@ void Server::run() {
     const auto now = Clock::now();
     check_timers(now);
     const auto wait = std::max(Clock::duration::zero(), next_heartbeat_ - Clock::now());
-    zmq::pollitem_t items[3] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
+    zmq::pollitem_t items[4] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
                                 {nullptr, wakeup_.fd(), ZMQ_POLLIN, 0},
+                                {nullptr, 0, ZMQ_POLLIN, 0},
                                 {nullptr, 0, ZMQ_POLLIN, 0}};
     int n = 2;
+    const int zap_item = zap_ ? n++ : -1;
+    if (zap_) items[zap_item] = {zap_->socket().handle(), 0, ZMQ_POLLIN, 0};
     if (to_coordinator_) items[n++] = {to_coordinator_->handle(), 0, ZMQ_POLLIN, 0};
     zmq::poll(items, n, std::chrono::duration_cast<std::chrono::milliseconds>(wait) +
                             std::chrono::milliseconds(1));
+    if (zap_ && (items[zap_item].revents & ZMQ_POLLIN) && zap_->handle() > 0) {
+      log_.warn("curve", "refused a connection that does not hold this job's CURVE key");
+    }
     if (items[1].revents & ZMQ_POLLIN) {
       wakeup_.drain();
       finish_updates();
@@ -98,11 +139,25 @@ void Server::run() {
   }
   timeline_.flush();
   if (timeline_.enabled()) spdlog::info("timeline written to {}", timeline_.path());
-  spdlog::info("shut down: {} pushes, {} duplicates, {} updates, {} errors", stats_.pushes,
-               stats_.duplicates, stats_.updates, stats_.errors);
+  log_.flush(Clock::now(), true);
+  spdlog::info("shut down: {} pushes, {} duplicates, {} updates, {} errors, {} replies dropped",
+               stats_.pushes, stats_.duplicates, stats_.updates, stats_.errors,
+               stats_.dropped_replies + error_budget_.dropped());
 }
 
 void Server::check_timers(Clock::time_point now) {
+  const auto peer_timeout = seconds(config_.cluster.peer_timeout_s);
+  if (now - last_loop_ > peer_timeout / 2) {
+    // This process was not running (SIGSTOP, swapped out): what it could not hear is not its
+    // peers' silence. Their messages are waiting; judge them once those are read.
+    spdlog::warn("this server did not run for {:.1f} s; peers' silence is counted from now",
+                 std::chrono::duration<double>(now - last_loop_).count());
+    if (coordinator_) coordinator_->refresh(now);
+    coordinator_seen_ = now;
+    last_progress_ = now;
+  }
+  last_loop_ = now;
+  log_.flush(now);
   if (now >= next_heartbeat_) {
     next_heartbeat_ = now + seconds(config_.cluster.heartbeat_s);
     if (coordinator_) {
@@ -110,10 +165,11 @@ void Server::check_timers(Clock::time_point now) {
     } else {
       send_envelope(*to_coordinator_, nullptr, make_header(self_, wire::HEARTBEAT));
     }
+    check_progress(now);
   }
   const auto start_limit = seconds(config_.cluster.start_timeout_s);
   if (coordinator_) {
-    if (auto lost = coordinator_->lost(now, seconds(config_.cluster.peer_timeout_s))) {
+    if (auto lost = coordinator_->lost(now, peer_timeout)) {
       char buf[64];
       std::snprintf(buf, sizeof buf, "%.1f", coordinator_->silent_seconds(*lost, now));
       metrics_.lost_peer();
@@ -126,29 +182,62 @@ void Server::check_timers(Clock::time_point now) {
                 "; never came: " + coordinator_->missing(registered ? "start" : ""));
     }
   } else {
-    if (have_membership_ && now - coordinator_seen_ > seconds(config_.cluster.peer_timeout_s)) {
+    if (have_membership_ && now - coordinator_seen_ > peer_timeout) {
       metrics_.lost_peer();
-      throw JobError("lost the coordinator (server 0 at " + config_.cluster.coordinator +
-                     "): nothing heard from it for " +
-                     std::to_string(config_.cluster.peer_timeout_s) + " s");
+      abort_job("lost the coordinator (server 0 at " + config_.cluster.coordinator +
+                "): nothing heard from it for " + std::to_string(config_.cluster.peer_timeout_s) +
+                " s");
     }
     if (!started_ && now - started_at_ > start_limit) {
       if (!coordinator_heard_) {
         throw ConfigError(coordinator_unreachable(config_.cluster.coordinator,
                                                   config_.cluster.start_timeout_s));
       }
-      throw JobError("gave up after " + std::to_string(config_.cluster.start_timeout_s) +
-                     " s waiting for the " + (have_membership_ ? "start barrier" : "membership") +
-                     " from the coordinator at " + config_.cluster.coordinator);
+      abort_job("gave up after " + std::to_string(config_.cluster.start_timeout_s) +
+                " s waiting for the " + (have_membership_ ? "start barrier" : "membership") +
+                " from the coordinator at " + config_.cluster.coordinator);
     }
   }
+}
+
+void Server::check_progress(Clock::time_point now) {
+  if (!started_ || config_.cluster.progress_timeout_s <= 0) return;
+  const ChunkState* waiting = nullptr;
+  for (std::size_t i = 0; i < chunks_.size() && !waiting; ++i) {
+    const ChunkState& c = chunks_.at(uint32_t(i));
+    if (c.arrived_count > 0 && !c.updating) waiting = &c;
+  }
+  if (!waiting) {
+    last_progress_ = now;  // nobody is being waited for here
+    return;
+  }
+  if (now - last_progress_ <= seconds(config_.cluster.progress_timeout_s)) return;
+  std::string who;
+  for (uint32_t w = 0; w < waiting->arrived.size(); ++w) {
+    if (!waiting->arrived[w]) who += (who.empty() ? "" : ", ") + peer_name(wire::WORKER, w);
+  }
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "no training progress for %.0f s (cluster.progress_timeout_s): ",
+                config_.cluster.progress_timeout_s);
+  abort_job(buf + std::string("server ") + std::to_string(rank_) + " waits for the push of " +
+            who + " for tensor " + std::to_string(waiting->desc.key) + " offset " +
+            std::to_string(waiting->desc.offset) + " iteration " +
+            std::to_string(waiting->iteration));
 }
 
 void Server::send(const std::string& identity, const wire::Header& h,
                   std::vector<zmq::message_t> payload) {
   metrics_.message(Metrics::Dir::kSent, metrics_kind(h.type()), payload_size(payload));
-  if (!send_envelope(router_, &identity, h, std::move(payload))) {
-    spdlog::debug("{} to {} dropped: peer not connected", wire::MsgType_Name(h.type()), identity);
+  bool full = false;
+  if (send_envelope(router_, &identity, h, std::move(payload), &full)) return;
+  if (full) {
+    ++stats_.dropped_replies;
+    log_.warn("full queue", std::string(wire::MsgType_Name(h.type())) + " to " +
+                                printable(identity) +
+                                " dropped: it does not read, its queue is at limits.socket_hwm");
+  } else {
+    spdlog::debug("{} to {} dropped: peer not connected", wire::MsgType_Name(h.type()),
+                  printable(identity));
   }
 }
 

@@ -17,6 +17,8 @@
 
 #include "compress/codec.h"
 #include "core/config.h"
+#include "core/curve.h"
+#include "core/rate_limit.h"
 #include "core/timeline.h"
 #include "core/transport.h"
 #include "core/wire.h"
@@ -33,6 +35,7 @@ struct ServerStats {
   uint64_t duplicates = 0;
   uint64_t updates = 0;
   uint64_t errors = 0;
+  uint64_t dropped_replies = 0;  // a peer's queue at limits.socket_hwm, or its error budget spent
   std::map<ErrorCode, uint64_t> errors_by_code;
 };
 
@@ -59,7 +62,16 @@ class Server {
   // To every registered process, or only to those of role `only`.
   void broadcast(const wire::Header& h, wire::Role only = wire::ROLE_UNSPECIFIED);
   void check_timers(Clock::time_point now);
+  // Server 0: tells everyone and throws. Others: tell the coordinator, so that it ends the job
+  // naming the cause, and throw.
   [[noreturn]] void abort_job(const std::string& why);
+  // Whether the message on the router comes from the process registered as `from` over this
+  // connection; else replies with the error.
+  bool admitted(const std::string& identity, PeerId from, const wire::Header& h);
+  // cluster.progress_timeout_s: names whom this server has been waiting for, if too long.
+  void check_progress(Clock::time_point now);
+  double bytes_per_element() const;  // parameters and the state kept beside them
+  SocketOptions socket_options() const;
   // data plane (server_data.cc)
   void on_router_message(Envelope& env);
   void on_tensor(const std::string& identity, PeerId from, const wire::Header& h,
@@ -88,7 +100,9 @@ class Server {
   Config config_;
   uint32_t rank_;
   Sender self_;
+  std::optional<CurveKeys> curve_;  // security.curve
   zmq::context_t ctx_;
+  std::optional<ZapHandler> zap_;  // with curve_: admits the job's key only
   zmq::socket_t router_;
   std::optional<zmq::socket_t> to_coordinator_;  // servers other than 0
   std::string endpoint_;
@@ -107,6 +121,7 @@ class Server {
     std::set<uint32_t> dense;  // chunks whose queued reply goes dense (answers to PULL)
   };
   std::vector<ReplyLink> replies_;  // by worker rank
+  std::vector<std::string> worker_ids_;  // each worker's registered connection identity
   std::vector<ChunkState*> by_id_;
   bool have_membership_ = false;
   bool started_ = false;
@@ -115,7 +130,11 @@ class Server {
   Clock::time_point coordinator_seen_;
   bool coordinator_heard_ = false;
   Clock::time_point next_heartbeat_;
+  Clock::time_point last_loop_;      // a long gap: this process was stopped, not its peers
+  Clock::time_point last_progress_;  // an update completed, or nobody was waited for
   ServerStats stats_;
+  LogLimiter log_;
+  PeerBudget error_budget_;
   Timeline timeline_;
   Metrics metrics_;
 };

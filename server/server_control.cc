@@ -1,6 +1,7 @@
 // The control plane of psrt-server: registration, membership, barriers, heartbeats, abort.
 #include <spdlog/spdlog.h>
 
+#include "core/config_limits.h"
 #include "core/status.h"
 #include "server/server.h"
 
@@ -17,13 +18,14 @@ void Server::on_control(const std::string& identity, PeerId from, const wire::He
   const auto now = Clock::now();
   switch (h.type()) {
     case wire::REGISTER: {
-      Status st = coordinator_->on_register(from, h.register_(), now);
-      if (!st) {
-        reply_error(identity, &h, {ErrorCode::kNotRegistered, st.message()});
+      const bool was_complete = coordinator_->all_registered();
+      if (auto err = coordinator_->on_register(from, identity, h.register_(), now)) {
+        reply_error(identity, &h, *err);
         return;
       }
+      if (was_complete) return;  // a repeat
       spdlog::info("{} registered{}", describe(from),
-                   h.register_().address().empty() ? "" : " at " + h.register_().address());
+                   h.register_().address().empty() ? "" : " at " + printable(h.register_().address(), 256));
       if (coordinator_->all_registered()) {
         wire::Header out = make_header(self_, wire::MEMBERSHIP);
         try {
@@ -40,10 +42,14 @@ void Server::on_control(const std::string& identity, PeerId from, const wire::He
     }
     case wire::HEARTBEAT:
       return;  // `seen` was recorded by the caller
+    case wire::ABORT:  // a process that gives up tells why, and the job ends with its reason
+      abort_job(describe(from) + " gave up: " +
+                printable(h.error().message(), std::size_t(config_.limits.max_string_bytes)));
     case wire::BARRIER: {
       const std::string& name = h.barrier().name();
       if (name != "start" && name != "shutdown" && name != "membership") {
-        reply_error(identity, &h, {ErrorCode::kMalformed, "unknown barrier '" + name + "'"});
+        reply_error(identity, &h,
+                    {ErrorCode::kMalformed, "unknown barrier '" + printable(name) + "'"});
         return;
       }
       if (coordinator_->arrive(name, from)) release(name);
@@ -61,7 +67,12 @@ void Server::on_coordinator_message(Envelope& env) {
   WireError err;
   if (!decode_header(env.header, env.payload, config_.job.id, h, err) || h.role() != wire::SERVER ||
       h.rank() != 0) {
-    spdlog::warn("ignored a bad message on the coordinator link: {}", err.message);
+    if (err.code == ErrorCode::kWrongJob && h.type() == wire::ERROR &&
+        h.error().code() == uint32_t(ErrorCode::kWrongJob)) {
+      throw ConfigError("the coordinator at " + config_.cluster.coordinator +
+                        " serves another job: check job.id");
+    }
+    log_.warn("coordinator link", "ignored a bad message on the coordinator link: " + err.message);
     ++stats_.errors;
     return;
   }
@@ -72,7 +83,12 @@ void Server::on_coordinator_message(Envelope& env) {
     case wire::BARRIER_RELEASE: release(h.barrier().name()); return;
     case wire::HEARTBEAT: return;
     case wire::ABORT: throw JobError("job aborted by the coordinator: " + h.error().message());
-    case wire::ERROR: throw JobError("the coordinator refused this server: " + h.error().message());
+    case wire::ERROR:
+      if (h.error().about() == wire::REGISTER) {
+        throw ConfigError("the coordinator refused to register server " + std::to_string(rank_) +
+                          ": " + printable(h.error().message(), 1024));
+      }
+      throw JobError("the coordinator refused this server: " + printable(h.error().message(), 1024));
     default: spdlog::warn("ignored {} from the coordinator", wire::MsgType_Name(h.type()));
   }
 }
@@ -85,6 +101,21 @@ void Server::on_membership(const wire::Membership& m) {
               std::to_string(m.num_workers()) + " workers, this server's config says " +
               std::to_string(config_.cluster.servers) + " and " +
               std::to_string(config_.cluster.workers));
+  }
+  if (m.worker_identities_size() != int(m.num_workers())) {
+    abort_job("the membership names " + std::to_string(m.worker_identities_size()) +
+              " worker identities for " + std::to_string(m.num_workers()) + " workers");
+  }
+  worker_ids_.assign(m.worker_identities().begin(), m.worker_identities().end());
+  double elements = 0;
+  for (const auto& c : m.chunks()) elements += c.server() == rank_ ? double(c.length()) : 0;
+  if (const uint64_t cap = server_memory_cap(config_.limits);
+      cap > 0 && elements * bytes_per_element() > double(cap)) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "its share of the model needs %.1f MiB, over the cap of %.1f MiB",
+                  elements * bytes_per_element() / (1 << 20), double(cap) / (1 << 20));
+    abort_job("server " + std::to_string(rank_) + ": " + buf +
+              " (limits.server_memory_bytes, or 80% of the memory available)");
   }
   try {
     chunks_ = ChunkTable(rank_, m.num_workers(), m);
@@ -119,6 +150,7 @@ void Server::release(const std::string& barrier) {
     if (!coordinator_) return;
     wire::Header h = make_header(self_, wire::MEMBERSHIP);
     *h.mutable_membership() = coordinator_->membership();
+    h.mutable_membership()->clear_worker_identities();  // the servers' business only
     broadcast(h, wire::WORKER);
     return;
   }
@@ -137,15 +169,17 @@ void Server::release(const std::string& barrier) {
 
 void Server::broadcast(const wire::Header& h, wire::Role only) {
   for (const auto& peer : coordinator_->registered_peers()) {
-    if (only == wire::ROLE_UNSPECIFIED || peer.role == only) send(routing_id(peer.role, peer.rank), h);
+    if (only == wire::ROLE_UNSPECIFIED || peer.role == only) send(coordinator_->identity(peer), h);
   }
 }
 
 void Server::abort_job(const std::string& why) {
+  wire::Header h = make_header(self_, wire::ABORT);
+  h.mutable_error()->set_message(why);
   if (coordinator_) {
-    wire::Header h = make_header(self_, wire::ABORT);
-    h.mutable_error()->set_message(why);
     broadcast(h);
+  } else {
+    send_envelope(*to_coordinator_, nullptr, h);
   }
   throw JobError(why);
 }

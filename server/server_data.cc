@@ -1,6 +1,7 @@
 // The data plane of psrt-server: INIT, PULL and PUSH of chunks; aggregation and replies.
 #include <spdlog/spdlog.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "compress/wire_format.h"
@@ -17,27 +18,52 @@ void Server::on_router_message(Envelope& env) {
   }
   metrics_.message(Metrics::Dir::kReceived, metrics_kind(h.type()), payload_size(env.payload));
   PeerId from{wire::ROLE_UNSPECIFIED, 0};
-  if (!parse_routing_id(env.identity, from.role, from.rank) || from.role != h.role() ||
+  if (!parse_identity(env.identity, from.role, from.rank) || from.role != h.role() ||
       from.rank != h.rank()) {
+    // The identity is not quoted: it is raw bytes of the peer's choosing.
     reply_error(env.identity, &h,
                 {ErrorCode::kNotRegistered, "header says " + peer_name(h.role(), h.rank()) +
-                                                " but the connection belongs to '" + env.identity +
-                                                "'"});
+                                                " but the connection belongs to another process"});
     return;
   }
-  if (coordinator_) {
-    if (h.type() != wire::REGISTER && !coordinator_->is_registered(from)) {
-      reply_error(env.identity, &h,
-                  {ErrorCode::kNotRegistered, describe(from) + " has not registered"});
-      return;
-    }
-    coordinator_->seen(from, Clock::now());
-  }
+  if (!admitted(env.identity, from, h)) return;
   if (is_tensor_message(h.type())) {
     on_tensor(env.identity, from, h, env.payload);
   } else {
     on_control(env.identity, from, h);
   }
+}
+
+bool Server::admitted(const std::string& identity, PeerId from, const wire::Header& h) {
+  if (coordinator_) {
+    if (from == Coordinator::self()) {
+      reply_error(identity, &h, {ErrorCode::kNotRegistered, "server 0 is this process"});
+      return false;
+    }
+    if (h.type() == wire::REGISTER) return true;  // the coordinator binds the identity
+    if (!coordinator_->holds(from, identity)) {
+      reply_error(identity, &h,
+                  {ErrorCode::kNotRegistered,
+                   describe(from) + " has not registered" +
+                       (coordinator_->is_registered(from) ? " over this connection" : "")});
+      return false;
+    }
+    coordinator_->seen(from, Clock::now());
+    return true;
+  }
+  // Servers other than 0 learn from the membership which connection each worker registered with.
+  if (!have_membership_) {
+    reply_error(identity, &h, {ErrorCode::kNotReady, "membership not known yet"});
+    return false;
+  }
+  if (from.role != wire::WORKER || from.rank >= worker_ids_.size() ||
+      worker_ids_[from.rank] != identity) {
+    reply_error(identity, &h,
+                {ErrorCode::kNotRegistered,
+                 describe(from) + " has not registered over this connection"});
+    return false;
+  }
+  return true;
 }
 
 void Server::on_tensor(const std::string& identity, PeerId from, const wire::Header& h,
@@ -132,6 +158,21 @@ void Server::on_push(const std::string& identity, PeerId from, const wire::Heade
     }
     if (!st) {
       reply_error(identity, &h, {ErrorCode::kBadPayload, "compressed payload: " + st.message()});
+      return;
+    }
+  }
+  if (!codec_ && !config_.limits.allow_non_finite) {
+    payload[0] = aligned_frame(std::move(payload[0]));
+    const float* v = static_cast<const float*>(payload[0].data());
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < h.length(); ++i) bad += std::isfinite(v[i]) ? 0 : 1;
+    if (bad > 0) {
+      reply_error(identity, &h,
+                  {ErrorCode::kNonFinite,
+                   std::to_string(bad) + " of the " + std::to_string(h.length()) +
+                       " gradient values of tensor " + std::to_string(h.key()) + " offset " +
+                       std::to_string(h.offset()) +
+                       " are NaN or infinite (limits.allow_non_finite: false)"});
       return;
     }
   }
@@ -230,6 +271,7 @@ void Server::finish_updates() {
 }
 
 void Server::complete_update(ChunkState& c) {
+  last_progress_ = Clock::now();
   c.updating = false;
   ++c.iteration;
   ++stats_.updates;
@@ -250,7 +292,7 @@ void Server::queue_reply(uint32_t worker, const ChunkState& c, bool dense) {
 
 void Server::pump_replies(uint32_t worker) {
   ReplyLink& link = replies_[worker];
-  const std::string identity = routing_id(wire::WORKER, worker);
+  const std::string& identity = worker_ids_[worker];
   while (auto unit = link.queue.next()) {
     const uint64_t seq = ++link.seq;
     link.unacked[seq] = unit->bytes;
@@ -263,7 +305,7 @@ void Server::on_reply_ack(uint32_t worker, const wire::Header& h) {
   ReplyLink& link = replies_[worker];
   auto it = link.unacked.find(h.seq());
   if (it == link.unacked.end()) {
-    reply_error(routing_id(wire::WORKER, worker), &h,
+    reply_error(worker_ids_[worker], &h,
                 {ErrorCode::kUnexpected, "ACK for reply " + std::to_string(h.seq()) +
                                              ", which is not in flight"});
     return;
@@ -298,9 +340,12 @@ void Server::reply_error(const std::string& identity, const wire::Header* about,
   ++stats_.errors;
   ++stats_.errors_by_code[e.code];
   metrics_.error(error_code_name(e.code));
-  spdlog::warn("rejected {} from '{}': {}: {}",
-               about ? wire::MsgType_Name(about->type()) : std::string("a message"), identity,
-               error_code_name(e.code), e.message);
+  log_.warn(std::string("rejected (") + error_code_name(e.code) + ")",
+            "rejected " + (about ? wire::MsgType_Name(about->type()) : std::string("a message")) +
+                " from " + printable(identity) + ": " + error_code_name(e.code) + ": " +
+                e.message);
+  // A peer that keeps sending what is refused gets a bounded number of replies.
+  if (!error_budget_.allow(identity)) return;
   wire::Header h = make_header(self_, wire::ERROR);
   h.mutable_error()->set_code(static_cast<uint32_t>(e.code));
   h.mutable_error()->set_message(e.message);

@@ -19,9 +19,12 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
       timeline_(timeline),
       encoder_(config.compression, model),
       replies_(config.compression),
+      curve_(config.security.curve ? std::optional(load_curve_keys(config.security)) : std::nullopt),
+      identity_(process_identity(wire::WORKER, rank)),
       metrics_(Metrics::serve(config.metrics, "worker", int(rank), config.cluster.servers + int(rank))),
       ctx_(1),
-      queue_(config.scheduler.mode, config.scheduler.credit_bytes) {
+      queue_(config.scheduler.mode, config.scheduler.credit_bytes),
+      log_(config.limits.log_lines_per_s) {
   if (int64_t(rank) >= config.cluster.workers) {
     throw ConfigError("worker rank " + std::to_string(rank) + " is outside cluster.workers = " +
                       std::to_string(config.cluster.workers));
@@ -40,7 +43,7 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
     }
   }
   queue_.expect_tensors(uint32_t(model.tensors.size()));
-  dealers_.push_back(make_dealer(ctx_, routing_id(wire::WORKER, rank)));
+  dealers_.push_back(new_dealer());
   dealers_[0].connect(config.cluster.coordinator);
   if (metrics_.enabled()) {
     spdlog::info("metrics on http://{}:{}/metrics", config.metrics.host, metrics_.port());
@@ -57,16 +60,24 @@ PsClient::~PsClient() {
   if (io_.joinable()) io_.join();
 }
 
+zmq::socket_t PsClient::new_dealer() {
+  return make_dealer(ctx_, identity_, {config_.limits.socket_hwm, curve_ ? &*curve_ : nullptr});
+}
+
 template <typename Pred>
 void PsClient::wait_for(Pred pred) {
   std::unique_lock lock(mu_);
-  if (pred()) return;
+  if (pred()) {
+    waiting_since_.reset();
+    return;
+  }
   const auto t0 = std::chrono::steady_clock::now();
   cv_.wait(lock, [&] { return error_.has_value() || pred(); });
   stats_.wait_seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  waiting_since_.reset();
   if (error_ && !pred()) {
-    if (unreachable_) throw ConfigError(*error_);
+    if (refused_) throw ConfigError(*error_);
     throw JobError(*error_);
   }
 }
@@ -86,10 +97,22 @@ bool PsClient::layer_ready(uint32_t layer, uint64_t iteration) const {
 
 void PsClient::wait_layer(uint32_t layer, uint64_t iteration) {
   if (model_.layers.at(layer).tensors.empty()) return;
+  {
+    std::lock_guard lock(mu_);
+    waiting_since_ = std::chrono::steady_clock::now();
+    waiting_layer_ = layer;
+    waiting_iteration_ = iteration;
+  }
   wait_for([&] { return layer_ready(layer, iteration); });
 }
 
 void PsClient::wait_all(uint64_t iteration) {
+  {
+    std::lock_guard lock(mu_);
+    waiting_since_ = std::chrono::steady_clock::now();
+    waiting_layer_ = -1;
+    waiting_iteration_ = iteration;
+  }
   wait_for(
       [&] {
         for (auto v : version_)

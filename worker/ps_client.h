@@ -24,7 +24,9 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/curve.h"
 #include "core/model.h"
+#include "core/rate_limit.h"
 #include "core/sharding.h"
 #include "core/timeline.h"
 #include "core/transport.h"
@@ -105,7 +107,13 @@ class PsClient {
   void pump();
   void take_commands();
   void check_timers();
+  void check_progress(std::chrono::steady_clock::time_point now);
   void fail(const std::string& why);
+  // fail(), after telling the coordinator why, so that the job ends naming the cause.
+  void report(const std::string& why);
+  // The coordinator refused this process (rank taken, another job): a configuration error.
+  void refused(const std::string& why);
+  zmq::socket_t new_dealer();
   bool send_to(std::size_t server, const wire::Header& h, std::vector<zmq::message_t> payload = {});
   wire::Header tensor_header(wire::MsgType type, const ChunkDesc& c, uint64_t iteration);
 
@@ -130,6 +138,9 @@ class PsClient {
   ReplyDecoder replies_;            // I/O thread (stateless)
   Metrics metrics_;
 
+  std::optional<CurveKeys> curve_;  // security.curve
+  std::string identity_;            // this process's routing id on every connection
+
   // I/O thread only
   zmq::context_t ctx_;
   std::vector<zmq::socket_t> dealers_;
@@ -142,6 +153,8 @@ class PsClient {
   bool shutdown_sent_ = false;
   std::chrono::steady_clock::time_point started_at_, coordinator_seen_, next_heartbeat_;
   bool coordinator_heard_ = false;
+  std::chrono::steady_clock::time_point last_loop_;
+  LogLimiter log_;
 
   // shared, under mu_
   mutable std::mutex mu_;
@@ -152,7 +165,12 @@ class PsClient {
   bool started_ = false;
   bool finished_ = false;
   std::optional<std::string> error_;
-  bool unreachable_ = false;  // error_ is: the coordinator never answered (a start-up error)
+  bool refused_ = false;  // error_ is a refusal: start() throws ConfigError
+  // What the compute thread waits for (cluster.progress_timeout_s): since when, and which layer
+  // (-1: every layer) of which iteration; unset when it does not wait for parameters.
+  std::optional<std::chrono::steady_clock::time_point> waiting_since_;
+  int64_t waiting_layer_ = -1;
+  uint64_t waiting_iteration_ = 0;
   std::vector<int64_t> version_;  // by chunk id; -1: none yet
   ClientStats stats_;
 

@@ -24,10 +24,33 @@ void PsClient::fail(const std::string& why) {
   cv_.notify_all();
 }
 
+void PsClient::refused(const std::string& why) {
+  std::lock_guard lock(mu_);
+  if (!error_) {
+    error_ = why;
+    refused_ = true;
+  }
+  cv_.notify_all();
+}
+
+void PsClient::report(const std::string& why) {
+  wire::Header h = make_header(self_, wire::ABORT);
+  h.mutable_error()->set_message(why);
+  send_to(0, h);
+  fail(why);
+}
+
 bool PsClient::send_to(std::size_t server, const wire::Header& h,
                        std::vector<zmq::message_t> payload) {
   metrics_.message(Metrics::Dir::kSent, metrics_kind(h.type()), payload_size(payload));
-  return send_envelope(dealers_.at(server), nullptr, h, std::move(payload));
+  bool full = false;
+  if (send_envelope(dealers_.at(server), nullptr, h, std::move(payload), &full)) return true;
+  if (full) {
+    log_.warn("full queue", std::string(wire::MsgType_Name(h.type())) + " to server " +
+                                std::to_string(server) +
+                                " dropped: its queue is at limits.socket_hwm");
+  }
+  return false;
 }
 
 wire::Header PsClient::tensor_header(wire::MsgType type, const ChunkDesc& c, uint64_t iteration) {
@@ -47,6 +70,7 @@ void PsClient::io_loop() {
     started_at_ = SteadyClock::now();
     coordinator_seen_ = started_at_;
     next_heartbeat_ = started_at_;
+    last_loop_ = started_at_;
     wire::Header reg = make_header(self_, wire::REGISTER);
     for (const auto& t : model_.tensors) {
       auto* ti = reg.mutable_register_()->add_tensors();
@@ -90,9 +114,18 @@ void PsClient::io_loop() {
 
 void PsClient::check_timers() {
   const auto now = SteadyClock::now();
+  if (now - last_loop_ > seconds(config_.cluster.peer_timeout_s) / 2) {
+    // This process did not run (stopped): the coordinator's messages are waiting to be read.
+    coordinator_seen_ = now;
+    std::lock_guard lock(mu_);
+    if (waiting_since_) waiting_since_ = now;
+  }
+  last_loop_ = now;
+  log_.flush(now);
   if (now >= next_heartbeat_) {
     next_heartbeat_ = now + seconds(config_.cluster.heartbeat_s);
     send_to(0, make_header(self_, wire::HEARTBEAT));
+    check_progress(now);
   }
   bool started = false, membership = false;
   {
@@ -102,11 +135,7 @@ void PsClient::check_timers() {
   }
   if (!started && now - started_at_ > seconds(config_.cluster.start_timeout_s)) {
     if (!coordinator_heard_) {
-      {
-        std::lock_guard lock(mu_);
-        unreachable_ = !error_;
-      }
-      fail(coordinator_unreachable(config_.cluster.coordinator, config_.cluster.start_timeout_s));
+      refused(coordinator_unreachable(config_.cluster.coordinator, config_.cluster.start_timeout_s));
       return;
     }
     fail("gave up after " + std::to_string(config_.cluster.start_timeout_s) + " s waiting for " +
@@ -115,23 +144,55 @@ void PsClient::check_timers() {
   }
   if (membership && now - coordinator_seen_ > seconds(config_.cluster.peer_timeout_s)) {
     metrics_.lost_peer();
-    fail("lost the coordinator (server 0 at " + config_.cluster.coordinator +
+    report("lost the coordinator (server 0 at " + config_.cluster.coordinator +
          "): nothing heard from it for " + std::to_string(config_.cluster.peer_timeout_s) + " s");
   }
+}
+
+void PsClient::check_progress(SteadyClock::time_point now) {
+  const double limit = config_.cluster.progress_timeout_s;
+  if (limit <= 0) return;
+  std::string what;
+  {
+    std::lock_guard lock(mu_);
+    if (!waiting_since_ || now - *waiting_since_ <= seconds(limit)) return;
+    // The first chunk that has not come, of the layer waited for (or of any layer).
+    for (const auto& c : shards_.chunks()) {
+      if (version_[c.id] >= int64_t(waiting_iteration_)) continue;
+      if (waiting_layer_ >= 0 && model_.tensors[c.key].layer != uint32_t(waiting_layer_)) continue;
+      what = "server " + std::to_string(c.server) + " (tensor " + std::to_string(c.key) +
+             " offset " + std::to_string(c.offset) + ", iteration " +
+             std::to_string(waiting_iteration_) + ")";
+      break;
+    }
+  }
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "no training progress for %.0f s (cluster.progress_timeout_s): ",
+                limit);
+  report(buf + std::string("worker ") + std::to_string(rank_) + " waits for parameters from " +
+         (what.empty() ? std::string("the servers") : what));
 }
 
 void PsClient::on_message(std::size_t server, Envelope& env) {
   wire::Header h;
   WireError err;
   if (!decode_header(env.header, env.payload, config_.job.id, h, err)) {
-    spdlog::warn("ignored a bad message from server {}: {}", server, err.message);
+    if (server == 0 && err.code == ErrorCode::kWrongJob && h.type() == wire::ERROR &&
+        h.error().code() == uint32_t(ErrorCode::kWrongJob)) {
+      refused("the coordinator at " + config_.cluster.coordinator +
+              " serves another job: check job.id");
+      return;
+    }
     metrics_.error(error_code_name(err.code));
+    log_.warn("bad message", "ignored a bad message from server " + std::to_string(server) +
+                                 ": " + err.message);
     return;
   }
   metrics_.message(Metrics::Dir::kReceived, metrics_kind(h.type()), payload_size(env.payload));
   if (h.role() != wire::SERVER || h.rank() != server) {
-    spdlog::warn("ignored a message claiming to be {} on the link to server {}",
-                 peer_name(h.role(), h.rank()), server);
+    log_.warn("bad message", "ignored a message claiming to be " +
+                                 peer_name(h.role(), h.rank()) + " on the link to server " +
+                                 std::to_string(server));
     return;
   }
   if (server == 0) {
@@ -174,15 +235,24 @@ void PsClient::on_message(std::size_t server, Envelope& env) {
       return;
     }
     case wire::PARAMS: on_params(h, env.payload); return;
-    case wire::ABORT: fail("job aborted by the coordinator: " + h.error().message()); return;
+    case wire::ABORT:
+      fail("job aborted by the coordinator: " + printable(h.error().message(), 4096));
+      return;
     case wire::ERROR:
       metrics_.error("refused_by_server");
+      if (server == 0 && h.error().about() == wire::REGISTER) {
+        refused("the coordinator refused to register worker " + std::to_string(rank_) + ": " +
+                printable(h.error().message(), 1024));
+        return;
+      }
       fail("server " + std::to_string(server) + " rejected " +
            wire::MsgType_Name(h.error().about()) + " of tensor " + std::to_string(h.key()) +
-           " iteration " + std::to_string(h.iteration()) + ": " + h.error().message());
+           " iteration " + std::to_string(h.iteration()) + ": " +
+           printable(h.error().message(), 1024));
       return;
     default:
-      spdlog::warn("ignored {} from server {}", wire::MsgType_Name(h.type()), server);
+      log_.warn("bad message", std::string("ignored ") + wire::MsgType_Name(h.type()) +
+                                   " from server " + std::to_string(server));
   }
 }
 
@@ -207,7 +277,7 @@ void PsClient::on_membership(const wire::Membership& m) {
     return;
   }
   for (uint32_t s = 1; s < m.num_servers(); ++s) {
-    dealers_.push_back(make_dealer(ctx_, routing_id(wire::WORKER, rank_)));
+    dealers_.push_back(new_dealer());
     dealers_.back().connect(m.server_addresses(int(s)));
   }
   {
@@ -247,7 +317,8 @@ void PsClient::send_barrier(const std::string& name) {
 void PsClient::on_params(const wire::Header& h, std::vector<zmq::message_t>& payload) {
   const ChunkDesc* c = shards_.find(h.key(), h.offset());
   if (!c || c->length != h.length() || payload.size() != 1) {
-    spdlog::warn("ignored PARAMS for an unknown chunk ({}, {})", h.key(), h.offset());
+    log_.warn("bad message", "ignored PARAMS for an unknown chunk (" + std::to_string(h.key()) +
+                                 ", " + std::to_string(h.offset()) + ")");
     return;
   }
   auto what = [&] {  // built only on an error

@@ -36,6 +36,7 @@ struct Row {
   double psrt_us = 0;
   double tcp_us = 0;
   double zmq_us = 0;
+  double curve_us = 0;  // psrt with security.curve (--curve)
 };
 
 std::string self_dir() {
@@ -72,7 +73,9 @@ void reap(Child& child) {
   }
 }
 
-void measure_psrt(std::vector<Row>& rows, const std::string& mode, uint64_t chunk_bytes) {
+// psrt's round trips into `field`; with `curve`, every connection is CURVE-encrypted.
+void measure_psrt(std::vector<Row>& rows, const std::string& mode, uint64_t chunk_bytes,
+                  bool curve, double Row::*field) {
   psrt::ModelDesc model;
   model.name = "transport";
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -95,6 +98,12 @@ void measure_psrt(std::vector<Row>& rows, const std::string& mode, uint64_t chun
                  "log_level: warn\n",
                  mode.c_str(), (unsigned long long)chunk_bytes,
                  (unsigned long long)(4 * chunk_bytes));
+    if (curve) {
+      std::fprintf(f, "security: {curve: true, secret_file: job.secret}\n");
+      std::FILE* k = std::fopen((dir + "/job.secret").c_str(), "w");
+      std::fprintf(k, "psrt-bench-transport secret, not for real jobs");
+      std::fclose(k);
+    }
     std::fclose(f);
   }
   Child server("server 0", {self_dir() + "/psrt-server", "--config", cfg});
@@ -119,7 +128,7 @@ void measure_psrt(std::vector<Row>& rows, const std::string& mode, uint64_t chun
       const double d = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
       if (r >= warmup) us.push_back(d);
     }
-    rows[i].psrt_us = median(us);
+    rows[i].*field = median(us);
   }
   client.wait_all(0);
   client.finish();
@@ -173,12 +182,13 @@ std::string human(uint64_t b) {
 
 int main(int argc, char** argv) {
   CLI::App app{"psrt-bench-transport: psrt push-to-reply round trip beside plain TCP"};
-  bool smoke = false, echo = false, zmq_echo = false;
+  bool smoke = false, echo = false, zmq_echo = false, curve = false;
   std::string mode = "fifo";
   uint64_t chunk = 1 << 20;
   app.add_flag("--smoke", smoke, "tiny run for the test suite");
   app.add_flag("--tcp-echo", echo, "internal: run the TCP echo server");
   app.add_flag("--zmq-echo", zmq_echo, "internal: run the ZeroMQ echo server");
+  app.add_flag("--curve", curve, "also measure psrt with security.curve (CURVE encryption)");
   app.add_option("--mode", mode, "psrt scheduler mode")->capture_default_str();
   app.add_option("--chunk-bytes", chunk, "psrt chunk size (chunked modes)")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -194,7 +204,8 @@ int main(int argc, char** argv) {
   }
   try {
     measure_baselines(rows);
-    measure_psrt(rows, mode, chunk);
+    measure_psrt(rows, mode, chunk, false, &Row::psrt_us);
+    if (curve) measure_psrt(rows, mode, chunk, true, &Row::curve_us);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "psrt-bench-transport: %s\n", e.what());
     return 1;
@@ -212,6 +223,16 @@ int main(int argc, char** argv) {
     std::printf("%-6s %9.1f %9.1f %9.1f %9.2fx %10.0f %10.0f %10.0f %9.2fx\n",
                 human(r.bytes).c_str(), r.tcp_us, r.zmq_us, r.psrt_us, r.psrt_us / r.tcp_us, gt,
                 gz, gp, gp / gt);
+  }
+  if (curve) {
+    std::printf("\nsecurity.curve: the same round trips with every connection CURVE-encrypted\n");
+    std::printf("%-6s %9s %9s %11s %10s %10s\n", "size", "psrt us", "curve us", "curve/psrt",
+                "psrt MB/s", "curve MB/s");
+    for (const auto& r : rows) {
+      std::printf("%-6s %9.1f %9.1f %10.2fx %10.0f %10.0f\n", human(r.bytes).c_str(), r.psrt_us,
+                  r.curve_us, r.curve_us / r.psrt_us, 2.0 * double(r.bytes) / r.psrt_us,
+                  2.0 * double(r.bytes) / r.curve_us);
+    }
   }
   return 0;
 }

@@ -10,8 +10,8 @@
 namespace psrt::test {
 
 RawClient::RawClient(zmq::context_t& ctx, const std::string& endpoint, const std::string& identity,
-                     Sender self)
-    : socket_(make_dealer(ctx, identity)), self_(std::move(self)) {
+                     Sender self, const SocketOptions& options)
+    : socket_(make_dealer(ctx, identity, options)), self_(std::move(self)) {
   socket_.set(zmq::sockopt::linger, 0);
   socket_.connect(endpoint);
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "core/transport.h"
 #include "core/wire.h"
 #include "tests/integration/proc_util.h"
 
@@ -25,7 +26,7 @@ class RawClient {
  public:
   // Connects a DEALER with routing id `identity` to `endpoint`; headers say `self`.
   RawClient(zmq::context_t& ctx, const std::string& endpoint, const std::string& identity,
-            Sender self);
+            Sender self, const SocketOptions& options = {});
 
   void send_frames(std::vector<zmq::message_t> frames);
   void send(const wire::Header& h, std::vector<zmq::message_t> payload = {});
@@ -40,6 +41,7 @@ class RawClient {
   static std::vector<zmq::message_t> frame_of(const std::vector<float>& values);
 
   const Sender& self() const { return self_; }
+  zmq::socket_t& socket() { return socket_; }
   uint64_t next_seq() { return ++seq_; }
 
  private:

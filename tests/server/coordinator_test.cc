@@ -135,8 +135,13 @@ TEST_CASE("the membership lists every chunk exactly once", "[coordinator]") {
     }
     // Computed once: a second call gives the same object.
     CHECK(&c.membership() == &m);
-    // No registration after the membership went out.
-    CHECK_FALSE(c.on_register(kW1, worker_reg(kModel), t0));
+    // No registration after the membership went out: another process claiming a rank is refused
+    // as rank-taken; a repeat from the holder changes nothing.
+    const auto err = c.on_register(kW1, "w1.0123456789abcdef", worker_reg(kModel), t0);
+    REQUIRE(err);
+    CHECK(err->code == ErrorCode::kTaken);
+    CHECK(c.on_register(kW1, worker_reg(kModel), t0));
+    CHECK(&c.membership() == &m);
   }
 }
 

@@ -1,5 +1,6 @@
 // psrt-launch CONFIG: starts the job's servers and workers on this machine, prefixes their output
 // with role and rank, stops everyone when one fails or on Ctrl-C, and leaves no process behind.
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/signalfd.h>
@@ -7,8 +8,12 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <random>
+#include <stdexcept>
 #include <cstdlib>
 #include <filesystem>
 #include <memory>
@@ -26,6 +31,22 @@ using psrt::launch::Child;
 
 std::string self_dir() {
   return std::filesystem::canonical("/proc/self/exe").parent_path().string();
+}
+
+// A directory of mode 0700 holding "job.secret": 32 random bytes, mode 0600.
+std::string write_job_secret() {
+  std::string dir = (std::filesystem::temp_directory_path() / "psrt-launch-XXXXXX").string();
+  if (!::mkdtemp(dir.data())) throw std::runtime_error(std::strerror(errno));
+  const std::string path = dir + "/job.secret";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error(path + ": " + std::strerror(errno));
+  std::random_device rd;
+  uint32_t words[8];
+  for (auto& w : words) w = rd();
+  const bool ok = ::write(fd, words, sizeof words) == ssize_t(sizeof words);
+  ::close(fd);
+  if (!ok) throw std::runtime_error(path + ": short write");
+  return dir;
 }
 
 void print_line(const Child& c, const std::string& line, bool err) {
@@ -186,6 +207,17 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "psrt-launch: %s\n", e.what());
     return 2;
   }
+  // security.curve without a secret: a fresh one for this job, readable by this user only.
+  std::string secret_dir;
+  if (config.security.curve && config.security.secret_file.empty()) {
+    try {
+      secret_dir = write_job_secret();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "psrt-launch: cannot write the job's secret: %s\n", e.what());
+      return 2;
+    }
+    sets.push_back("security.secret_file=" + secret_dir + "/job.secret");
+  }
   ::setenv("PSRT_LAUNCHED", "1", 1);
   std::printf("psrt-launch: %s: %d servers, %d workers\n", config_path.c_str(),
               config.cluster.servers, config.cluster.workers);
@@ -193,6 +225,7 @@ int main(int argc, char** argv) {
   if (check_only) return 0;
   Launcher launcher(config_path, sets, grace);
   const int rc = launcher.run(config);
+  if (!secret_dir.empty()) std::filesystem::remove_all(secret_dir);
   std::fprintf(rc == 0 ? stdout : stderr, "psrt-launch: %s\n",
                rc == 0 ? "every process finished" : "job failed");
   return rc;

@@ -1,0 +1,24 @@
+// The `security:` and `limits:` sections of the job configuration (core/config.h has the structs).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "core/config.h"
+#include "core/yaml_reader.h"
+
+namespace psrt {
+
+// Most servers and workers a job may have: every server keeps per-worker state for each chunk.
+constexpr int kMaxServers = 1024;
+constexpr int kMaxWorkers = 1024;
+
+// Reads both sections of `top` into `c`; `resolve` turns a path in the file into a usable one.
+void parse_security_and_limits(const YamlReader& top, Config& c,
+                               const std::function<std::string(const std::string&)>& resolve);
+
+// The memory a server may give its shard: limits.server_memory_bytes, else 80% of what this
+// machine (or its cgroup) has available now; 0 when neither is known.
+uint64_t server_memory_cap(const LimitsConfig& limits);
+
+}  // namespace psrt

@@ -1,0 +1,188 @@
+// Issue 17, rows 2 and 3, with a real psrt-server on loopback: NaN gradients are refused, a
+// client that floods and never reads keeps the server's memory and log bounded, replies never
+// quote raw bytes, a registration too big for the server is refused before anything is allocated,
+// and too many workers is a configuration error.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/transport.h"
+#include "tests/integration/raw_client.h"
+
+using namespace psrt;
+using namespace psrt::test;
+
+namespace {
+
+std::string job_yaml(const std::string& limits = "") {
+  return "job: {id: limits, iterations: 1}\n"
+         "cluster: {servers: 1, workers: 1, heartbeat_s: 0.2, peer_timeout_s: 60}\n"
+         "optimizer: {type: sgd, lr: 0.5, momentum: 0}\n" +
+         (limits.empty() ? std::string() : "limits: {" + limits + "}\n");
+}
+
+const Sender kW0{wire::WORKER, 0, "limits"};
+
+void register_model(RawClient& w, const std::vector<uint64_t>& sizes) {
+  wire::Header reg = w.header(wire::REGISTER);
+  for (std::size_t k = 0; k < sizes.size(); ++k) {
+    auto* t = reg.mutable_register_()->add_tensors();
+    t->set_key(uint32_t(k));
+    t->set_num_elements(sizes[k]);
+  }
+  w.send(reg);
+}
+
+// Registers one tensor of 10 elements, initialises it to 0.25 and passes the start barrier.
+void start_one_tensor(RawClient& w) {
+  register_model(w, {10});
+  expect(w, wire::MEMBERSHIP);
+  const std::vector<float> values(10, 0.25f);
+  w.send(w.tensor(wire::INIT, 0, 0, 10, 0, &values), RawClient::frame_of(values));
+  expect(w, wire::ACK);
+  wire::Header b = w.header(wire::BARRIER);
+  b.mutable_barrier()->set_name("start");
+  w.send(b);
+  expect(w, wire::BARRIER_RELEASE);
+}
+
+void shutdown(RawClient& w, ServerProc& s) {
+  wire::Header b = w.header(wire::BARRIER);
+  b.mutable_barrier()->set_name("shutdown");
+  w.send(b);
+  expect(w, wire::BARRIER_RELEASE);
+  const auto rc = s.proc->wait_exit(30);
+  INFO(s.proc->output());
+  CHECK(rc == 0);
+}
+
+uint64_t rss_kb(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoull(line.substr(6));
+  }
+  return 0;
+}
+
+std::size_t count(const std::string& text, const std::string& what) {
+  std::size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("NaN and infinite gradients are refused unless the config allows them",
+          "[integration][limits]") {
+  const bool allow = GENERATE(false, true);
+  ServerProc s(job_yaml(allow ? "allow_non_finite: true" : ""));
+  zmq::context_t ctx(1);
+  RawClient w(ctx, s.endpoint, "w0", kW0);
+  start_one_tensor(w);
+  std::vector<float> g(10, 0.5f);
+  g[3] = std::numeric_limits<float>::quiet_NaN();
+  g[7] = std::numeric_limits<float>::infinity();
+  w.send(w.tensor(wire::PUSH, 0, 0, 10, 0, &g), RawClient::frame_of(g));
+  if (!allow) {
+    CHECK_THAT(expect_error(w, ErrorCode::kNonFinite), Catch::Contains("2 of the 10"));
+    g[3] = g[7] = 0.5f;  // the same push, finite: accepted, and exact
+    w.send(w.tensor(wire::PUSH, 0, 0, 10, 0, &g), RawClient::frame_of(g));
+  }
+  expect(w, wire::ACK);
+  const Reply p = expect(w, wire::PARAMS);
+  const auto values = floats_of(p.payload.at(0));
+  CHECK(values[0] == 0.0f);  // 0.25 - 0.5 * 0.5
+  CHECK(std::isnan(values[3]) == allow);
+  shutdown(w, s);
+}
+
+TEST_CASE("a client that floods and never reads keeps the server bounded",
+          "[integration][limits]") {
+  ServerProc s(job_yaml());
+  const int pid = s.proc->child().pid();
+  zmq::context_t ctx(1);
+  {
+    RawClient w(ctx, s.endpoint, "w0", kW0);
+    register_model(w, {10});
+    expect(w, wire::MEMBERSHIP);
+  }
+  const uint64_t before = rss_kb(pid);
+  {
+    // A DEALER that reads nothing: what the server sends back piles up at its end.
+    zmq::socket_t flood(ctx, zmq::socket_type::dealer);
+    flood.set(zmq::sockopt::rcvhwm, 10);
+    flood.set(zmq::sockopt::rcvbuf, 4096);
+    flood.set(zmq::sockopt::linger, 0);
+    flood.connect(s.endpoint);
+    const std::string junk(64, 'x');
+    for (int i = 0; i < 200000; ++i) flood.send(zmq::buffer(junk), zmq::send_flags::none);
+    // The server has read them all once it answers a later client (one queue per peer, in order
+    // of arrival is not promised across peers: ask until it has).
+    RawClient probe(ctx, s.endpoint, "w0.probe", kW0);
+    probe.send(probe.header(wire::HEARTBEAT));
+    expect_error(probe, ErrorCode::kNotRegistered);
+  }
+  const uint64_t after = rss_kb(pid);
+  INFO("server RSS " << before << " kB before, " << after << " kB after the flood");
+  CHECK(after < before + 64 * 1024);
+  // The log: a bounded number of lines, and the count of the rest.
+  CHECK(s.proc->wait_line("more like it", 15));
+  const std::string& out = s.proc->output();
+  INFO(out.substr(0, 4000));
+  CHECK(count(out, "rejected a message") < 500);
+  CHECK_FALSE(s.proc->wait_exit(0.1));
+}
+
+TEST_CASE("error replies quote neither raw identities nor the job id",
+          "[integration][limits]") {
+  ServerProc s(job_yaml());
+  zmq::context_t ctx(1);
+  // An identity of raw bytes that are not UTF-8: RawClient fails the test unless the reply parses
+  // as proto3 (whose strings must be valid UTF-8).
+  RawClient odd(ctx, s.endpoint, std::string("w0\xff\xfe\x01", 5), kW0);
+  odd.send(odd.header(wire::HEARTBEAT));
+  CHECK_THAT(expect_error(odd, ErrorCode::kNotRegistered), !Catch::Contains("\xff"));
+  // A 1 MiB job id: refused, and not sent back.
+  RawClient big(ctx, s.endpoint, "w0.big", {wire::WORKER, 0, std::string(1 << 20, 'j')});
+  big.send(big.header(wire::HEARTBEAT));
+  Envelope env;
+  zmq::socket_t& sock = big.socket();
+  zmq::pollitem_t item{sock.handle(), 0, ZMQ_POLLIN, 0};
+  REQUIRE(zmq::poll(&item, 1, std::chrono::seconds(15)) == 1);
+  REQUIRE(recv_envelope(sock, env, false));
+  wire::Header h;
+  REQUIRE(h.ParseFromArray(env.header.data(), int(env.header.size())));
+  CHECK(h.type() == wire::ERROR);
+  CHECK(h.error().code() == uint32_t(ErrorCode::kWrongJob));
+  CHECK(env.header.size() < 1024);
+  CHECK_FALSE(s.proc->wait_exit(0.1));
+}
+
+TEST_CASE("a registration too big for the server is refused before it allocates",
+          "[integration][limits]") {
+  ServerProc s(job_yaml("server_memory_bytes: 268435456"));  // 256 MiB
+  zmq::context_t ctx(1);
+  RawClient w(ctx, s.endpoint, "w0", kW0);
+  SECTION("2 tensors of 2^26 elements: 512 MiB") { register_model(w, {1ull << 26, 1ull << 26}); }
+  SECTION("2 tensors of 2^34 elements") { register_model(w, {1ull << 34, 1ull << 34}); }
+  CHECK_THAT(expect_error(w, ErrorCode::kLimit), Catch::Contains("over the cap"));
+  CHECK(rss_kb(s.proc->child().pid()) < 200 * 1024);
+  // The server carries on: a model that fits trains.
+  start_one_tensor(w);
+  shutdown(w, s);
+}
+
+TEST_CASE("too many workers or servers is a configuration error", "[integration][limits]") {
+  const std::string dir = temp_dir("limits");
+  write_file(dir + "/job.yaml", "cluster: {workers: 65536}\n");
+  Proc p("server", {bin("psrt-server"), "--config", dir + "/job.yaml"});
+  const auto rc = p.wait_exit(30);
+  INFO(p.output());
+  CHECK(rc == 2);
+  CHECK_THAT(p.output(), Catch::Contains("cluster.workers"));
+}
