@@ -1,14 +1,16 @@
 #include "core/metrics.h"
 
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 
 #include <array>
 #include <map>
 #include <mutex>
+#include <sstream>
 
+#include "core/metrics_http.h"
 #include "core/status.h"
 
 namespace psrt {
@@ -40,7 +42,7 @@ const char* kind_name(Metrics::Kind k) {
 
 struct Metrics::Impl {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
-  std::unique_ptr<prometheus::Exposer> exposer;
+  std::unique_ptr<MetricsHttpServer> http;
   // [dir][kind]
   std::array<std::array<prometheus::Counter*, 4>, 2> messages{}, bytes{};
   prometheus::Histogram* round_trip = nullptr;
@@ -90,15 +92,13 @@ Metrics Metrics::serve(const MetricsConfig& config, const std::string& role, int
   impl->errors = &BuildCounter().Name("psrt_errors_total")
                       .Help("Rejected messages and failures by kind").Labels(who).Register(reg);
   const int port = config.port == 0 ? 0 : config.port + (config.per_process_ports ? index : 0);
-  const std::string addr = config.host + ":" + std::to_string(port);
-  try {
-    impl->exposer = std::make_unique<prometheus::Exposer>(addr, 1);
-  } catch (const std::exception& e) {
-    throw ConfigError("metrics: cannot serve on " + addr + ": " + e.what());
-  }
-  impl->exposer->RegisterCollectable(impl->registry);
-  const auto ports = impl->exposer->GetListeningPorts();
-  impl->port = ports.empty() ? port : ports.front();
+  std::weak_ptr<prometheus::Registry> registry = impl->registry;
+  impl->http = std::make_unique<MetricsHttpServer>(config.host, port, [registry] {
+    std::ostringstream out;
+    if (auto r = registry.lock()) prometheus::TextSerializer().Serialize(out, r->Collect());
+    return out.str();
+  });
+  impl->port = impl->http->port();
   m.impl_ = std::move(impl);
   return m;
 }

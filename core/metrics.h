@@ -1,8 +1,8 @@
 // Prometheus metrics of one daemon (metrics.port in the job file; docs/config.md "metrics"):
 // messages and bytes by direction and type, chunk round trips and queue waits, errors by kind,
-// iteration times, lost peers. Served over HTTP by prometheus-cpp's exposer (its own threads; the
-// counters are atomics, so the I/O and compute threads record without locks of ours). A Metrics
-// made with `off()` records nothing and costs a branch per call.
+// iteration times, lost peers. Kept in prometheus-cpp's registry (its counters are atomics, so the
+// I/O and compute threads record without locks of ours) and served by MetricsHttpServer on a thread
+// of its own. A Metrics made with `off()` records nothing and costs a branch per call.
 #pragma once
 
 #include <cstdint>

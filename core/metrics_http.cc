@@ -1,0 +1,124 @@
+#include "core/metrics_http.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "core/status.h"
+
+namespace psrt {
+
+namespace {
+
+constexpr std::size_t kMaxRequest = 8192;
+
+void write_all(int fd, const std::string& data) {
+  std::size_t off = 0;
+  while (off < data.size()) {
+    const ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+    if (n <= 0) return;  // the scraper went away: nothing to do
+    off += std::size_t(n);
+  }
+}
+
+std::string response(const char* status, const char* type, const std::string& body) {
+  return std::string("HTTP/1.1 ") + status + "\r\nContent-Type: " + type +
+         "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
+         body;
+}
+
+// Binds a listening TCP socket at host:port; throws ConfigError naming the address.
+int listen_at(const std::string& host, int port, int& bound_port) {
+  const std::string where = host + ":" + std::to_string(port);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* res = nullptr;
+  if (int rc = getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res); rc != 0) {
+    throw ConfigError("metrics: cannot serve on " + where + ": " + gai_strerror(rc));
+  }
+  const int fd = ::socket(res->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  if (fd >= 0) ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  const bool ok = fd >= 0 && ::bind(fd, res->ai_addr, res->ai_addrlen) == 0 && ::listen(fd, 16) == 0;
+  const int err = errno;
+  freeaddrinfo(res);
+  if (!ok) {
+    if (fd >= 0) ::close(fd);
+    throw ConfigError("metrics: cannot serve on " + where + ": " + std::strerror(err));
+  }
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  bound_port = ntohs(addr.ss_family == AF_INET6
+                         ? reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port
+                         : reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
+  return fd;
+}
+
+}  // namespace
+
+MetricsHttpServer::MetricsHttpServer(const std::string& host, int port,
+                                     std::function<std::string()> render)
+    : render_(std::move(render)) {
+  listen_fd_ = listen_at(host, port, port_);
+  stop_fd_ = ::eventfd(0, EFD_CLOEXEC);
+  if (stop_fd_ < 0) {
+    ::close(listen_fd_);
+    throw ConfigError(std::string("metrics: eventfd: ") + std::strerror(errno));
+  }
+  thread_ = std::thread([this] { serve(); });
+}
+
+MetricsHttpServer::~MetricsHttpServer() {
+  const uint64_t one = 1;
+  (void)!::write(stop_fd_, &one, sizeof one);
+  if (thread_.joinable()) thread_.join();
+  ::close(stop_fd_);
+  ::close(listen_fd_);
+}
+
+void MetricsHttpServer::serve() {
+  while (true) {
+    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[1].revents) return;
+    if (!(fds[0].revents & POLLIN)) continue;
+    const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client < 0) continue;
+    answer(client);
+    ::close(client);
+  }
+}
+
+void MetricsHttpServer::answer(int client) {
+  const timeval limit{1, 0};
+  ::setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
+  ::setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
+  std::string request;
+  char buf[1024];
+  while (request.size() < kMaxRequest && request.find("\r\n\r\n") == std::string::npos) {
+    const ssize_t n = ::recv(client, buf, sizeof buf, 0);
+    if (n <= 0) break;
+    request.append(buf, std::size_t(n));
+  }
+  const auto line_end = request.find("\r\n");
+  const std::string line = request.substr(0, line_end == std::string::npos ? 0 : line_end);
+  if (line.rfind("GET /metrics ", 0) == 0 || line.rfind("GET /metrics?", 0) == 0) {
+    write_all(client, response("200 OK", "text/plain; version=0.0.4; charset=utf-8", render_()));
+  } else {
+    write_all(client, response("404 Not Found", "text/plain", "psrt serves GET /metrics only\n"));
+  }
+}
+
+}  // namespace psrt

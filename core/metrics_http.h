@@ -1,0 +1,36 @@
+// The HTTP endpoint a daemon's metrics are scraped from: a listening TCP socket and one thread that
+// answers `GET /metrics` with the text the caller renders, and 404 to anything else. It sleeps in
+// poll() on the socket and an eventfd (no busy polling); a client gets at most 1 s to send its
+// request and 8 KiB of it are read, so a slow or hostile scraper cannot hold the endpoint.
+// Written here instead of prometheus-cpp's civetweb exposer, whose 100 KiB thread stacks cannot be
+// created in a process that links cuBLAS (its static TLS is larger than that).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <thread>
+
+namespace psrt {
+
+class MetricsHttpServer {
+ public:
+  // Binds host:port (port 0: OS-chosen) and starts serving. Throws ConfigError naming the address.
+  MetricsHttpServer(const std::string& host, int port, std::function<std::string()> render);
+  ~MetricsHttpServer();
+  MetricsHttpServer(const MetricsHttpServer&) = delete;
+  MetricsHttpServer& operator=(const MetricsHttpServer&) = delete;
+
+  int port() const { return port_; }
+
+ private:
+  void serve();
+  void answer(int client);
+
+  std::function<std::string()> render_;
+  int listen_fd_ = -1;
+  int stop_fd_ = -1;
+  int port_ = 0;
+  std::thread thread_;
+};
+
+}  // namespace psrt

@@ -1,0 +1,78 @@
+// The metrics endpoint: GET /metrics returns the rendered registry, other paths 404, a scraper that
+// connects and sends nothing does not keep others out, and an unset port serves nothing.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <string>
+
+#include "core/config.h"
+#include "core/metrics.h"
+#include "core/metrics_http.h"
+
+using namespace psrt;
+
+namespace {
+
+int connect_to(int port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(uint16_t(port));
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  return fd;
+}
+
+std::string http_get(int port, const std::string& path) {
+  const int fd = connect_to(port);
+  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
+  REQUIRE(::send(fd, req.data(), req.size(), 0) == ssize_t(req.size()));
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, std::size_t(n));
+  ::close(fd);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("the metrics endpoint answers GET /metrics and nothing else", "[metrics]") {
+  int renders = 0;
+  MetricsHttpServer http("127.0.0.1", 0, [&] { return "psrt_x " + std::to_string(++renders) + "\n"; });
+  REQUIRE(http.port() > 0);
+  const std::string ok = http_get(http.port(), "/metrics");
+  CHECK(ok.rfind("HTTP/1.1 200 OK", 0) == 0);
+  CHECK(ok.find("\r\n\r\npsrt_x 1\n") != std::string::npos);
+  CHECK(http_get(http.port(), "/other").rfind("HTTP/1.1 404", 0) == 0);
+  // A client that connects and says nothing is dropped; the next one is answered.
+  const int silent = connect_to(http.port());
+  CHECK(http_get(http.port(), "/metrics").find("psrt_x 2") != std::string::npos);
+  ::close(silent);
+}
+
+TEST_CASE("a daemon's metrics count what it records, with its role and rank", "[metrics]") {
+  MetricsConfig cfg;
+  CHECK_FALSE(Metrics::serve(cfg, "worker", 0, 0).enabled());  // port -1: off
+  cfg.port = 0;
+  Metrics m = Metrics::serve(cfg, "worker", 3, 5);
+  REQUIRE(m.enabled());
+  m.message(Metrics::Dir::kSent, Metrics::Kind::kPush, 1000);
+  m.message(Metrics::Dir::kSent, Metrics::Kind::kPush, 24);
+  m.error("bad-header");
+  m.round_trip(0.002);
+  m.lost_peer();
+  const std::string text = http_get(m.port(), "/metrics");
+  CHECK(text.find("psrt_payload_bytes_total{rank=\"3\",role=\"worker\",direction=\"sent\","
+                  "type=\"push\"} 1024") != std::string::npos);
+  CHECK(text.find("psrt_errors_total{rank=\"3\",role=\"worker\",kind=\"bad-header\"} 1") !=
+        std::string::npos);
+  CHECK(text.find("psrt_chunk_round_trip_seconds_count{rank=\"3\",role=\"worker\"} 1") !=
+        std::string::npos);
+  CHECK(text.find("psrt_lost_peers_total{rank=\"3\",role=\"worker\"} 1") != std::string::npos);
+}
