@@ -132,27 +132,33 @@ struct DeviceLacoEncoder::Impl {
     cudaStream_t stream = lads->stream();
     float* r = t.residual + c.offset;
     const float* g = c.grad + c.offset;
+    float* u = t.momentum != nullptr ? t.momentum + c.offset : nullptr;
+    const LacoPlan plan = codec.plan(*t.laco, c.iteration);
+    // A sparse chunk whose values the host needs not see: r += g (with momentum, u = m*u + g and
+    // r += u) is done by CudaLads' first pass, which reads r for the RMS anyway.
+    const bool fused = n > 0 && !plan.dense && !plan.record;
     if (n > 0) {
       // The encoder's stream is non-blocking: make it wait for the gradient's producer on the
-      // default stream (the GPU engine's), then r += g: r is the corrected gradient.
+      // default stream (the GPU engine's).
       PSRT_CUDA(cudaEventRecord(ready, cudaStreamLegacy));
       PSRT_CUDA(cudaStreamWaitEvent(stream, ready, 0));
-      if (t.momentum != nullptr) {
-        // Momentum correction: u = m*u + g, and u is what the residual takes.
-        float* u = t.momentum + c.offset;
+    }
+    if (n > 0 && !fused) {
+      if (u != nullptr) {
         momentum_kernel<<<blocks_for(n), kThreads, 0, stream>>>(u, g, n, momentum);
         PSRT_CUDA(cudaGetLastError());
-        g = u;
       }
-      add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(r, g, n, false);
+      add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(r, u != nullptr ? u : g, n, false);
       PSRT_CUDA(cudaGetLastError());
     }
-    Status st = encode_corrected(t, r, n, c.iteration, payload, lads_out);
+    Status st = fused ? encode_fused(t, r, g, u, n, c.iteration, payload, lads_out)
+                      : encode_corrected(t, plan, r, n, c.iteration, payload, lads_out);
     if (!st) {
       if (n > 0) {
-        // Best effort, as ErrorFeedback: leave the residual as it was. The first error is the one
-        // reported, so these calls' own failures are not.
-        add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(r, g, n, true);
+        // Best effort, as ErrorFeedback: leave the residual as it was (r -= what was added; u
+        // stays, as on the CPU). The first error is the one reported, so these calls' own
+        // failures are not. (The fused path fails only after its pass has updated r.)
+        add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(r, u != nullptr ? u : g, n, true);
         cudaStreamSynchronize(stream);
       }
       return st;
@@ -163,10 +169,23 @@ struct DeviceLacoEncoder::Impl {
     return Status::ok();
   }
 
+  // A sparse chunk in one CudaLads call from the gradient: r += g (or the momentum step) fused
+  // into its first pass, then ErrorFeedback's r -= sent.
+  Status encode_fused(Tensor& t, float* r, const float* g, float* u, size_t n, int64_t iteration,
+                      std::vector<uint8_t>& payload, LadsResult* lads_out) {
+    const LadsParams params = codec.lads_params(*t.laco, iteration);
+    Result<LadsResult> sent = lads->encode_update(r, g, u, momentum, n, params,
+                                                  codec.codebooks().get(params.log_range), payload);
+    if (!sent) return sent.status();
+    if (Status st = lads->subtract_sent(r, n); !st) return st;
+    codec.account_sparse(*t.laco, iteration, params, n, sent->kept, payload.size());
+    if (lads_out != nullptr) *lads_out = *sent;
+    return Status::ok();
+  }
+
   // The steps of LacoCodec::encode on the corrected chunk r, plus ErrorFeedback's r -= sent.
-  Status encode_corrected(Tensor& t, float* r, size_t n, int64_t iteration,
+  Status encode_corrected(Tensor& t, const LacoPlan& plan, float* r, size_t n, int64_t iteration,
                           std::vector<uint8_t>& payload, LadsResult* lads_out) {
-    const LacoPlan plan = codec.plan(*t.laco, iteration);
     // The values come to the host only for a dense payload (calibration iterations and tensors
     // under dense_below: the payload is the values) and at re-checks (the histogram: once per
     // warm-up stage, then every recheck_every iterations).

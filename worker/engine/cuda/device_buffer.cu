@@ -15,6 +15,10 @@ int device_count() {
   return count;
 }
 
+void select_device(int index) {
+  PSRT_CUDA_CHECK(cudaSetDevice(index));
+}
+
 void copy_to_device(float* device_dst, const float* host_src, std::size_t count) {
   if (count == 0) return;
   PSRT_CUDA_CHECK(cudaMemcpy(device_dst, host_src, count * sizeof(float), cudaMemcpyHostToDevice));
@@ -113,7 +117,8 @@ GpuContext::~GpuContext() {
 }
 
 void GpuContext::synchronize() const {
-  PSRT_CUDA_CHECK(cudaDeviceSynchronize());
+  // The network's one stream only: other streams (the LACO encoder's) go on.
+  PSRT_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
 }
 
 }  // namespace psrt::engine::cuda

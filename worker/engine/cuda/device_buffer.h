@@ -15,6 +15,10 @@ namespace psrt::engine::cuda {
 // Call this before anything else CUDA on a machine that may have no GPU.
 int device_count();
 
+// Makes device `index` (0 <= index < device_count()) the calling thread's current device: every
+// CUDA allocation, stream and handle made afterwards on this thread lives there.
+void select_device(int index);
+
 // Copies of `count` floats between raw pointers, in order with the work on the default stream
 // (cudaMemcpy): copy_to_host returns with the values, copy_to_device once the host buffer may be
 // reused. For buffers sized for the largest batch that hold a smaller one, where
