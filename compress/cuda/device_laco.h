@@ -3,14 +3,16 @@
 // start, re-checks, alpha and its feedback) are the host LacoCodec's, taken on the same LacoState
 // through its step methods (laco_codec.h). Per chunk, the same steps as ErrorFeedback(LacoCodec):
 //
-//   r += g                                  device
-//   dense (calibration, dense_below):       r comes to the host; histogram (calibration);
-//                                           fp32 payload; r = 0 (what the CPU leaves, exactly)
-//   re-check iteration:                     r comes to the host for the histogram only
-//   otherwise:                              CudaLads on r; r -= what was sent, on the device
+//   dense (calibration, dense_below):       r += g on the device; r comes to the host;
+//                                           histogram (calibration); fp32 payload; r = 0 (what
+//                                           the CPU leaves, exactly)
+//   re-check iteration:                     r += g; r comes to the host for the histogram only;
+//                                           then as below on r
+//   otherwise:                              CudaLads from r and g: r += g fused into its first
+//                                           pass, the payload; then r -= what was sent
 //
 // so in steady state only the payload leaves the device. Payloads, residuals and stats equal the
-// CPU path's, within CudaLads' tolerance (README.md: the RMS comes from cuBLAS). With momentum
+// CPU path's bit for bit (CudaLads sums the squares in the CPU's order, moments.h). With momentum
 // correction (config.momentum > 0, no masking) each tensor also has a device momentum u, and the
 // first step is u = m*u + g; r += u, as ErrorFeedback(LacoCodec) with momentum on the host.
 // Plain C++ header.

@@ -109,6 +109,11 @@ __global__ void column_sums(const float* dy, float* db, int n, int width) {
   db[c] = sum;
 }
 
+// The batch's im2col columns: the first part of the conv workspace.
+std::size_t col_elements(const ConvGeom& g, int n) {
+  return g.col_rows() * g.col_cols() * static_cast<std::size_t>(n > 0 ? n : 0);
+}
+
 }  // namespace
 
 void linear_forward(GpuContext& ctx, const float* x, const float* w, const float* b, float* y,
@@ -140,10 +145,9 @@ void linear_backward(GpuContext& ctx, const float* x, const float* dy, const flo
 }
 
 std::size_t conv2d_workspace(const ConvGeom& g, int n) {
-  const auto samples = static_cast<std::size_t>(n > 0 ? n : 0);
   // The batch's im2col columns, then one weight gradient per sample (backward).
-  return (g.col_rows() * g.col_cols() + g.col_rows() * static_cast<std::size_t>(g.out_c)) *
-         samples;
+  return col_elements(g, n) +
+         g.col_rows() * static_cast<std::size_t>(g.out_c) * static_cast<std::size_t>(n > 0 ? n : 0);
 }
 
 void conv2d_forward(GpuContext& ctx, const ConvGeom& g, const float* x, const float* w,
@@ -153,7 +157,7 @@ void conv2d_forward(GpuContext& ctx, const ConvGeom& g, const float* x, const fl
   const std::size_t out_count = g.out_size() * n;
   broadcast_bias<<<blocks_for(out_count), kThreads>>>(b, y, out_count, m, hw);
   PSRT_CUDA_CHECK_LAUNCH("broadcast_bias");
-  im2col_batch<<<blocks_for(conv2d_workspace(g, n)), kThreads>>>(x, workspace, g, n);
+  im2col_batch<<<blocks_for(col_elements(g, n)), kThreads>>>(x, workspace, g, n);
   PSRT_CUDA_CHECK_LAUNCH("im2col_batch");
   // y_s[m, hw] = W[m, k] col_s[k, hw] + y_s, for every sample s
   gemm_rm_batched(ctx.cublas(), false, false, m, hw, k, 1.0f, w, k, 0, workspace, hw,
@@ -164,7 +168,7 @@ void conv2d_forward_relu(GpuContext& ctx, const ConvGeom& g, const float* x, con
                          const float* b, float* pre, float* y, int n, float* workspace) {
   if (n <= 0) return;
   const int m = g.out_c, k = static_cast<int>(g.col_rows()), hw = static_cast<int>(g.col_cols());
-  im2col_batch<<<blocks_for(g.col_rows() * g.col_cols() * n), kThreads>>>(x, workspace, g, n);
+  im2col_batch<<<blocks_for(col_elements(g, n)), kThreads>>>(x, workspace, g, n);
   PSRT_CUDA_CHECK_LAUNCH("im2col_batch");
   // pre_s[m, hw] = W[m, k] col_s[k, hw], for every sample s; then the bias and the ReLU.
   gemm_rm_batched(ctx.cublas(), false, false, m, hw, k, 1.0f, w, k, 0, workspace, hw,
@@ -180,7 +184,7 @@ void conv2d_backward(GpuContext& ctx, const ConvGeom& g, const float* x, const f
   const int m = g.out_c, k = static_cast<int>(g.col_rows()), hw = static_cast<int>(g.col_cols());
   bias_grad<<<static_cast<unsigned>(m), kThreads>>>(dy, db, n, m, hw);
   PSRT_CUDA_CHECK_LAUNCH("bias_grad");
-  im2col_batch<<<blocks_for(conv2d_workspace(g, n)), kThreads>>>(x, workspace, g, n);
+  im2col_batch<<<blocks_for(col_elements(g, n)), kThreads>>>(x, workspace, g, n);
   PSRT_CUDA_CHECK_LAUNCH("im2col_batch");
   const std::size_t col_size = static_cast<std::size_t>(k) * hw;
   const std::size_t out_size = static_cast<std::size_t>(m) * hw;
