@@ -39,11 +39,11 @@ GpuBackend::GpuBackend(const Config& config, uint32_t rank)
       net_(network_on_device(config, rank)),
       source_(config, rank, net_->input_size()) {
   const auto& tensors = net_->desc().tensors;
-  staging_.resize(tensors.size());
+  staging_.reserve(tensors.size());
   grad_host_.resize(tensors.size());
   for (const auto& t : tensors) {
-    staging_[t.key].resize(t.num_elements);
-    net_->download_param(t.key, staging_[t.key]);
+    staging_.emplace_back(t.num_elements);  // keys are 0, 1, ... in order
+    net_->download_param(t.key, staging_[t.key].span());
     grad_host_[t.key].resize(t.num_elements);
   }
 }
@@ -66,7 +66,7 @@ const float* GpuBackend::device_grad(uint32_t key) const {
 
 void GpuBackend::params_ready(std::size_t layer) {
   for (const uint32_t key : net_->desc().layers.at(layer).tensors) {
-    net_->upload_param(key, staging_[key]);
+    net_->upload_param_async(key, staging_[key].span());
   }
 }
 
@@ -93,7 +93,7 @@ std::optional<double> GpuBackend::loss() const {
 }
 
 std::optional<double> GpuBackend::evaluate() {
-  for (const auto& t : net_->desc().tensors) net_->upload_param(t.key, staging_[t.key]);
+  for (const auto& t : net_->desc().tensors) net_->upload_param_async(t.key, staging_[t.key].span());
   const data::Dataset& test = source_.test_set();
   return net_->evaluate(test.images.data(), test.labels.data(), test.n, BatchSource::kEvalBatch);
 }

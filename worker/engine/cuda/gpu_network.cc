@@ -186,6 +186,11 @@ void GpuNetwork::upload_param(uint32_t key, std::span<const float> host) {
   dev_->tensors[key].value->upload(host);
 }
 
+void GpuNetwork::upload_param_async(uint32_t key, std::span<const float> host) {
+  check_size("upload_param_async", desc_.tensors.at(key), host.size());
+  dev_->tensors[key].value->upload_async(host);
+}
+
 void GpuNetwork::download_param(uint32_t key, std::span<float> host) const {
   check_size("download_param", desc_.tensors.at(key), host.size());
   dev_->tensors[key].value->download(host);

@@ -69,6 +69,9 @@ class GpuNetwork {
   // Copies between the host and tensor `key`; `host` must hold exactly num_elements floats
   // (std::invalid_argument otherwise). The download waits for the queued work.
   void upload_param(uint32_t key, std::span<const float> host);
+  // upload_param queued on the stream without a wait: `host` (best pinned) must stay unchanged
+  // until the stream has run the copy, i.e. until work queued after it is known to be done.
+  void upload_param_async(uint32_t key, std::span<const float> host);
   void download_param(uint32_t key, std::span<float> host) const;
   void download_grad(uint32_t key, std::span<float> host) const;
 
