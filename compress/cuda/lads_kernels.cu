@@ -3,6 +3,8 @@
 #include <cub/block/block_load.cuh>
 #include <cub/block/block_scan.cuh>
 
+#include "compress/lads_select.h"
+
 namespace psrt::compress::cuda {
 
 namespace {
@@ -165,26 +167,8 @@ __global__ void __launch_bounds__(kMomentsThreads) moments_kernel(Scratch sc, in
   finish_moments(sc, si, seg, warp_max);
 }
 
-// Kernel 2's scan element: the kept elements of a stretch of the chunk.
-struct Summary {
-  uint32_t count;  // 0: nothing kept (the other fields are then meaningless)
-  uint32_t first;  // index of the first kept element
-  uint32_t last;   // index of the last
-  uint32_t bytes;  // varint bytes of every kept element's delta but the first's
-};
-
-__device__ __forceinline__ uint32_t varint_len(uint32_t v) {
-  return v < (1u << 7) ? 1 : v < (1u << 14) ? 2 : v < (1u << 21) ? 3 : v < (1u << 28) ? 4 : 5;
-}
-
-// a then b (associative): b's first delta is counted once a's last index is known.
-struct Combine {
-  __device__ Summary operator()(const Summary& a, const Summary& b) const {
-    if (a.count == 0) return b;
-    if (b.count == 0) return a;
-    return {a.count + b.count, a.first, b.last, a.bytes + varint_len(b.first - a.last - 1) + b.bytes};
-  }
-};
+using Summary = KeptSummary;
+using Combine = CombineKept;
 
 __device__ uint4 pack(const Summary& s) { return make_uint4(s.count, s.first, s.last, s.bytes); }
 __device__ Summary unpack(const uint4& v) { return {v.x, v.y, v.z, v.w}; }
@@ -220,14 +204,6 @@ __device__ Summary look_back(const Scratch& sc, uint32_t tile, uint32_t local, u
   return prefix;
 }
 
-// LogCodebook::encode with the chunk's thresholds t (|v| >= t[0]).
-__device__ __forceinline__ uint8_t log8_code(float v, const float* t) {
-  const float a = fabsf(v);
-  unsigned c = 0;
-  for (unsigned step = 64; step != 0; step >>= 1) c += (a >= t[c + step]) ? step : 0;
-  return static_cast<uint8_t>(c | (v < 0.0f ? 0x80u : 0u));
-}
-
 using TileLoad = cub::BlockLoad<float, kTileThreads, kTileItems, cub::BLOCK_LOAD_TRANSPOSE>;
 using TileScan = cub::BlockScan<Summary, kTileThreads>;
 
@@ -258,21 +234,7 @@ __global__ void __launch_bounds__(kTileThreads)
 
   const uint32_t first = base + threadIdx.x * kTileItems;
   uint32_t mask = 0;
-  Summary mine{0, 0, 0, 0};
-#pragma unroll
-  for (int k = 0; k < kTileItems; ++k) {
-    const uint32_t i = first + k;
-    if (i < seg.n && fabsf(v[k]) >= tau) {  // a NaN tau (a non-finite chunk) keeps nothing
-      mask |= 1u << k;
-      if (mine.count == 0) {
-        mine.first = i;
-      } else {
-        mine.bytes += varint_len(i - mine.last - 1);
-      }
-      mine.last = i;
-      ++mine.count;
-    }
-  }
+  const Summary mine = summarize_kept(v, kTileItems, first, seg.n, tau, &mask);
   // The bitmap: word w holds elements 32 w .. 32 w + 31, bit b for element 32 w + b.
   const uint32_t upper = __shfl_down_sync(kAll, mask, 1);
   if (threadIdx.x % 2 == 0 && first < seg.n) sc.bitmap[seg.out / 32 + first / 32] = mask | upper << 16;
@@ -286,39 +248,15 @@ __global__ void __launch_bounds__(kTileThreads)
     if (local == seg.tiles - 1) {
       const Summary total = Combine{}(prefix, aggregate);
       sc.results[si].kept = total.count;
-      sc.results[si].varint_bytes = total.count == 0 ? 0 : varint_len(total.first) + total.bytes;
+      sc.results[si].varint_bytes = varint_bytes(total);
     }
   }
   __syncthreads();
 
   // Everything kept before this thread's elements, in the whole segment.
-  const Summary before = Combine{}(s_prefix, excl);
-  uint32_t pos = before.count == 0 ? 0 : varint_len(before.first) + before.bytes;
-  uint32_t prev = before.last, rank = before.count;
-  bool have_prev = before.count > 0;
-  uint8_t* varints = sc.varints + 5 * size_t{seg.out};
-  uint8_t* values = sc.values + 4 * size_t{seg.out};
-  uint32_t* indices = sc.indices + seg.out;
-#pragma unroll
-  for (int k = 0; k < kTileItems; ++k) {
-    if ((mask >> k & 1u) == 0) continue;
-    const uint32_t i = first + k;
-    uint32_t d = have_prev ? i - prev - 1 : i;
-    while (d >= 0x80u) {
-      varints[pos++] = static_cast<uint8_t>(d | 0x80u);
-      d >>= 7;
-    }
-    varints[pos++] = static_cast<uint8_t>(d);
-    have_prev = true;
-    prev = i;
-    if (seg.quant_bits == 32) {
-      reinterpret_cast<uint32_t*>(values)[rank] = __float_as_uint(v[k]);
-    } else {
-      values[rank] = log8_code(v[k], t);
-    }
-    indices[rank] = i;
-    ++rank;
-  }
+  write_kept(v, kTileItems, mask, first, Combine{}(s_prefix, excl), seg.quant_bits, t,
+             sc.varints + 5 * size_t{seg.out}, sc.values + 4 * size_t{seg.out},
+             sc.indices + seg.out);
 }
 
 // Kernel 3: gridDim.y segments; each one's body (index section, values, scale) into the mapped
