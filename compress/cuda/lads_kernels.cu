@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(kMomentsThreads) moments_kernel(Scratch sc, in
       // Read only: the loads of an unrolled stretch are independent (only the sum is a chain),
       // so many are in flight per thread.
       const float* __restrict__ x = seg.x + first;
-      constexpr uint32_t kBatch = 16;
+      constexpr uint32_t kBatch = 32;  // loads in flight per thread (a small chunk has few threads)
       uint32_t j = 0;
       for (; j + kBatch <= steps; j += kBatch) {
         float v[kBatch];
