@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <fstream>
 #include <optional>
+#include <vector>
 
 #include "core/status.h"
 
@@ -122,7 +123,15 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
     // over at once. Either way in the order backward produces them.
     std::optional<std::size_t> handed_later;
     auto hand_over = [&](std::size_t l) {
-      for (uint32_t key : model.layers[l].tensors) push_gradient(client, backend, key, t);
+      const std::vector<uint32_t>& keys = model.layers[l].tensors;
+      if (on_device && client.encodes_on_device() && keys.size() > 1) {
+        // A layer's weight and bias compressed in one device batch.
+        std::vector<const float*> grads;
+        for (uint32_t key : keys) grads.push_back(backend.device_grad(key));
+        client.push_device(keys, t, grads);
+        return;
+      }
+      for (uint32_t key : keys) push_gradient(client, backend, key, t);
     };
     for (std::size_t l = layers; l-- > 0;) {
       traced(timeline, "backward", "bwd " + model.layers[l].name, [&] { backend.backward_layer(l); });

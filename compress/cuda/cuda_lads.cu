@@ -55,12 +55,11 @@ struct CudaLads::Impl {
   Scratch sc;
   Segment* host_segs = nullptr;  // pinned: the launch's segment table, uploaded per encode
   uint32_t epoch = 0;
-  // The last successful single-chunk encode, whose sent part subtract_sent takes out.
+  // The last successful single-chunk encode, whose sent part subtract_sent takes out, and the
+  // last successful batch's segment count, for subtract_sent_batch (-1: none).
   const float* last_x = nullptr;
   size_t last_n = 0;
-  uint32_t last_k = 0;
-  int last_bits = 0;
-  const float* last_mag = nullptr;
+  int last_batch = -1;
 
   ~Impl() {
     for (void* p : {static_cast<void*>(x), static_cast<void*>(books),
@@ -191,12 +190,12 @@ struct CudaLads::Impl {
   Result<LadsResult> encode(const float* dx, size_t n, const LadsParams& params,
                             const LogCodebook& book, std::vector<uint8_t>& payload,
                             const float* g = nullptr, float* u = nullptr, float mu = 0) {
-    last_x = nullptr;
+    forget();
     if (n > cap) return Status::error("cuda lads: chunk larger than the buffers");
     if (n == 0) {
       LadsScratch scratch;
       Result<LadsResult> r = lads_encode({}, params, book, scratch, payload);
-      if (r) remember(dx, 0, 0, params.quant_bits, nullptr);
+      if (r) last_x = dx;  // last_n 0: nothing to subtract
       return r;
     }
     Result<const float*> rel = book_on_device(book);
@@ -211,15 +210,17 @@ struct CudaLads::Impl {
     seg.alpha = params.alpha;
     seg.quant_bits = params.quant_bits;
     seg.rel = *rel;
+    seg.mag = *rel + kLogLevels;
     LadsResult result;
     if (Status st = run(1, &params, &payload, &result); !st) return st;
-    remember(dx, n, result.kept, params.quant_bits, *rel + kLogLevels);
+    last_x = dx;
+    last_n = n;
     return result;
   }
 
   Result<std::vector<LadsResult>> encode_batch(std::span<const LadsBatchItem> items,
                                                std::vector<std::vector<uint8_t>>& payloads) {
-    last_x = nullptr;
+    forget();
     payloads.resize(items.size());
     std::vector<LadsResult> results(items.size());
     std::vector<LadsParams> params;
@@ -241,19 +242,27 @@ struct CudaLads::Impl {
       if (!rel) return rel.status();
       Segment& seg = host_segs[on_device.size()];
       seg = Segment{};
-      seg.x = const_cast<float*>(item.values);  // read only: no g
+      seg.x = const_cast<float*>(item.values);  // written only when g is given
+      seg.g = item.g;
+      seg.u = item.u;
+      seg.mu = item.mu;
       seg.n = static_cast<uint32_t>(item.n);
       seg.alpha = item.params.alpha;
       seg.quant_bits = item.params.quant_bits;
       seg.rel = *rel;
+      seg.mag = *rel + kLogLevels;
       params.push_back(item.params);
       on_device.push_back(j);
     }
-    if (on_device.empty()) return results;
+    if (on_device.empty()) {
+      last_batch = 0;
+      return results;
+    }
     std::vector<std::vector<uint8_t>> out(on_device.size());
     std::vector<LadsResult> out_r(on_device.size());
     const int count = static_cast<int>(on_device.size());
     if (Status st = run(count, params.data(), out.data(), out_r.data()); !st) return st;
+    last_batch = count;
     for (size_t s = 0; s < on_device.size(); ++s) {
       payloads[on_device[s]] = std::move(out[s]);
       results[on_device[s]] = out_r[s];
@@ -261,21 +270,27 @@ struct CudaLads::Impl {
     return results;
   }
 
-  void remember(const float* dx, size_t n, uint32_t k, int quant_bits, const float* mag) {
-    last_x = dx;
-    last_n = n;
-    last_k = k;
-    last_bits = quant_bits;
-    last_mag = mag;
+  void forget() {
+    last_x = nullptr;
+    last_n = 0;
+    last_batch = -1;
   }
 
   Status subtract_sent(float* dx, size_t n) {
     if (last_x == nullptr || dx != last_x || n != last_n) {
       return Status::error("cuda lads: subtract_sent without an encode of the same values");
     }
-    last_x = nullptr;  // once: a second call would subtract twice
-    if (last_k == 0) return Status::ok();
-    PSRT_CUDA(launch_subtract_sent(sc, dx, last_k, last_bits, last_mag, stream));
+    const bool any = n > 0;
+    forget();  // once: a second call would subtract twice
+    if (any) PSRT_CUDA(launch_subtract_sent(sc, 1, stream));
+    return Status::ok();
+  }
+
+  Status subtract_sent_batch() {
+    if (last_batch < 0) return Status::error("cuda lads: subtract_sent_batch without a batch");
+    const int count = last_batch;
+    forget();
+    if (count > 0) PSRT_CUDA(launch_subtract_sent(sc, count, stream));
     return Status::ok();
   }
 };
@@ -312,6 +327,10 @@ Result<LadsResult> CudaLads::encode_update(float* d_r, const float* d_g, float* 
 Result<std::vector<LadsResult>> CudaLads::encode_batch(std::span<const LadsBatchItem> items,
                                                        std::vector<std::vector<uint8_t>>& payloads) {
   return impl_->encode_batch(items, payloads);
+}
+
+Status CudaLads::subtract_sent_batch() {
+  return impl_->subtract_sent_batch();
 }
 
 int CudaLads::launches_per_encode() const {

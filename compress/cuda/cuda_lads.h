@@ -25,12 +25,17 @@ namespace psrt::compress::cuda {
 // cudaGetDeviceCount, first; an error means no device.
 bool device_available();
 
-// One chunk of a batch: n values in device memory, and how to encode them.
+// One chunk of a batch: n values in device memory, and how to encode them. With g, the values
+// are error feedback's residual r, updated in place first as encode_update does (r += g, or with
+// u: u = mu * u + g, r += u).
 struct LadsBatchItem {
   const float* values = nullptr;
   size_t n = 0;
   LadsParams params;
   const LogCodebook* book = nullptr;
+  const float* g = nullptr;
+  float* u = nullptr;
+  float mu = 0;
 };
 
 class CudaLads {
@@ -52,10 +57,12 @@ class CudaLads {
                                    const LadsParams& params, const LogCodebook& book,
                                    std::vector<uint8_t>& payload);
   // Every chunk of the batch in the one launch sequence; payloads[j] (resized to the batch) and
-  // the j-th result are item j's, as encode_device would give them. A NaN or an infinity in any
-  // chunk fails the batch.
+  // the j-th result are item j's, as encode_device (or encode_update, for items with g) would
+  // give them. A NaN or an infinity in any chunk fails the batch (items with g stay updated).
   Result<std::vector<LadsResult>> encode_batch(std::span<const LadsBatchItem> items,
                                                std::vector<std::vector<uint8_t>>& payloads);
+  // subtract_sent for every item of the last successful encode_batch, in one launch.
+  Status subtract_sent_batch();
   // After a successful encode_device of d_values (n elements): d_values[i] -= what the payload
   // sends, for each kept i, computed on the device from the indices and codes that encode left
   // there, with the CPU's fp32 operations (LogCodebook::decode, then accumulate_sent's

@@ -63,6 +63,14 @@ class DeviceLacoEncoder {
   Status encode(const DeviceChunk& chunk, std::vector<uint8_t>& payload,
                 LadsResult* lads = nullptr);
 
+  // encode() of each chunk, with the same payloads, residuals and stats, but the sparse chunks of
+  // tensors that appear once in `chunks` go to the device in one CudaLads batch: one launch
+  // sequence and one wait for all of them (a layer's weight and bias, many small tensors).
+  // payloads[j] is chunks[j]'s. On an error the chunks encoded so far stay encoded; the batch's
+  // residuals are put back as encode() does.
+  Status encode_batch(std::span<const DeviceChunk> chunks,
+                      std::vector<std::vector<uint8_t>>& payloads);
+
   // Counters of tensor `key`, as LacoCodec::stats gives them on the CPU.
   EncodeStats stats(size_t key) const;
   // Tensor `key`'s residual, copied to the host (for tests and debugging).

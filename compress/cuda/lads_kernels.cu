@@ -300,24 +300,28 @@ __global__ void assemble_kernel(Scratch sc) {
   }
 }
 
-// Error feedback's "x -= sent" for kept element j of segment 0: LogCodebook::decode (scale *
-// m[c], then the sign) and accumulate_payload with weight -1 (x + -sent), in rounded fp32
-// operations that are never contracted: the CPU's result bit for bit.
-__global__ void subtract_sent_kernel(float* x, const uint32_t* idx, uint32_t k,
-                                     const uint8_t* values, int quant_bits, const float* scale,
-                                     const float* mag) {
-  const uint32_t j = blockIdx.x * blockDim.x + threadIdx.x;
-  if (j >= k) return;
-  float sent;
-  if (quant_bits == 32) {
-    sent = __uint_as_float(reinterpret_cast<const uint32_t*>(values)[j]);
-  } else {
-    const unsigned c = values[j];
-    const float m = __fmul_rn(*scale, mag[c & 0x7fu]);
-    sent = (c & 0x80u) ? -m : m;
+// Error feedback's "x -= sent" for the kept elements of segment blockIdx.y: LogCodebook::decode
+// (scale * m[c], then the sign) and accumulate_payload with weight -1 (x + -sent), in rounded
+// fp32 operations that are never contracted: the CPU's result bit for bit.
+__global__ void subtract_sent_kernel(Scratch sc) {
+  const int si = static_cast<int>(blockIdx.y);
+  const Segment seg = sc.segs[si];
+  const uint32_t k = sc.results[si].kept;
+  const float scale = sc.results[si].max_abs;
+  const uint32_t* idx = sc.indices + seg.out;
+  const uint8_t* values = sc.values + 4 * size_t{seg.out};
+  for (uint32_t j = blockIdx.x * blockDim.x + threadIdx.x; j < k; j += gridDim.x * blockDim.x) {
+    float sent;
+    if (seg.quant_bits == 32) {
+      sent = __uint_as_float(reinterpret_cast<const uint32_t*>(values)[j]);
+    } else {
+      const unsigned c = values[j];
+      const float m = __fmul_rn(scale, seg.mag[c & 0x7fu]);
+      sent = (c & 0x80u) ? -m : m;
+    }
+    const uint32_t i = idx[j];
+    seg.x[i] = __fadd_rn(seg.x[i], -sent);
   }
-  const uint32_t i = idx[j];
-  x[i] = __fadd_rn(x[i], -sent);
 }
 
 }  // namespace
@@ -330,11 +334,8 @@ cudaError_t launch_lads(const Scratch& scratch, int count, uint32_t groups, uint
   return cudaGetLastError();
 }
 
-cudaError_t launch_subtract_sent(const Scratch& scratch, float* x, uint32_t k, int quant_bits,
-                                 const float* magnitudes, cudaStream_t stream) {
-  if (k == 0) return cudaSuccess;
-  subtract_sent_kernel<<<(k + 255) / 256, 256, 0, stream>>>(
-      x, scratch.indices, k, scratch.values, quant_bits, &scratch.results[0].max_abs, magnitudes);
+cudaError_t launch_subtract_sent(const Scratch& scratch, int count, cudaStream_t stream) {
+  subtract_sent_kernel<<<dim3(32, static_cast<unsigned>(count)), 256, 0, stream>>>(scratch);
   return cudaGetLastError();
 }
 

@@ -42,6 +42,7 @@ struct Segment {
   float alpha = 0;
   int quant_bits = 8;
   const float* rel = nullptr;  // the codebook's 128 relative bounds (device)
+  const float* mag = nullptr;  // and its 128 magnitudes (device), for subtract_sent
   uint32_t group_begin = 0;    // its first group (kernel 1's blocks) in the batch
   uint32_t groups = 0;         // max(1, ceil(n8 / kGroupElements))
   uint32_t tile_begin = 0;     // its first tile (kernel 2's blocks) in the batch
@@ -96,9 +97,9 @@ inline size_t max_body_bytes(uint32_t n) {
 cudaError_t launch_lads(const Scratch& scratch, int count, uint32_t groups, uint32_t tiles,
                         uint32_t epoch, cudaStream_t stream);
 
-// For error feedback after a single-segment launch: x[i] -= the decoded sent value, for the k
-// kept elements (indices and codes from the scratch), in the CPU's fp32 operations.
-cudaError_t launch_subtract_sent(const Scratch& scratch, float* x, uint32_t k, int quant_bits,
-                                 const float* magnitudes, cudaStream_t stream);
+// For error feedback after a launch of `count` segments: in each, x[i] -= the decoded sent value
+// for every kept element (indices, codes and counts from the scratch), in the CPU's fp32
+// operations. One launch for all segments.
+cudaError_t launch_subtract_sent(const Scratch& scratch, int count, cudaStream_t stream);
 
 }  // namespace psrt::compress::cuda
