@@ -12,7 +12,7 @@
 #
 # Usage: bash deploy/gpu-check.sh [build-dir]   (default: build)
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 dir="${1:-build}"
 pack="${PSRT_GPU_PACK:-../shared/tools/gpu-pack}"
 [[ -x $pack ]] || { echo "gpu-check: $pack not found (set PSRT_GPU_PACK)" >&2; exit 2; }
@@ -32,5 +32,5 @@ for p in "${programs[@]}"; do
   grep -qx "./bin/$p" <<<"$listing" || { echo "gpu-check: $p missing from .gpu/" >&2; exit 1; }
 done
 ls .gpu/data/*idx* >/dev/null 2>&1 || { echo "gpu-check: no data in .gpu/data" >&2; exit 1; }
-echo "gpu-check: packed $(grep -c '^./bin/.' <<<"$listing") programs, $(grep -c '^./lib' <<<"$listing") libraries and $(ls .gpu/data | wc -l) data files"
+echo "gpu-check: packed $(grep -c '^./bin/.' <<<"$listing") programs, $(grep -c '^\./lib[^/]*/.' <<<"$listing") libraries and $(ls .gpu/data | wc -l) data files"
 echo "gpu-check: on the GPU machine, from the repository root: source .gpu/env.sh && bash deploy/gpu-run.sh"

@@ -8,7 +8,7 @@
 # worker; two with LACO on the device; four sharing the GPU, with CUDA MPS too where it exists).
 # Goes on after a failure; exits non-zero if anything failed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 [[ -n ${G:-} && -d /tmp/g/bin ]] || { echo "gpu-run: source .gpu/env.sh first" >&2; exit 2; }
 failed=()
 step() { echo; echo "== $*"; }
@@ -45,8 +45,8 @@ fi
 step "psrt-bench-compress: LACO's GPU rows (CPU rows first, for reference)"
 run bench_compress 150 psrt-bench-compress --codecs none,laco --reps 10
 
-step "psrt-bench-engine: the GPU column beside PyTorch on CUDA"
-run bench_engine 120 psrt-bench-engine --gpu --python "$python" \
+step "psrt-bench-engine: CPU table, then the GPU column beside PyTorch on CUDA"
+run bench_engine 150 psrt-bench-engine --python "$python" \
   --torch-script bench/engine/torch_bench.py
 
 # Jobs: 300 iterations of batch 64, no evaluation; the log's samples/s gives the iteration time.
