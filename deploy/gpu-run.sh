@@ -32,11 +32,11 @@ run test_worker_backend 60 test_worker_backend "[gpu]" --reporter compact
 
 if [[ -n $sanitizer ]]; then
   step "compute-sanitizer memcheck (and racecheck of the LACO kernels)"
-  run memcheck_compress 200 "$sanitizer" --tool memcheck --print-limit 20 test_compress_gpu \
+  run memcheck_compress 150 "$sanitizer" --tool memcheck --print-limit 20 test_compress_gpu \
     --reporter compact
-  run memcheck_engine 150 "$sanitizer" --tool memcheck --print-limit 20 test_engine_gpu \
+  run memcheck_engine 120 "$sanitizer" --tool memcheck --print-limit 20 test_engine_gpu \
     --reporter compact
-  run racecheck_lads 90 "$sanitizer" --tool racecheck --print-limit 20 test_compress_gpu \
+  run racecheck_lads 60 "$sanitizer" --tool racecheck --print-limit 20 test_compress_gpu \
     "CUDA LADS encodes a batch*" --reporter compact
 else
   step "compute-sanitizer: not found, memcheck not run"
