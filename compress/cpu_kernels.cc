@@ -14,8 +14,8 @@ namespace psrt::compress {
 
 namespace {
 
-constexpr size_t kLanes = 8;
-constexpr size_t kBlock = 1024;
+constexpr size_t kLanes = kMomentLanes;
+constexpr size_t kBlock = kMomentBlock;
 
 #if defined(__SSE2__)
 inline __m128 abs4(__m128 v) { return _mm_and_ps(v, _mm_castsi128_ps(_mm_set1_epi32(0x7fffffff))); }
@@ -78,6 +78,9 @@ ChunkMoments moments_pass(float* acc, const float* src, size_t n, float* u = nul
   };
   __m128 mx0 = _mm_setzero_ps(), mx1 = _mm_setzero_ps();
   __m128 bad = _mm_setzero_ps();  // NaN lanes compare unordered
+  // Block sums into groups, groups into super groups, super groups into the total (moments.h).
+  double group = 0, super = 0;
+  size_t blocks = 0, groups = 0;
   while (i + kLanes <= n) {
     __m128 acc0 = _mm_setzero_ps(), acc1 = _mm_setzero_ps();
     const size_t end = std::min(n - (n - i) % kLanes, i + kBlock);
@@ -90,8 +93,23 @@ ChunkMoments moments_pass(float* acc, const float* src, size_t n, float* u = nul
       mx1 = _mm_max_ps(mx1, abs4(b));
       bad = _mm_or_ps(bad, _mm_cmpunord_ps(a, b));
     }
-    m.sum_squares += hsum(_mm_add_ps(acc0, acc1));
+    group += hsum(_mm_add_ps(acc0, acc1));
+    if (++blocks == kMomentGroupBlocks) {
+      super += group;
+      group = 0;
+      blocks = 0;
+      if (++groups == kMomentSuperGroups) {
+        m.sum_squares += super;
+        super = 0;
+        groups = 0;
+      }
+    }
   }
+  if (blocks > 0) {
+    super += group;
+    ++groups;
+  }
+  if (groups > 0) m.sum_squares += super;
   m.max_abs = hmax(_mm_max_ps(mx0, mx1));
   if (_mm_movemask_ps(bad) != 0) m.sum_squares = NAN;
 #endif

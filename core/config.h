@@ -41,6 +41,7 @@ struct JobConfig {
 
 struct ModelConfig {
   std::string backend = "native";  // native | gpu | replay
+  int device = 0;                  // gpu: the CUDA device index this worker uses
   std::string arch = "mlp";        // native, gpu: mlp | lenet5 | vgg-small
   std::vector<int> hidden = {256, 128};
   double dropout = 0.5;            // native, gpu vgg-small: dropout after the first linear layer

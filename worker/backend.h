@@ -25,7 +25,9 @@ class Backend {
 
   // Device backends (the GPU engine) keep parameters and gradients in GPU memory:
   // - device_grad(key) is the gradient in device memory (CUDA pointer, num_elements floats), valid
-  //   until the next backward; nullptr for host backends. The compressor reads it there.
+  //   until the next backward; nullptr for host backends. The compressor reads it there. It is
+  //   final in the order of the default CUDA stream: a reader on another stream first waits for
+  //   an event recorded on the default stream after backward_layer (backward_layer does not wait).
   // - param(key) is a host staging copy: the runtime writes received values into it, then calls
   //   params_ready(layer) on the compute thread before that layer's forward, which uploads them.
   virtual const float* device_grad(uint32_t /*key*/) const { return nullptr; }

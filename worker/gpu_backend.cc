@@ -1,5 +1,7 @@
 #include "worker/gpu_backend.h"
 
+#include <string>
+
 #include "core/status.h"
 #include "worker/engine/cuda/device_buffer.h"
 #include "worker/engine/cuda/gpu_network.h"
@@ -12,11 +14,20 @@ namespace {
 // The native backend's network, built on the host from the same seed, then copied to the device.
 std::unique_ptr<engine::cuda::GpuNetwork> network_on_device(const Config& config, uint32_t rank) {
   // Asked first: on a machine without a GPU this is the one CUDA call that fails cleanly.
-  if (engine::cuda::device_count() == 0) {
+  const int count = engine::cuda::device_count();
+  if (count == 0) {
     throw ConfigError(
         "model.backend gpu: no CUDA device (cudaGetDeviceCount found none or failed; use "
         "model.backend native on this machine)");
   }
+  if (config.model.device >= count) {
+    throw ConfigError("model.device " + std::to_string(config.model.device) + ": this machine has " +
+                      std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s") +
+                      " (indices 0.." + std::to_string(count - 1) + ")");
+  }
+  // Before anything is allocated. The worker drives CUDA from this thread only (the network, and
+  // the device LACO encoder, which the compute thread calls): the device stays current for both.
+  engine::cuda::select_device(config.model.device);
   const auto cpu = build_replica(config, rank);
   return std::make_unique<engine::cuda::GpuNetwork>(*cpu);
 }
@@ -28,11 +39,11 @@ GpuBackend::GpuBackend(const Config& config, uint32_t rank)
       net_(network_on_device(config, rank)),
       source_(config, rank, net_->input_size()) {
   const auto& tensors = net_->desc().tensors;
-  staging_.resize(tensors.size());
+  staging_.reserve(tensors.size());
   grad_host_.resize(tensors.size());
   for (const auto& t : tensors) {
-    staging_[t.key].resize(t.num_elements);
-    net_->download_param(t.key, staging_[t.key]);
+    staging_.emplace_back(t.num_elements);  // keys are 0, 1, ... in order
+    net_->download_param(t.key, staging_[t.key].span());
     grad_host_[t.key].resize(t.num_elements);
   }
 }
@@ -55,7 +66,7 @@ const float* GpuBackend::device_grad(uint32_t key) const {
 
 void GpuBackend::params_ready(std::size_t layer) {
   for (const uint32_t key : net_->desc().layers.at(layer).tensors) {
-    net_->upload_param(key, staging_[key]);
+    net_->upload_param_async(key, staging_[key].span());
   }
 }
 
@@ -69,11 +80,12 @@ void GpuBackend::forward_layer(std::size_t layer) {
 }
 
 void GpuBackend::backward_layer(std::size_t layer) {
+  // No wait: the layer's gradients are final in stream order, which is all their readers need.
+  // grad() copies on the network's stream (after the backward), and the device LACO encoder
+  // records an event on that stream and makes its own stream wait for it before it reads
+  // device_grad. The trainer hands the gradients over right after this call, so the encode of
+  // layer l overlaps the backward of layer l - 1, which is already queued.
   net_->backward_layer(layer);
-  // Backend's contract: when backward_layer returns, the layer's gradients are final. The
-  // compressor may read device_grad on a stream of its own, which the default stream does not
-  // order against in every case (non-blocking streams), so wait here.
-  if (!net_->desc().layers.at(layer).tensors.empty()) net_->synchronize();
 }
 
 std::optional<double> GpuBackend::loss() const {
@@ -81,7 +93,7 @@ std::optional<double> GpuBackend::loss() const {
 }
 
 std::optional<double> GpuBackend::evaluate() {
-  for (const auto& t : net_->desc().tensors) net_->upload_param(t.key, staging_[t.key]);
+  for (const auto& t : net_->desc().tensors) net_->upload_param_async(t.key, staging_[t.key].span());
   const data::Dataset& test = source_.test_set();
   return net_->evaluate(test.images.data(), test.labels.data(), test.n, BatchSource::kEvalBatch);
 }

@@ -2,8 +2,8 @@
 // same Fashion-MNIST batches as the native backend and starting from the same parameters.
 // Parameters and gradients live in device memory, so that the compressor can take a gradient
 // where backward left it (device_grad). param(key) is a host staging copy: the runtime writes
-// received values into it and params_ready(layer) uploads them; grad(key) copies a gradient into
-// a host mirror.
+// received values into it and params_ready(layer) queues their upload (pinned memory, no wait);
+// grad(key) copies a gradient into a host mirror.
 //
 // Compiled only into CUDA builds (worker/CMakeLists.txt); elsewhere make_backend answers
 // `model.backend: gpu` with a ConfigError. Plain C++: no CUDA headers.
@@ -14,6 +14,7 @@
 
 #include "worker/backend.h"
 #include "worker/batch_source.h"
+#include "worker/engine/cuda/device_buffer.h"
 
 namespace psrt {
 
@@ -30,7 +31,7 @@ class GpuBackend final : public Backend {
   ~GpuBackend() override;
 
   const ModelDesc& desc() const override;
-  std::span<float> param(uint32_t key) override { return staging_.at(key); }
+  std::span<float> param(uint32_t key) override { return staging_.at(key).span(); }
   std::span<const float> grad(uint32_t key) const override;  // copies from the device
   const float* device_grad(uint32_t key) const override;
   void params_ready(std::size_t layer) override;
@@ -49,7 +50,10 @@ class GpuBackend final : public Backend {
   int batch_;
   std::unique_ptr<engine::cuda::GpuNetwork> net_;
   BatchSource source_;
-  std::vector<std::vector<float>> staging_;            // by key
+  // By key, in pinned memory: params_ready uploads without a wait. The runtime writes a tensor's
+  // new values only after this worker pushed its gradient, for which the GPU had finished that
+  // layer's backward, queued after the previous upload: the copy has run by then.
+  std::vector<engine::cuda::PinnedBuffer> staging_;
   mutable std::vector<std::vector<float>> grad_host_;  // by key, filled by grad()
 };
 

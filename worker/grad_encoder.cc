@@ -4,6 +4,8 @@
 #include "compress/registry.h"
 #include "core/status.h"
 
+#include <stdexcept>
+
 #if PSRT_WITH_CUDA
 #include "compress/cuda/cuda_lads.h"
 #include "compress/cuda/device_laco.h"
@@ -75,17 +77,8 @@ std::shared_ptr<const std::vector<uint8_t>> GradEncoder::encode(const ChunkDesc&
 std::shared_ptr<const std::vector<uint8_t>> GradEncoder::encode_device(const ChunkDesc& c,
                                                                        uint64_t iteration,
                                                                        const float* device_grad) {
-  if (!on_device_) {
-    throw JobError("compressing tensor " + std::to_string(c.key) +
-                   " on the device: needs laco with error feedback, CUDA and a device");
-  }
-  encode_at(c.key, Where::kDevice);
+  device_for(c.key);
 #if PSRT_WITH_CUDA
-  if (device_ == nullptr) {
-    auto made = compress::cuda::DeviceLacoEncoder::create(codec_config_, tensors_);
-    if (!made) throw JobError("compressing on the device: " + made.status().message());
-    device_ = std::make_unique<Device>(Device{std::move(*made)});
-  }
   auto payload = std::make_shared<std::vector<uint8_t>>();
   compress::cuda::DeviceChunk chunk;
   chunk.key = c.key;
@@ -101,6 +94,45 @@ std::shared_ptr<const std::vector<uint8_t>> GradEncoder::encode_device(const Chu
   (void)device_grad;
   return nullptr;  // unreachable: on_device_ is false without CUDA
 #endif
+}
+
+void GradEncoder::device_for(uint32_t key) {
+  if (!on_device_) {
+    throw JobError("compressing tensor " + std::to_string(key) +
+                   " on the device: needs laco with error feedback, CUDA and a device");
+  }
+  encode_at(key, Where::kDevice);
+#if PSRT_WITH_CUDA
+  if (device_ == nullptr) {
+    auto made = compress::cuda::DeviceLacoEncoder::create(codec_config_, tensors_);
+    if (!made) throw JobError("compressing on the device: " + made.status().message());
+    device_ = std::make_unique<Device>(Device{std::move(*made)});
+  }
+#endif
+}
+
+std::vector<std::shared_ptr<const std::vector<uint8_t>>> GradEncoder::encode_device_batch(
+    std::span<const ChunkDesc> chunks, uint64_t iteration, std::span<const float* const> grads) {
+  if (grads.size() != chunks.size()) throw std::invalid_argument("encode_device_batch: sizes");
+  for (const ChunkDesc& c : chunks) device_for(c.key);
+  std::vector<std::shared_ptr<const std::vector<uint8_t>>> out;
+#if PSRT_WITH_CUDA
+  std::vector<compress::cuda::DeviceChunk> device_chunks;
+  for (size_t j = 0; j < chunks.size(); ++j) {
+    device_chunks.push_back({.key = chunks[j].key,
+                             .offset = int64_t(chunks[j].offset),
+                             .length = int64_t(chunks[j].length),
+                             .grad = grads[j],
+                             .iteration = int64_t(iteration)});
+  }
+  std::vector<std::vector<uint8_t>> payloads;
+  const Status st = device_->encoder->encode_batch(device_chunks, payloads);
+  if (!st) throw JobError("compressing tensors on the device: " + st.message());
+  for (auto& p : payloads) out.push_back(std::make_shared<std::vector<uint8_t>>(std::move(p)));
+#else
+  (void)iteration;
+#endif
+  return out;
 }
 
 }  // namespace psrt

@@ -42,10 +42,16 @@ class GradEncoder {
   // device current then. Throws JobError, also when !encodes_on_device().
   std::shared_ptr<const std::vector<uint8_t>> encode_device(const ChunkDesc& c, uint64_t iteration,
                                                             const float* device_grad);
+  // encode_device() of several chunks (of one or more tensors; grads[j] is chunks[j]'s tensor)
+  // in one device batch where they allow (DeviceLacoEncoder::encode_batch): one launch sequence
+  // and one wait for a layer's weight and bias. Payloads in chunks' order.
+  std::vector<std::shared_ptr<const std::vector<uint8_t>>> encode_device_batch(
+      std::span<const ChunkDesc> chunks, uint64_t iteration, std::span<const float* const> grads);
 
  private:
   enum class Where : uint8_t { kNotYet, kHost, kDevice };
   void encode_at(uint32_t key, Where where);  // records where a tensor's residual lives
+  void device_for(uint32_t key);  // checks and records a device encode; makes the encoder
   struct Device;                              // the device encoder (grad_encoder.cc)
 
   std::unique_ptr<compress::Codec> codec_;

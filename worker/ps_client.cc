@@ -173,6 +173,34 @@ void PsClient::push_device(uint32_t key, uint64_t iteration, const float* device
   }));
 }
 
+void PsClient::push_device(std::span<const uint32_t> keys, uint64_t iteration,
+                           std::span<const float* const> device_grads) {
+  if (!encoder_.encodes_on_device()) {
+    throw JobError(
+        "push_device: gradients are compressed on the device only with laco, error "
+        "feedback and no momentum masking, a CUDA build and a device");
+  }
+  if (keys.size() != device_grads.size()) throw std::invalid_argument("push_device: sizes");
+  std::vector<ChunkDesc> chunks;
+  std::vector<const float*> grads;
+  for (size_t k = 0; k < keys.size(); ++k) {
+    check_key(keys[k], std::nullopt);
+    if (device_grads[k] == nullptr) throw std::invalid_argument("push_device: no gradient");
+    for (uint32_t id : shards_.tensor_chunks(keys[k])) {
+      chunks.push_back(shards_.chunks()[id]);
+      grads.push_back(device_grads[k]);
+    }
+  }
+  auto payloads = encoder_.encode_device_batch(chunks, iteration, grads);
+  size_t at = 0;
+  for (const uint32_t key : keys) {
+    Command cmd{key, iteration, nullptr, std::chrono::steady_clock::now(), {}};
+    const size_t count = shards_.tensor_chunks(key).size();
+    for (size_t c = 0; c < count; ++c) cmd.payloads.push_back(std::move(payloads.at(at++)));
+    enqueue(std::move(cmd));
+  }
+}
+
 void PsClient::enqueue(Command cmd) {
   {
     std::lock_guard lock(mu_);

@@ -73,6 +73,11 @@ class PsClient {
   // on the default stream): compressed chunk by chunk on the device, no host copy of it is made;
   // it is no longer read when this returns. Throws JobError unless encodes_on_device().
   void push_device(uint32_t key, uint64_t iteration, const float* device_grad);
+  // push_device() of several tensors at once (a layer's weight and bias: grads[j] is keys[j]'s):
+  // every chunk of them compressed in one device batch, then queued tensor by tensor in keys'
+  // order, as that many push_device() calls would.
+  void push_device(std::span<const uint32_t> keys, uint64_t iteration,
+                   std::span<const float* const> device_grads);
   // Passes the shutdown barrier; the servers exit when every worker has.
   void finish();
 

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <optional>
+#include <vector>
 
 #include "core/status.h"
 
@@ -69,6 +71,7 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
   const int64_t per_epoch = backend.iterations_per_epoch();
   const bool bigdl = config.scheduler.mode == Mode::kBigdl;
   const std::size_t layers = model.layers.size();
+  const bool on_device = !model.tensors.empty() && backend.device_grad(0) != nullptr;
 
   client.start();
   if (rank == 0) {
@@ -120,10 +123,32 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
       ++loss_count;
       result.last_loss = *loss;
     }
+    // A device backend queues a layer's backward and returns; its gradients are handed over
+    // once the next layer's backward is queued too, so that the GPU computes that one while the
+    // compressor (which waits for the gradient itself) encodes these. Host backends hand them
+    // over at once. Either way in the order backward produces them.
+    std::optional<std::size_t> handed_later;
+    auto hand_over = [&](std::size_t l) {
+      const std::vector<uint32_t>& keys = model.layers[l].tensors;
+      if (on_device && client.encodes_on_device() && keys.size() > 1) {
+        // A layer's weight and bias compressed in one device batch.
+        std::vector<const float*> grads;
+        for (uint32_t key : keys) grads.push_back(backend.device_grad(key));
+        client.push_device(keys, t, grads);
+        return;
+      }
+      for (uint32_t key : keys) push_gradient(client, backend, key, t);
+    };
     for (std::size_t l = layers; l-- > 0;) {
       traced(timeline, "backward", "bwd " + model.layers[l].name, [&] { backend.backward_layer(l); });
-      for (uint32_t key : model.layers[l].tensors) push_gradient(client, backend, key, t);
+      if (!on_device) {
+        hand_over(l);
+        continue;
+      }
+      if (handed_later) hand_over(*handed_later);
+      handed_later = l;
     }
+    if (handed_later) hand_over(*handed_later);
     const uint64_t done = t + 1;
     if (rank == 0 && config.job.eval_every > 0 && done % uint64_t(config.job.eval_every) == 0 &&
         done < total) {

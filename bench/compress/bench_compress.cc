@@ -1,6 +1,6 @@
 // psrt-bench-compress: encode and decode throughput per codec (GB/s of fp32 input) beside memcpy
 // of the same buffer in the same run, the compression ratio, and the hierarchical rule's effect.
-// With a CUDA device: LACO's CUDA encode beside a device-to-device copy.
+// With a CUDA device: LACO's CUDA encode beside a device-to-device copy (bench_gpu.cc).
 //   psrt-bench-compress [--smoke] [--elements N] [--reps R] [--codecs a,b,...]
 #include <algorithm>
 #include <chrono>
@@ -19,14 +19,15 @@
 #include "compress/log_quant.h"
 #include "compress/registry.h"
 #include "compress/wire_format.h"
-#ifdef PSRT_BENCH_CUDA
-#include "compress/cuda/cuda_lads.h"
-#endif
+#include "bench/compress/bench_util.h"
 
 namespace psrt::compress {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using bench::gaussian;
+using bench::gbps;
+using bench::model_tensors;
 
 struct Options {
   size_t elements = size_t{1} << 22;  // 16 MiB of fp32
@@ -46,14 +47,6 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
-std::vector<float> gaussian(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (float& x : v) x = d(rng);
-  return v;
-}
-
 template <typename Fn>
 double seconds_per_rep(int reps, Fn&& fn) {
   fn();  // warm
@@ -61,8 +54,6 @@ double seconds_per_rep(int reps, Fn&& fn) {
   for (int r = 0; r < reps; ++r) fn();
   return std::chrono::duration<double>(Clock::now() - start).count() / reps;
 }
-
-double gbps(size_t bytes, double seconds) { return static_cast<double>(bytes) / seconds / 1e9; }
 
 int bench_codecs(const Options& opt) {
   const size_t n = opt.elements;
@@ -132,24 +123,6 @@ int bench_codecs(const Options& opt) {
   return 0;
 }
 
-// A ResNet-50-like list of tensors (elements, in forward order), scaled down for --smoke.
-std::vector<int64_t> model_tensors(bool smoke) {
-  std::vector<int64_t> t = {9408, 64};  // conv1 + bn
-  const int64_t widths[] = {64, 128, 256, 512};
-  const int blocks[] = {3, 4, 6, 3};
-  for (int s = 0; s < 4; ++s) {
-    const int64_t w = widths[s];
-    for (int b = 0; b < blocks[s]; ++b) {
-      t.insert(t.end(), {w * 4 * w, w, 9 * w * w, w, w * 4 * w, 4 * w});
-    }
-  }
-  t.insert(t.end(), {2048 * 1000, 1000});  // fc
-  if (smoke) {
-    for (auto& x : t) x = std::max<int64_t>(1, x / 64);
-  }
-  return t;
-}
-
 int bench_hierarchy(const Options& opt) {
   const std::vector<int64_t> tensors = model_tensors(opt.smoke);
   const int layers = static_cast<int>(tensors.size());
@@ -199,39 +172,6 @@ int bench_hierarchy(const Options& opt) {
   return 0;
 }
 
-int bench_gpu(const Options& opt) {
-#ifdef PSRT_BENCH_CUDA
-  if (!cuda::device_available()) {
-    std::printf("\nGPU: no CUDA device, CUDA path not measured\n");
-    return 0;
-  }
-  const size_t n = opt.elements;
-  Result<std::unique_ptr<cuda::CudaLads>> gpu = cuda::CudaLads::create(n);
-  if (!gpu) {
-    std::fprintf(stderr, "%s\n", gpu.status().message().c_str());
-    return 1;
-  }
-  const auto g = gaussian(n, 1);
-  const LogCodebook book(12);
-  const LadsParams params{.alpha = 2.576f, .quant_bits = 8, .log_range = 12};
-  Result<double> t_copy = (*gpu)->time_copy(n, opt.reps);
-  Result<double> t_enc = (*gpu)->time_encode(g, params, book, opt.reps);
-  if (!t_copy || !t_enc) {
-    std::fprintf(stderr, "%s\n", (!t_copy ? t_copy.status() : t_enc.status()).message().c_str());
-    return 1;
-  }
-  const size_t bytes = n * 4;
-  std::printf("\nGPU, LACO encode (payload back on the host) beside a device-to-device copy:\n");
-  std::printf("%-12s %10s %10s\n", "", "GB/s", "/copy");
-  std::printf("%-12s %10.2f %10.2f\n", "d2d copy", gbps(bytes, *t_copy), 1.0);
-  std::printf("%-12s %10.2f %10.2f\n", "laco encode", gbps(bytes, *t_enc), *t_copy / *t_enc);
-#else
-  (void)opt;
-  std::printf("\nGPU: built without CUDA\n");
-#endif
-  return 0;
-}
-
 }  // namespace
 }  // namespace psrt::compress
 
@@ -260,5 +200,5 @@ int main(int argc, char** argv) {
   }
   if (int rc = psrt::compress::bench_codecs(opt); rc != 0) return rc;
   if (int rc = psrt::compress::bench_hierarchy(opt); rc != 0) return rc;
-  return psrt::compress::bench_gpu(opt);
+  return psrt::compress::bench::bench_gpu(opt.smoke, opt.reps);
 }

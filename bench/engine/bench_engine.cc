@@ -3,6 +3,8 @@
 // run (bench/engine/torch_bench.py through /usr/bin/python3), and their ratio. Both sides run one
 // thread: OpenBLAS here, torch.set_num_threads(1) there. A step is set_batch, forward over all
 // layers, backward over all layers with each layer's SGD update as soon as its gradients are ready.
+// Then the GPU column (bench_engine_gpu.h): the GPU network's step beside PyTorch on CUDA, or "no
+// GPU" where there is no device (or no CUDA-enabled torch).
 //   psrt-bench-engine [--smoke] [--batch B] [--steps S] [--models lenet5,vgg-small]
 //                     [--no-torch] [--profile] [--python PATH] [--torch-script PATH]
 #include <cblas.h>
@@ -19,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/engine/bench_engine_gpu.h"
 #include "worker/engine/network.h"
 
 namespace {
@@ -160,13 +163,13 @@ Measure measure_engine(const std::string& arch, const Options& o) {
   return {o.batch / (m / 1e3), m, ""};
 }
 
-// Runs torch_bench.py and parses its one line.
-Measure measure_torch(const std::string& arch, const Options& o) {
+// Runs torch_bench.py (on `device`: cpu or cuda) and parses its one line.
+Measure measure_torch(const std::string& arch, const Options& o, const std::string& device) {
   if (!o.torch) return {0, 0, "--no-torch"};
   const std::string cmd = "'" + o.python + "' '" + o.torch_script + "' --model " + arch +
                           " --batch " + std::to_string(o.batch) + " --steps " +
                           std::to_string(o.steps) + " --warmup " + std::to_string(o.warmup) +
-                          " 2>&1";
+                          " --device " + device + " 2>&1";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (pipe == nullptr)
     return {0, 0, "PyTorch not installed: skipped (cannot run " + o.python + ")"};
@@ -182,12 +185,35 @@ Measure measure_torch(const std::string& arch, const Options& o) {
   }
   if (out.rfind("unavailable:", 0) == 0 || out.find("No such file") != std::string::npos ||
       out.find("not found") != std::string::npos) {
-    return {0, 0, "PyTorch not installed: skipped"};
+    return {0, 0, "PyTorch " + std::string(device == "cuda" ? "with CUDA " : "") +
+                      "not available: skipped (" + out.substr(0, out.find('\n')) + ")"};
   }
   while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
   if (out.empty()) return {0, 0, "PyTorch failed: no output, exit status " + std::to_string(rc)};
   const auto last = out.rfind('\n');
   return {0, 0, "PyTorch failed: " + (last == std::string::npos ? out : out.substr(last + 1))};
+}
+
+// The GPU network beside PyTorch on CUDA, same models and batch. Targets (issue 16): psrt's step
+// within 1.2x of PyTorch's.
+void print_gpu_column(const Options& o) {
+  std::printf("\nGPU: psrt GpuNetwork step (no optimizer step) beside PyTorch on CUDA (with SGD)\n");
+  std::printf("%-10s %12s %12s %8s %10s\n", "model", "psrt gpu ms", "torch ms", "ratio", "<= 1.2x");
+  for (const std::string& arch : o.models) {
+    const psrt::bench::GpuStep ours = psrt::bench::measure_gpu_step(arch, o.batch, o.steps, o.warmup);
+    if (!ours.note.empty()) {
+      std::printf("%-10s %s\n", arch.c_str(), ours.note.c_str());
+      continue;
+    }
+    const Measure theirs = measure_torch(arch, o, "cuda");
+    if (!theirs.note.empty()) {
+      std::printf("%-10s %12.3f   %s\n", arch.c_str(), ours.step_ms, theirs.note.c_str());
+      continue;
+    }
+    const double ratio = ours.step_ms / theirs.step_ms;
+    std::printf("%-10s %12.3f %12.3f %7.2fx %10s\n", arch.c_str(), ours.step_ms, theirs.step_ms,
+                ratio, ratio <= 1.2 ? "MET" : "MISSED");
+  }
 }
 
 }  // namespace
@@ -209,7 +235,7 @@ int main(int argc, char** argv) {
       ++failures;
       continue;
     }
-    const Measure theirs = measure_torch(arch, o);
+    const Measure theirs = measure_torch(arch, o, "cpu");
     if (theirs.note.empty()) {
       std::printf("%-10s %14.1f %12.3f %14.1f %12.3f %7.2fx\n", arch.c_str(), ours.samples_per_s,
                   ours.step_ms, theirs.samples_per_s, theirs.step_ms,
@@ -220,5 +246,6 @@ int main(int argc, char** argv) {
     }
     std::fflush(stdout);
   }
+  print_gpu_column(o);
   return failures == 0 ? 0 : 1;
 }

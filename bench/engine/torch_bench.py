@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""PyTorch CPU baseline for psrt-bench-engine: times SGD training steps of the same model at the
-same batch size on one thread and prints one line, `samples_per_s <value> step_ms <median ms>`.
-Exits 3 with `unavailable: <reason>` when torch cannot be imported."""
+"""PyTorch baseline for psrt-bench-engine: times SGD training steps of the same model at the same
+batch size, on the CPU with one thread or (--device cuda) on the GPU, and prints one line,
+`samples_per_s <value> step_ms <median ms>`. Exits 3 with `unavailable: <reason>` when torch cannot
+be imported, or has no CUDA device for --device cuda."""
 import argparse
 import sys
 import time
@@ -34,26 +35,33 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--dropout", type=float, default=0.5)
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     args = ap.parse_args()
     try:
         import torch
     except Exception as e:  # noqa: BLE001 - any import failure means "no baseline"
         print(f"unavailable: {type(e).__name__}: {e}")
         return 3
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("unavailable: torch has no CUDA device")
+        return 3
     torch.set_num_threads(1)
     torch.manual_seed(1)
-    model = build(torch, args.model, 10, args.dropout)
+    dev = torch.device(args.device)
+    model = build(torch, args.model, 10, args.dropout).to(dev)
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.rand(args.batch, 1, 28, 28)
+    x = torch.rand(args.batch, 1, 28, 28)  # on the host: each step uploads its batch, as psrt's
     y = torch.randint(0, 10, (args.batch,))
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def step():
         opt.zero_grad(set_to_none=False)
-        loss = loss_fn(model(x), y)
+        loss = loss_fn(model(x.to(dev)), y.to(dev))
         loss.backward()
         opt.step()
+        if args.device == "cuda":
+            torch.cuda.synchronize()
 
     for _ in range(args.warmup):
         step()

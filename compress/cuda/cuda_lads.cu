@@ -1,18 +1,16 @@
 #include "compress/cuda/cuda_lads.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <string>
 
-#include <cub/device/device_scan.cuh>
-#include <cub/device/device_select.cuh>
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <thrust/iterator/counting_iterator.h>
 
 #include "compress/codec.h"
 #include "compress/cuda/cuda_status.h"
+#include "compress/cuda/lads_kernels.h"
 #include "compress/payload_writer.h"
 #include "compress/wire_format.h"
 
@@ -20,115 +18,23 @@ namespace psrt::compress::cuda {
 
 namespace {
 
-constexpr int kThreads = 256;
+constexpr int kRanges = 64;  // LogCodebooks: ranges 1..64
 
-// Device scalars, one allocation.
-struct Scalars {
-  float nrm;
-  unsigned max_bits;  // max |g| as float bits: order-preserving for non-negative floats
-  float tau;
-  float scale;
-  int kept;
-};
+size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
 
-__global__ void max_abs_kernel(const float* x, size_t n, unsigned* max_bits) {
-  unsigned m = 0;
-  for (size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x; i < n;
-       i += size_t{gridDim.x} * blockDim.x) {
-    m = max(m, __float_as_uint(fabsf(x[i])));
-  }
-  m = __reduce_max_sync(0xffffffffu, m);
-  if ((threadIdx.x & 31) == 0) atomicMax(max_bits, m);
+// The header lads_encode writes for these counts (payload_writer's choice of index section).
+PayloadHeader header_for(const LadsParams& params, uint32_t n, const SegmentResult& r) {
+  PayloadHeader h;
+  h.codec = CodecId::kLaco;
+  h.value_mode = params.quant_bits == 32 ? ValueMode::kFp32 : ValueMode::kLog8;
+  h.log_range = params.quant_bits == 32 ? 0 : static_cast<uint8_t>(params.log_range);
+  h.length = n;
+  h.count = r.kept;
+  const bool use_varint = r.varint_bytes <= bitmap_bytes(n);
+  h.index_mode = use_varint ? IndexMode::kVarint : IndexMode::kBitmap;
+  h.index_bytes = static_cast<uint32_t>(use_varint ? r.varint_bytes : bitmap_bytes(n));
+  return h;
 }
-
-// One block of 128 threads: thresholds t[c] = scale * b[c] and tau, with the same fp32 operations
-// as lads_threshold() and LogCodebook::thresholds() on the CPU.
-__global__ void prepare_kernel(Scalars* s, size_t n, float alpha, int quant_bits, const float* rel,
-                               float* t) {
-  const float scale = __uint_as_float(s->max_bits);
-  const int c = threadIdx.x;
-  t[c] = __fmul_rn(scale, rel[c]);
-  if (c == 0) {
-    const float rms = static_cast<float>(static_cast<double>(s->nrm) / sqrt(static_cast<double>(n)));
-    const float tau = __fmul_rn(alpha, rms);
-    const float tiny = 1.401298464e-45f;  // denorm_min
-    const float floor = quant_bits == 8 ? __fmul_rn(scale, rel[0]) : tiny;
-    s->tau = fmaxf(tau, fmaxf(floor, tiny));
-    s->scale = scale;
-  }
-}
-
-// The bitmap of kept elements, a warp ballot per 32 elements.
-__global__ void bitmap_kernel(const float* x, size_t n, const Scalars* s, unsigned* bitmap) {
-  const size_t i = blockIdx.x * size_t{blockDim.x} + threadIdx.x;
-  const bool keep = i < n && fabsf(x[i]) >= s->tau;
-  const unsigned word = __ballot_sync(0xffffffffu, keep);
-  if ((threadIdx.x & 31) == 0 && i < n) bitmap[i / 32] = word;
-}
-
-struct KeepOp {
-  const float* x;
-  const Scalars* s;
-  __device__ bool operator()(uint32_t i) const { return fabsf(x[i]) >= s->tau; }
-};
-
-__device__ uint32_t delta_of(const uint32_t* idx, size_t j) {
-  return j == 0 ? idx[0] : idx[j] - idx[j - 1] - 1;
-}
-
-__device__ uint32_t varint_len(uint32_t v) {
-  return v < (1u << 7) ? 1 : v < (1u << 14) ? 2 : v < (1u << 21) ? 3 : v < (1u << 28) ? 4 : 5;
-}
-
-__global__ void varint_len_kernel(const uint32_t* idx, size_t k, uint32_t* len) {
-  const size_t j = blockIdx.x * size_t{blockDim.x} + threadIdx.x;
-  if (j < k) len[j] = varint_len(delta_of(idx, j));
-}
-
-// Quantize and pack in one pass: element j's varint at end[j] - len, its code (or fp32 value).
-__global__ void pack_kernel(const float* x, const uint32_t* idx, size_t k, const uint32_t* end,
-                            const float* t, int quant_bits, uint8_t* varints, uint8_t* values) {
-  const size_t j = blockIdx.x * size_t{blockDim.x} + threadIdx.x;
-  if (j >= k) return;
-  uint32_t d = delta_of(idx, j);
-  uint8_t* p = varints + end[j] - varint_len(d);
-  while (d >= 0x80u) {
-    *p++ = static_cast<uint8_t>(d | 0x80u);
-    d >>= 7;
-  }
-  *p = static_cast<uint8_t>(d);
-  const float v = x[idx[j]];
-  if (quant_bits == 32) {
-    memcpy(values + 4 * j, &v, 4);
-    return;
-  }
-  const float a = fabsf(v);
-  unsigned c = 0;
-  for (unsigned step = 64; step != 0; step >>= 1) c += (a >= t[c + step]) ? step : 0;
-  values[j] = static_cast<uint8_t>(c | (v < 0.0f ? 0x80u : 0u));
-}
-
-// Error feedback's "residual -= sent" for kept element j, from the indices and codes pack_kernel
-// left: the same fp32 operations as the CPU, LogCodebook::decode (scale * m[c], then the sign) and
-// accumulate_payload with weight -1 (r + -1 * sent; -1 * sent is exact, so r + -sent). __fmul_rn
-// and __fadd_rn are never contracted into an FMA, so the result is the CPU's bit for bit.
-__global__ void subtract_sent_kernel(float* x, const uint32_t* idx, size_t k, const uint8_t* values,
-                                     int quant_bits, const Scalars* s, const float* mag) {
-  const size_t j = blockIdx.x * size_t{blockDim.x} + threadIdx.x;
-  if (j >= k) return;
-  float sent;
-  if (quant_bits == 32) {
-    memcpy(&sent, values + 4 * j, 4);
-  } else {
-    const unsigned c = values[j];
-    const float m = __fmul_rn(s->scale, mag[c & 0x7fu]);
-    sent = (c & 0x80u) ? -m : m;
-  }
-  const uint32_t i = idx[j];
-  x[i] = __fadd_rn(x[i], -sent);
-}
-
-unsigned blocks_for(size_t n) { return static_cast<unsigned>((n + kThreads - 1) / kThreads); }
 
 }  // namespace
 
@@ -138,167 +44,253 @@ bool device_available() {
 }
 
 struct CudaLads::Impl {
-  size_t cap = 0;
+  size_t cap = 0;           // create's max_elements
+  size_t cap_elements = 0;  // scratch elements (segments rounded up to tiles)
+  size_t cap_segments = 0;
+  size_t cap_groups = 0, cap_tiles = 0, cap_body = 0;
   cudaStream_t stream = nullptr;
-  cublasHandle_t blas = nullptr;
-  float* x = nullptr;  // staging for host chunks
-  Scalars* s = nullptr;
-  Scalars* host_s = nullptr;  // pinned
-  float* rel = nullptr;
-  float* mag = nullptr;  // the codebook's magnitudes, for subtract_sent
-  float* t = nullptr;
-  int rel_range = 0;     // the range rel and mag hold
-  // The last successful encode, which subtract_sent undoes the sent part of.
+  float* x = nullptr;    // staging for host chunks
+  float* books = nullptr;  // per range: 128 relative bounds, then 128 magnitudes
+  std::vector<bool> book_loaded = std::vector<bool>(kRanges, false);
+  Scratch sc;
+  Segment* host_segs = nullptr;  // pinned: the launch's segment table, uploaded per encode
+  uint32_t epoch = 0;
+  // The last successful single-chunk encode, whose sent part subtract_sent takes out, and the
+  // last successful batch's segment count, for subtract_sent_batch (-1: none).
   const float* last_x = nullptr;
   size_t last_n = 0;
-  size_t last_k = 0;
-  int last_bits = 0;
-  unsigned* bitmap = nullptr;
-  uint32_t* indices = nullptr;
-  uint32_t* len = nullptr;
-  uint32_t* end = nullptr;
-  uint8_t* varints = nullptr;
-  uint8_t* values = nullptr;
-  void* temp = nullptr;
-  size_t temp_bytes = 0;
+  int last_batch = -1;
 
   ~Impl() {
-    for (void* p : {static_cast<void*>(x), static_cast<void*>(s), static_cast<void*>(rel),
-                    static_cast<void*>(mag), static_cast<void*>(t), static_cast<void*>(bitmap),
-                    static_cast<void*>(indices), static_cast<void*>(len), static_cast<void*>(end),
-                    static_cast<void*>(varints), static_cast<void*>(values), temp}) {
+    for (void* p : {static_cast<void*>(x), static_cast<void*>(books),
+                    static_cast<void*>(sc.segs), static_cast<void*>(sc.results),
+                    static_cast<void*>(sc.thresholds), static_cast<void*>(sc.group_sum),
+                    static_cast<void*>(sc.group_max), static_cast<void*>(sc.super_sum),
+                    static_cast<void*>(sc.seg_done), static_cast<void*>(sc.tile_counter),
+                    static_cast<void*>(sc.tile_status), static_cast<void*>(sc.tile_aggregate),
+                    static_cast<void*>(sc.tile_inclusive), static_cast<void*>(sc.bitmap),
+                    static_cast<void*>(sc.varints), static_cast<void*>(sc.values),
+                    static_cast<void*>(sc.indices)}) {
       if (p != nullptr) cudaFree(p);
     }
-    if (host_s != nullptr) cudaFreeHost(host_s);
-    if (blas != nullptr) cublasDestroy(blas);
+    for (void* p : {static_cast<void*>(sc.host_body), static_cast<void*>(sc.host_results),
+                    static_cast<void*>(host_segs)}) {
+      if (p != nullptr) cudaFreeHost(p);
+    }
     if (stream != nullptr) cudaStreamDestroy(stream);
   }
 
-  Status init(size_t n) {
+  template <typename T>
+  static Status alloc_zero(T*& p, size_t count) {
+    PSRT_CUDA(cudaMalloc(&p, sizeof(T) * std::max<size_t>(count, 1)));
+    PSRT_CUDA(cudaMemset(p, 0, sizeof(T) * std::max<size_t>(count, 1)));
+    return Status::ok();
+  }
+
+  Status init(size_t n, size_t segments) {
     cap = n;
+    cap_segments = segments;
+    cap_elements = round_up(n, kTile) + kTile * segments;
+    cap_groups = cap_elements / kGroupElements + segments + 1;
+    cap_tiles = cap_elements / kTile + segments + 1;
+    cap_body = max_body_bytes(static_cast<uint32_t>(std::min<size_t>(n, UINT32_MAX))) +
+               32 * segments;
     PSRT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    PSRT_CUBLAS(cublasCreate(&blas));
-    PSRT_CUBLAS(cublasSetStream(blas, stream));
-    PSRT_CUBLAS(cublasSetPointerMode(blas, CUBLAS_POINTER_MODE_DEVICE));
     PSRT_CUDA(cudaMalloc(&x, 4 * n + 4));
-    PSRT_CUDA(cudaMalloc(&s, sizeof(Scalars)));
-    PSRT_CUDA(cudaMallocHost(&host_s, sizeof(Scalars)));
-    PSRT_CUDA(cudaMalloc(&rel, 4 * kLogLevels));
-    PSRT_CUDA(cudaMalloc(&mag, 4 * kLogLevels));
-    PSRT_CUDA(cudaMalloc(&t, 4 * kLogLevels));
-    PSRT_CUDA(cudaMalloc(&bitmap, 4 * (n / 32 + 1)));
-    PSRT_CUDA(cudaMalloc(&indices, 4 * n + 4));
-    PSRT_CUDA(cudaMalloc(&len, 4 * n + 4));
-    PSRT_CUDA(cudaMalloc(&end, 4 * n + 4));
-    PSRT_CUDA(cudaMalloc(&varints, 5 * n + 5));
-    PSRT_CUDA(cudaMalloc(&values, 4 * n + 4));
-    size_t select_bytes = 0, scan_bytes = 0;
-    PSRT_CUDA(cub::DeviceSelect::If(nullptr, select_bytes, thrust::counting_iterator<uint32_t>(0),
-                                    indices, &s->kept, static_cast<int64_t>(n), KeepOp{x, s}));
-    PSRT_CUDA(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, len, end, static_cast<int64_t>(n)));
-    temp_bytes = std::max(select_bytes, scan_bytes);
-    PSRT_CUDA(cudaMalloc(&temp, temp_bytes));
+    if (Status st = alloc_zero(books, size_t{kRanges} * 2 * kLogLevels); !st) return st;
+    if (Status st = alloc_zero(sc.segs, segments); !st) return st;
+    if (Status st = alloc_zero(sc.results, segments); !st) return st;
+    if (Status st = alloc_zero(sc.thresholds, segments * kLogLevels); !st) return st;
+    if (Status st = alloc_zero(sc.group_sum, cap_groups); !st) return st;
+    if (Status st = alloc_zero(sc.group_max, cap_groups); !st) return st;
+    if (Status st = alloc_zero(sc.super_sum, cap_groups); !st) return st;
+    if (Status st = alloc_zero(sc.seg_done, segments); !st) return st;
+    if (Status st = alloc_zero(sc.tile_counter, 1); !st) return st;
+    if (Status st = alloc_zero(sc.tile_status, cap_tiles); !st) return st;
+    if (Status st = alloc_zero(sc.tile_aggregate, cap_tiles); !st) return st;
+    if (Status st = alloc_zero(sc.tile_inclusive, cap_tiles); !st) return st;
+    if (Status st = alloc_zero(sc.bitmap, cap_elements / 32 + 1); !st) return st;
+    if (Status st = alloc_zero(sc.varints, 5 * cap_elements); !st) return st;
+    if (Status st = alloc_zero(sc.values, 4 * cap_elements); !st) return st;
+    if (Status st = alloc_zero(sc.indices, cap_elements); !st) return st;
+    // Mapped pinned memory: kernel 3 writes the bodies here itself (UVA: the same address).
+    PSRT_CUDA(cudaHostAlloc(&sc.host_body, cap_body, cudaHostAllocMapped));
+    PSRT_CUDA(cudaHostAlloc(&sc.host_results, sizeof(SegmentResult) * segments,
+                            cudaHostAllocMapped));
+    PSRT_CUDA(cudaHostAlloc(&host_segs, sizeof(Segment) * segments, cudaHostAllocDefault));
+    PSRT_CUDA(cudaDeviceSynchronize());  // the memsets, before the stream's first use
+    return Status::ok();
+  }
+
+  // The codebook's bounds and magnitudes on the device (uploaded on first use of a range).
+  Result<const float*> book_on_device(const LogCodebook& book) {
+    const int range = book.range();
+    if (range < 1 || range > kRanges) return Status::error("cuda lads: bad codebook range");
+    float* at = books + static_cast<size_t>(range - 1) * 2 * kLogLevels;
+    if (!book_loaded[static_cast<size_t>(range - 1)]) {
+      PSRT_CUDA(cudaMemcpyAsync(at, book.relative_bounds().data(), 4 * kLogLevels,
+                                cudaMemcpyHostToDevice, stream));
+      PSRT_CUDA(cudaMemcpyAsync(at + kLogLevels, book.magnitudes().data(), 4 * kLogLevels,
+                                cudaMemcpyHostToDevice, stream));
+      PSRT_CUDA(cudaStreamSynchronize(stream));  // once per range: the host arrays are pageable
+      book_loaded[static_cast<size_t>(range - 1)] = true;
+    }
+    return static_cast<const float*>(at);
+  }
+
+  // One launch sequence for `count` segments (host_segs[0..count) filled but for the offsets),
+  // then the payloads. payloads/results: count entries.
+  Status run(int count, const LadsParams* params, std::vector<uint8_t>* payloads,
+             LadsResult* results) {
+    uint32_t groups = 0, tiles = 0, out = 0;
+    size_t body = 0;
+    for (int s = 0; s < count; ++s) {
+      Segment& seg = host_segs[s];
+      const uint32_t n8 = seg.n & ~7u;
+      seg.group_begin = groups;
+      seg.groups = std::max<uint32_t>(1, (n8 + kGroupElements - 1) / kGroupElements);
+      seg.tile_begin = tiles;
+      seg.tiles = (seg.n + kTile - 1) / kTile;
+      seg.out = out;
+      seg.body = static_cast<uint32_t>(body);
+      groups += seg.groups;
+      tiles += seg.tiles;
+      out += seg.tiles * kTile;
+      body += max_body_bytes(seg.n);
+    }
+    if (out > cap_elements || groups > cap_groups || tiles > cap_tiles || body > cap_body) {
+      return Status::error("cuda lads: batch larger than the buffers");
+    }
+    PSRT_CUDA(cudaMemcpyAsync(sc.segs, host_segs, sizeof(Segment) * static_cast<size_t>(count),
+                              cudaMemcpyHostToDevice, stream));
+    epoch = epoch == 0x3fffffffu ? 1 : epoch + 1;
+    PSRT_CUDA(launch_lads(sc, count, groups, tiles, epoch, stream));
+    PSRT_CUDA(cudaStreamSynchronize(stream));  // the one wait: the bodies are in host memory
+    for (int s = 0; s < count; ++s) {
+      const SegmentResult& r = sc.host_results[s];
+      if (r.finite == 0) return Status::error("laco: gradient chunk holds a NaN or an infinity");
+      const uint32_t n = host_segs[s].n;
+      const PayloadHeader h = header_for(params[s], n, r);
+      const size_t vbytes = value_bytes(h.value_mode, h.count);
+      const size_t size = h.index_bytes + vbytes + (h.value_mode == ValueMode::kLog8 ? 4 : 0);
+      if (size != r.body_bytes) return Status::error("cuda lads: body size mismatch");
+      std::vector<uint8_t>& payload = payloads[s];
+      payload.resize(kHeaderBytes + size);
+      write_header(h, payload);
+      std::memcpy(payload.data() + kHeaderBytes, sc.host_body + host_segs[s].body, size);
+      LadsResult& out_r = results[s];
+      out_r.rms = static_cast<float>(std::sqrt(r.sum_squares / static_cast<double>(n)));
+      out_r.threshold = r.tau;
+      out_r.scale = r.max_abs;
+      out_r.kept = r.kept;
+    }
     return Status::ok();
   }
 
   Result<LadsResult> encode(const float* dx, size_t n, const LadsParams& params,
-                            const LogCodebook& book, std::vector<uint8_t>& payload) {
-    last_x = nullptr;
+                            const LogCodebook& book, std::vector<uint8_t>& payload,
+                            const float* g = nullptr, float* u = nullptr, float mu = 0) {
+    forget();
     if (n > cap) return Status::error("cuda lads: chunk larger than the buffers");
     if (n == 0) {
       LadsScratch scratch;
       Result<LadsResult> r = lads_encode({}, params, book, scratch, payload);
-      if (r) remember(dx, 0, 0, params.quant_bits);
+      if (r) last_x = dx;  // last_n 0: nothing to subtract
       return r;
     }
-    if (rel_range != book.range()) {
-      PSRT_CUDA(cudaMemcpyAsync(rel, book.relative_bounds().data(), 4 * kLogLevels,
-                                cudaMemcpyHostToDevice, stream));
-      PSRT_CUDA(cudaMemcpyAsync(mag, book.magnitudes().data(), 4 * kLogLevels,
-                                cudaMemcpyHostToDevice, stream));
-      rel_range = book.range();
-    }
-    PSRT_CUDA(cudaMemsetAsync(s, 0, sizeof(Scalars), stream));
-    max_abs_kernel<<<std::min(blocks_for(n), 1024u), kThreads, 0, stream>>>(dx, n, &s->max_bits);
-    PSRT_CUDA(cudaGetLastError());
-    PSRT_CUBLAS(cublasSnrm2(blas, static_cast<int>(n), dx, 1, &s->nrm));
-    prepare_kernel<<<1, kLogLevels, 0, stream>>>(s, n, params.alpha, params.quant_bits, rel, t);
-    PSRT_CUDA(cudaGetLastError());
-    // The bitmap, one ballot pass; sent if smaller than the varints.
-    bitmap_kernel<<<blocks_for(n), kThreads, 0, stream>>>(dx, n, s, bitmap);
-    PSRT_CUDA(cudaGetLastError());
-    PSRT_CUDA(cub::DeviceSelect::If(temp, temp_bytes, thrust::counting_iterator<uint32_t>(0),
-                                    indices, &s->kept, static_cast<int64_t>(n), KeepOp{dx, s},
-                                    stream));
-    PSRT_CUDA(cudaMemcpyAsync(host_s, s, sizeof(Scalars), cudaMemcpyDeviceToHost, stream));
-    PSRT_CUDA(cudaStreamSynchronize(stream));
-    if (!std::isfinite(host_s->nrm)) {
-      return Status::error("laco: gradient chunk holds a NaN or an infinity");
-    }
-    const auto k = static_cast<size_t>(host_s->kept);
-    uint32_t varint_bytes = 0;
-    if (k > 0) {
-      varint_len_kernel<<<blocks_for(k), kThreads, 0, stream>>>(indices, k, len);
-      PSRT_CUDA(cudaGetLastError());
-      PSRT_CUDA(cub::DeviceScan::InclusiveSum(temp, temp_bytes, len, end, static_cast<int64_t>(k), stream));
-      pack_kernel<<<blocks_for(k), kThreads, 0, stream>>>(dx, indices, k, end, t, params.quant_bits,
-                                                         varints, values);
-      PSRT_CUDA(cudaGetLastError());
-      PSRT_CUDA(cudaMemcpyAsync(&varint_bytes, end + k - 1, 4, cudaMemcpyDeviceToHost, stream));
-      PSRT_CUDA(cudaStreamSynchronize(stream));
-    }
-
-    // Header and sections, laid out as payload_writer does.
-    PayloadHeader h;
-    h.codec = CodecId::kLaco;
-    h.value_mode = params.quant_bits == 32 ? ValueMode::kFp32 : ValueMode::kLog8;
-    h.log_range = params.quant_bits == 32 ? 0 : static_cast<uint8_t>(params.log_range);
-    h.length = static_cast<uint32_t>(n);
-    h.count = static_cast<uint32_t>(k);
-    const size_t bitmap_size = bitmap_bytes(h.length);
-    const bool use_varint = varint_bytes <= bitmap_size;
-    h.index_mode = use_varint ? IndexMode::kVarint : IndexMode::kBitmap;
-    h.index_bytes = static_cast<uint32_t>(use_varint ? varint_bytes : bitmap_size);
-    const size_t vbytes = value_bytes(h.value_mode, h.count);
-    const bool has_scale = h.value_mode == ValueMode::kLog8;
-    payload.resize(kHeaderBytes + h.index_bytes + vbytes + (has_scale ? 4 : 0));
-    write_header(h, payload);
-    uint8_t* p = payload.data() + kHeaderBytes;
-    if (h.index_bytes > 0) {
-      PSRT_CUDA(cudaMemcpyAsync(p, use_varint ? static_cast<const void*>(varints) : static_cast<const void*>(bitmap), h.index_bytes,
-                                cudaMemcpyDeviceToHost, stream));
-    }
-    if (vbytes > 0) {
-      PSRT_CUDA(cudaMemcpyAsync(p + h.index_bytes, values, vbytes, cudaMemcpyDeviceToHost, stream));
-    }
-    PSRT_CUDA(cudaStreamSynchronize(stream));
-    if (has_scale) put_f32(p + h.index_bytes + vbytes, host_s->scale);
-
-    LadsResult r;
-    r.rms = static_cast<float>(static_cast<double>(host_s->nrm) / std::sqrt(static_cast<double>(n)));
-    r.threshold = host_s->tau;
-    r.scale = host_s->scale;
-    r.kept = static_cast<uint32_t>(k);
-    remember(dx, n, k, params.quant_bits);
-    return r;
-  }
-
-  void remember(const float* dx, size_t n, size_t k, int quant_bits) {
+    Result<const float*> rel = book_on_device(book);
+    if (!rel) return rel.status();
+    Segment& seg = host_segs[0];
+    seg = Segment{};
+    seg.x = const_cast<float*>(dx);  // written only when g is given (encode_update's r)
+    seg.g = g;
+    seg.u = u;
+    seg.mu = mu;
+    seg.n = static_cast<uint32_t>(n);
+    seg.alpha = params.alpha;
+    seg.quant_bits = params.quant_bits;
+    seg.rel = *rel;
+    seg.mag = *rel + kLogLevels;
+    LadsResult result;
+    if (Status st = run(1, &params, &payload, &result); !st) return st;
     last_x = dx;
     last_n = n;
-    last_k = k;
-    last_bits = quant_bits;
+    return result;
+  }
+
+  Result<std::vector<LadsResult>> encode_batch(std::span<const LadsBatchItem> items,
+                                               std::vector<std::vector<uint8_t>>& payloads) {
+    forget();
+    payloads.resize(items.size());
+    std::vector<LadsResult> results(items.size());
+    std::vector<LadsParams> params;
+    std::vector<size_t> on_device;  // item of each segment (empty chunks are the CPU's)
+    for (size_t j = 0; j < items.size(); ++j) {
+      const LadsBatchItem& item = items[j];
+      if (item.book == nullptr) return Status::error("cuda lads: batch item without codebook");
+      if (item.n == 0) {
+        LadsScratch scratch;
+        Result<LadsResult> r = lads_encode({}, item.params, *item.book, scratch, payloads[j]);
+        if (!r) return r.status();
+        results[j] = *r;
+        continue;
+      }
+      if (on_device.size() == cap_segments || item.n > cap) {
+        return Status::error("cuda lads: batch larger than the buffers");
+      }
+      Result<const float*> rel = book_on_device(*item.book);
+      if (!rel) return rel.status();
+      Segment& seg = host_segs[on_device.size()];
+      seg = Segment{};
+      seg.x = const_cast<float*>(item.values);  // written only when g is given
+      seg.g = item.g;
+      seg.u = item.u;
+      seg.mu = item.mu;
+      seg.n = static_cast<uint32_t>(item.n);
+      seg.alpha = item.params.alpha;
+      seg.quant_bits = item.params.quant_bits;
+      seg.rel = *rel;
+      seg.mag = *rel + kLogLevels;
+      params.push_back(item.params);
+      on_device.push_back(j);
+    }
+    if (on_device.empty()) {
+      last_batch = 0;
+      return results;
+    }
+    std::vector<std::vector<uint8_t>> out(on_device.size());
+    std::vector<LadsResult> out_r(on_device.size());
+    const int count = static_cast<int>(on_device.size());
+    if (Status st = run(count, params.data(), out.data(), out_r.data()); !st) return st;
+    last_batch = count;
+    for (size_t s = 0; s < on_device.size(); ++s) {
+      payloads[on_device[s]] = std::move(out[s]);
+      results[on_device[s]] = out_r[s];
+    }
+    return results;
+  }
+
+  void forget() {
+    last_x = nullptr;
+    last_n = 0;
+    last_batch = -1;
   }
 
   Status subtract_sent(float* dx, size_t n) {
     if (last_x == nullptr || dx != last_x || n != last_n) {
       return Status::error("cuda lads: subtract_sent without an encode of the same values");
     }
-    last_x = nullptr;  // once: a second call would subtract twice
-    if (last_k == 0) return Status::ok();
-    subtract_sent_kernel<<<blocks_for(last_k), kThreads, 0, stream>>>(dx, indices, last_k, values,
-                                                                      last_bits, s, mag);
-    PSRT_CUDA(cudaGetLastError());
+    const bool any = n > 0;
+    forget();  // once: a second call would subtract twice
+    if (any) PSRT_CUDA(launch_subtract_sent(sc, 1, stream));
+    return Status::ok();
+  }
+
+  Status subtract_sent_batch() {
+    if (last_batch < 0) return Status::error("cuda lads: subtract_sent_batch without a batch");
+    const int count = last_batch;
+    forget();
+    if (count > 0) PSRT_CUDA(launch_subtract_sent(sc, count, stream));
     return Status::ok();
   }
 };
@@ -306,13 +298,16 @@ struct CudaLads::Impl {
 CudaLads::CudaLads(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CudaLads::~CudaLads() = default;
 
-Result<std::unique_ptr<CudaLads>> CudaLads::create(size_t max_elements) {
+Result<std::unique_ptr<CudaLads>> CudaLads::create(size_t max_elements, size_t max_segments) {
   if (!device_available()) return Status::error("cuda lads: no CUDA device");
-  if (max_elements == 0 || max_elements > std::numeric_limits<uint32_t>::max()) {
-    return Status::error("cuda lads: max_elements must be in 1..2^32-1");
+  if (max_elements == 0 || max_elements >= (size_t{1} << 31)) {
+    return Status::error("cuda lads: max_elements must be in 1..2^31-1");
+  }
+  if (max_segments == 0 || max_segments > 65535) {
+    return Status::error("cuda lads: max_segments must be in 1..65535");
   }
   auto impl = std::make_unique<Impl>();
-  if (Status s = impl->init(max_elements); !s) return s;
+  if (Status s = impl->init(max_elements, max_segments); !s) return s;
   return std::unique_ptr<CudaLads>(new CudaLads(std::move(impl)));
 }
 
@@ -320,6 +315,26 @@ Result<LadsResult> CudaLads::encode_device(const float* d_values, size_t n,
                                            const LadsParams& params, const LogCodebook& book,
                                            std::vector<uint8_t>& payload) {
   return impl_->encode(d_values, n, params, book, payload);
+}
+
+Result<LadsResult> CudaLads::encode_update(float* d_r, const float* d_g, float* d_u, float mu,
+                                           size_t n, const LadsParams& params,
+                                           const LogCodebook& book, std::vector<uint8_t>& payload) {
+  if (d_g == nullptr) return Status::error("cuda lads: encode_update without a gradient");
+  return impl_->encode(d_r, n, params, book, payload, d_g, d_u, mu);
+}
+
+Result<std::vector<LadsResult>> CudaLads::encode_batch(std::span<const LadsBatchItem> items,
+                                                       std::vector<std::vector<uint8_t>>& payloads) {
+  return impl_->encode_batch(items, payloads);
+}
+
+Status CudaLads::subtract_sent_batch() {
+  return impl_->subtract_sent_batch();
+}
+
+int CudaLads::launches_per_encode() const {
+  return 4;  // the segment table's upload, moments, select_pack, assemble
 }
 
 Status CudaLads::subtract_sent(float* d_values, size_t n) {
@@ -377,10 +392,31 @@ Result<double> CudaLads::time_encode(std::span<const float> values, const LadsPa
   });
 }
 
+Result<double> CudaLads::time_encode_batch(std::span<const std::vector<float>> chunks,
+                                           const LadsParams& params, const LogCodebook& book,
+                                           int reps) {
+  std::vector<LadsBatchItem> items;
+  size_t at = 0;
+  for (const std::vector<float>& c : chunks) {
+    if (at + c.size() > impl_->cap) return Status::error("cuda lads: batch larger than the buffers");
+    PSRT_CUDA(cudaMemcpyAsync(impl_->x + at, c.data(), 4 * c.size(), cudaMemcpyHostToDevice,
+                              impl_->stream));
+    items.push_back(LadsBatchItem{impl_->x + at, c.size(), params, &book});
+    at += c.size();
+  }
+  std::vector<std::vector<uint8_t>> payloads;
+  Result<std::vector<LadsResult>> warm = impl_->encode_batch(items, payloads);
+  if (!warm) return warm.status();
+  return seconds_per_rep(impl_->stream, reps, [&]() -> Status {
+    Result<std::vector<LadsResult>> e = impl_->encode_batch(items, payloads);
+    return e ? Status::ok() : e.status();
+  });
+}
+
 Result<double> CudaLads::time_copy(size_t n, int reps) {
   if (n > impl_->cap) return Status::error("cuda lads: copy larger than the buffers");
   auto copy = [&]() -> Status {
-    PSRT_CUDA(cudaMemcpyAsync(impl_->values, impl_->x, 4 * n, cudaMemcpyDeviceToDevice,
+    PSRT_CUDA(cudaMemcpyAsync(impl_->sc.values, impl_->x, 4 * n, cudaMemcpyDeviceToDevice,
                               impl_->stream));
     return Status::ok();
   };

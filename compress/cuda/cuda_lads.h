@@ -1,8 +1,9 @@
-// LADS on a CUDA device: cuBLAS nrm2 for the RMS, a max-|g| reduction, a threshold pass that
-// writes the bitmap (warp ballots), CUB compaction of the kept indices, and one pass that
-// quantizes and packs (log8 code + delta varint) each kept element. The payload equals the CPU's
-// lads_encode output for the same input (see README.md for the tolerance: the RMS comes from
-// cuBLAS, so an element within a few ulp of the threshold may fall on the other side).
+// LADS on a CUDA device, in a fixed sequence of three kernels per call (lads_kernels.h): one pass
+// for the sum of squares and the max, one that selects, quantizes and compacts (decoupled
+// look-back), and one that writes the payload body straight into pinned host memory; then one
+// synchronisation. A batch of chunks (many small tensors) takes the same three launches. The
+// payload equals the CPU's lads_encode output for the same input bit for bit: the sum of squares
+// is taken in the CPU's order (moments.h) and every rounding is the CPU's.
 // No CUDA header here: plain C++ code includes this.
 #pragma once
 
@@ -24,10 +25,24 @@ namespace psrt::compress::cuda {
 // cudaGetDeviceCount, first; an error means no device.
 bool device_available();
 
+// One chunk of a batch: n values in device memory, and how to encode them. With g, the values
+// are error feedback's residual r, updated in place first as encode_update does (r += g, or with
+// u: u = mu * u + g, r += u).
+struct LadsBatchItem {
+  const float* values = nullptr;
+  size_t n = 0;
+  LadsParams params;
+  const LogCodebook* book = nullptr;
+  const float* g = nullptr;
+  float* u = nullptr;
+  float mu = 0;
+};
+
 class CudaLads {
  public:
-  // Buffers for chunks of up to max_elements. Error: no device, out of memory, cuBLAS failure.
-  static Result<std::unique_ptr<CudaLads>> create(size_t max_elements);
+  // Buffers for batches of up to max_elements in all, in up to max_segments chunks (a single
+  // chunk: max_segments 1), max_elements < 2^31. Error: no device, out of memory.
+  static Result<std::unique_ptr<CudaLads>> create(size_t max_elements, size_t max_segments = 1);
   ~CudaLads();
   CudaLads(const CudaLads&) = delete;
   CudaLads& operator=(const CudaLads&) = delete;
@@ -35,6 +50,19 @@ class CudaLads {
   // Encodes a chunk already on the device; the payload comes back to the host.
   Result<LadsResult> encode_device(const float* d_values, size_t n, const LadsParams& params,
                                    const LogCodebook& book, std::vector<uint8_t>& payload);
+  // Error feedback's first step fused into the first pass: r += g (or, with u, u = mu * u + g and
+  // r += u: momentum correction), in ErrorFeedback's fp32 operations, then encode_device(r). On an
+  // error after the launch (a NaN or an infinity) r and u stay updated: the caller undoes.
+  Result<LadsResult> encode_update(float* d_r, const float* d_g, float* d_u, float mu, size_t n,
+                                   const LadsParams& params, const LogCodebook& book,
+                                   std::vector<uint8_t>& payload);
+  // Every chunk of the batch in the one launch sequence; payloads[j] (resized to the batch) and
+  // the j-th result are item j's, as encode_device (or encode_update, for items with g) would
+  // give them. A NaN or an infinity in any chunk fails the batch (items with g stay updated).
+  Result<std::vector<LadsResult>> encode_batch(std::span<const LadsBatchItem> items,
+                                               std::vector<std::vector<uint8_t>>& payloads);
+  // subtract_sent for every item of the last successful encode_batch, in one launch.
+  Status subtract_sent_batch();
   // After a successful encode_device of d_values (n elements): d_values[i] -= what the payload
   // sends, for each kept i, computed on the device from the indices and codes that encode left
   // there, with the CPU's fp32 operations (LogCodebook::decode, then accumulate_sent's
@@ -45,6 +73,8 @@ class CudaLads {
   CUstream_st* stream() const;
   // The largest chunk the buffers take (create's max_elements).
   size_t capacity() const;
+  // Launches of the last encode (kernels and copies, all on stream()), for the benchmark's notes.
+  int launches_per_encode() const;
 
   // Copies the chunk to the device, then encode_device.
   Result<LadsResult> encode_host(std::span<const float> values, const LadsParams& params,
@@ -55,6 +85,9 @@ class CudaLads {
   Result<double> time_encode(std::span<const float> values, const LadsParams& params,
                              const LogCodebook& book, int reps);
   Result<double> time_copy(size_t n, int reps);
+  // Seconds per encode_batch of these chunks (uploaded once, one after the other).
+  Result<double> time_encode_batch(std::span<const std::vector<float>> chunks,
+                                   const LadsParams& params, const LogCodebook& book, int reps);
 
  private:
   struct Impl;

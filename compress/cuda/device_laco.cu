@@ -66,6 +66,8 @@ struct DeviceLacoEncoder::Impl {
   float momentum = 0;              // momentum correction's factor (0: off)
   float* momenta = nullptr;        // every tensor's momentum u, one allocation (when on)
   std::unique_ptr<CudaLads> lads;  // sized to the longest chunk seen so far
+  std::unique_ptr<CudaLads> batch_lads;  // encode_batch's: sized to the largest batch seen
+  size_t batch_segments = 0;              // batch_lads' segment capacity
   cudaEvent_t ready = nullptr;     // marks the default stream's work before an encode
   std::vector<float> host;         // a chunk brought to the host (dense or re-check)
 
@@ -110,6 +112,91 @@ struct DeviceLacoEncoder::Impl {
     return Status::ok();
   }
 
+  Status reserve_batch(size_t elements, size_t segments) {
+    if (batch_lads != nullptr && batch_lads->capacity() >= elements && batch_segments >= segments) {
+      return Status::ok();
+    }
+    const size_t want_elements = std::max(elements, batch_lads ? batch_lads->capacity() : 1);
+    const size_t want_segments = std::max(segments, batch_segments);
+    batch_lads.reset();  // nothing in flight: encode_batch ends synchronised
+    Result<std::unique_ptr<CudaLads>> made = CudaLads::create(want_elements, want_segments);
+    if (!made) return made.status();
+    batch_lads = std::move(*made);
+    batch_segments = want_segments;
+    return Status::ok();
+  }
+
+  Status encode_batch(std::span<const DeviceChunk> chunks,
+                      std::vector<std::vector<uint8_t>>& payloads) {
+    payloads.resize(chunks.size());
+    for (const DeviceChunk& c : chunks) {
+      if (c.key >= tensors.size()) {
+        return Status::error("laco (device): no tensor " + std::to_string(c.key));
+      }
+      if (Status st = check_chunk(tensors[c.key].num_elements, c.offset, c.length, "laco (device)");
+          !st) {
+        return st;
+      }
+      if (c.grad == nullptr) return Status::error("laco (device): no gradient");
+    }
+    // Sparse chunks of tensors that appear once go in the batch; the others one by one, first.
+    std::vector<size_t> batched;
+    size_t elements = 0;
+    for (size_t j = 0; j < chunks.size(); ++j) {
+      const DeviceChunk& c = chunks[j];
+      const LacoPlan plan = codec.plan(*tensors[c.key].laco, c.iteration);
+      const auto same_key = std::count_if(chunks.begin(), chunks.end(),
+                                          [&](const DeviceChunk& o) { return o.key == c.key; });
+      if (c.length > 0 && !plan.dense && !plan.record && same_key == 1) {
+        batched.push_back(j);
+        elements += static_cast<size_t>(c.length);
+        continue;
+      }
+      if (Status st = encode(c, payloads[j], nullptr); !st) return st;
+    }
+    if (batched.empty()) return Status::ok();
+    if (Status st = reserve_batch(elements, batched.size()); !st) return st;
+    cudaStream_t stream = batch_lads->stream();
+    PSRT_CUDA(cudaEventRecord(ready, cudaStreamLegacy));
+    PSRT_CUDA(cudaStreamWaitEvent(stream, ready, 0));
+    std::vector<LadsBatchItem> items;
+    std::vector<LadsParams> params;
+    for (const size_t j : batched) {
+      const DeviceChunk& c = chunks[j];
+      Tensor& t = tensors[c.key];
+      params.push_back(codec.lads_params(*t.laco, c.iteration));
+      LadsBatchItem item;
+      item.values = t.residual + c.offset;
+      item.n = static_cast<size_t>(c.length);
+      item.params = params.back();
+      item.book = &codec.codebooks().get(item.params.log_range);
+      item.g = c.grad + c.offset;
+      item.u = t.momentum != nullptr ? t.momentum + c.offset : nullptr;
+      item.mu = momentum;
+      items.push_back(item);
+    }
+    std::vector<std::vector<uint8_t>> out;
+    Result<std::vector<LadsResult>> sent = batch_lads->encode_batch(items, out);
+    Status st = sent ? batch_lads->subtract_sent_batch() : sent.status();
+    if (!st) {
+      // As encode(): r -= what was added, best effort, the first error reported.
+      for (const LadsBatchItem& item : items) {
+        add_kernel<<<blocks_for(item.n), kThreads, 0, stream>>>(
+            const_cast<float*>(item.values), item.u != nullptr ? item.u : item.g, item.n, true);
+      }
+      cudaStreamSynchronize(stream);
+      return st;
+    }
+    for (size_t s = 0; s < batched.size(); ++s) {
+      const DeviceChunk& c = chunks[batched[s]];
+      payloads[batched[s]] = std::move(out[s]);
+      codec.account_sparse(*tensors[c.key].laco, c.iteration, params[s], items[s].n,
+                           (*sent)[s].kept, payloads[batched[s]].size());
+    }
+    PSRT_CUDA(cudaStreamSynchronize(stream));
+    return Status::ok();
+  }
+
   Status to_host(const float* r, size_t n) {
     host.resize(n);
     PSRT_CUDA(
@@ -132,27 +219,33 @@ struct DeviceLacoEncoder::Impl {
     cudaStream_t stream = lads->stream();
     float* r = t.residual + c.offset;
     const float* g = c.grad + c.offset;
+    float* u = t.momentum != nullptr ? t.momentum + c.offset : nullptr;
+    const LacoPlan plan = codec.plan(*t.laco, c.iteration);
+    // A sparse chunk whose values the host needs not see: r += g (with momentum, u = m*u + g and
+    // r += u) is done by CudaLads' first pass, which reads r for the RMS anyway.
+    const bool fused = n > 0 && !plan.dense && !plan.record;
     if (n > 0) {
       // The encoder's stream is non-blocking: make it wait for the gradient's producer on the
-      // default stream (the GPU engine's), then r += g: r is the corrected gradient.
+      // default stream (the GPU engine's).
       PSRT_CUDA(cudaEventRecord(ready, cudaStreamLegacy));
       PSRT_CUDA(cudaStreamWaitEvent(stream, ready, 0));
-      if (t.momentum != nullptr) {
-        // Momentum correction: u = m*u + g, and u is what the residual takes.
-        float* u = t.momentum + c.offset;
+    }
+    if (n > 0 && !fused) {
+      if (u != nullptr) {
         momentum_kernel<<<blocks_for(n), kThreads, 0, stream>>>(u, g, n, momentum);
         PSRT_CUDA(cudaGetLastError());
-        g = u;
       }
-      add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(r, g, n, false);
+      add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(r, u != nullptr ? u : g, n, false);
       PSRT_CUDA(cudaGetLastError());
     }
-    Status st = encode_corrected(t, r, n, c.iteration, payload, lads_out);
+    Status st = fused ? encode_fused(t, r, g, u, n, c.iteration, payload, lads_out)
+                      : encode_corrected(t, plan, r, n, c.iteration, payload, lads_out);
     if (!st) {
       if (n > 0) {
-        // Best effort, as ErrorFeedback: leave the residual as it was. The first error is the one
-        // reported, so these calls' own failures are not.
-        add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(r, g, n, true);
+        // Best effort, as ErrorFeedback: leave the residual as it was (r -= what was added; u
+        // stays, as on the CPU). The first error is the one reported, so these calls' own
+        // failures are not. (The fused path fails only after its pass has updated r.)
+        add_kernel<<<blocks_for(n), kThreads, 0, stream>>>(r, u != nullptr ? u : g, n, true);
         cudaStreamSynchronize(stream);
       }
       return st;
@@ -163,10 +256,23 @@ struct DeviceLacoEncoder::Impl {
     return Status::ok();
   }
 
+  // A sparse chunk in one CudaLads call from the gradient: r += g (or the momentum step) fused
+  // into its first pass, then ErrorFeedback's r -= sent.
+  Status encode_fused(Tensor& t, float* r, const float* g, float* u, size_t n, int64_t iteration,
+                      std::vector<uint8_t>& payload, LadsResult* lads_out) {
+    const LadsParams params = codec.lads_params(*t.laco, iteration);
+    Result<LadsResult> sent = lads->encode_update(r, g, u, momentum, n, params,
+                                                  codec.codebooks().get(params.log_range), payload);
+    if (!sent) return sent.status();
+    if (Status st = lads->subtract_sent(r, n); !st) return st;
+    codec.account_sparse(*t.laco, iteration, params, n, sent->kept, payload.size());
+    if (lads_out != nullptr) *lads_out = *sent;
+    return Status::ok();
+  }
+
   // The steps of LacoCodec::encode on the corrected chunk r, plus ErrorFeedback's r -= sent.
-  Status encode_corrected(Tensor& t, float* r, size_t n, int64_t iteration,
+  Status encode_corrected(Tensor& t, const LacoPlan& plan, float* r, size_t n, int64_t iteration,
                           std::vector<uint8_t>& payload, LadsResult* lads_out) {
-    const LacoPlan plan = codec.plan(*t.laco, iteration);
     // The values come to the host only for a dense payload (calibration iterations and tensors
     // under dense_below: the payload is the values) and at re-checks (the histogram: once per
     // warm-up stage, then every recheck_every iterations).
@@ -220,6 +326,11 @@ Result<std::unique_ptr<DeviceLacoEncoder>> DeviceLacoEncoder::create(
 Status DeviceLacoEncoder::encode(const DeviceChunk& chunk, std::vector<uint8_t>& payload,
                                  LadsResult* lads) {
   return impl_->encode(chunk, payload, lads);
+}
+
+Status DeviceLacoEncoder::encode_batch(std::span<const DeviceChunk> chunks,
+                                       std::vector<std::vector<uint8_t>>& payloads) {
+  return impl_->encode_batch(chunks, payloads);
 }
 
 EncodeStats DeviceLacoEncoder::stats(size_t key) const {

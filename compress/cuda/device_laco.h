@@ -3,14 +3,16 @@
 // start, re-checks, alpha and its feedback) are the host LacoCodec's, taken on the same LacoState
 // through its step methods (laco_codec.h). Per chunk, the same steps as ErrorFeedback(LacoCodec):
 //
-//   r += g                                  device
-//   dense (calibration, dense_below):       r comes to the host; histogram (calibration);
-//                                           fp32 payload; r = 0 (what the CPU leaves, exactly)
-//   re-check iteration:                     r comes to the host for the histogram only
-//   otherwise:                              CudaLads on r; r -= what was sent, on the device
+//   dense (calibration, dense_below):       r += g on the device; r comes to the host;
+//                                           histogram (calibration); fp32 payload; r = 0 (what
+//                                           the CPU leaves, exactly)
+//   re-check iteration:                     r += g; r comes to the host for the histogram only;
+//                                           then as below on r
+//   otherwise:                              CudaLads from r and g: r += g fused into its first
+//                                           pass, the payload; then r -= what was sent
 //
 // so in steady state only the payload leaves the device. Payloads, residuals and stats equal the
-// CPU path's, within CudaLads' tolerance (README.md: the RMS comes from cuBLAS). With momentum
+// CPU path's bit for bit (CudaLads sums the squares in the CPU's order, moments.h). With momentum
 // correction (config.momentum > 0, no masking) each tensor also has a device momentum u, and the
 // first step is u = m*u + g; r += u, as ErrorFeedback(LacoCodec) with momentum on the host.
 // Plain C++ header.
@@ -60,6 +62,14 @@ class DeviceLacoEncoder {
   // error the gradient is taken back out of the residual, as ErrorFeedback does.
   Status encode(const DeviceChunk& chunk, std::vector<uint8_t>& payload,
                 LadsResult* lads = nullptr);
+
+  // encode() of each chunk, with the same payloads, residuals and stats, but the sparse chunks of
+  // tensors that appear once in `chunks` go to the device in one CudaLads batch: one launch
+  // sequence and one wait for all of them (a layer's weight and bias, many small tensors).
+  // payloads[j] is chunks[j]'s. On an error the chunks encoded so far stay encoded; the batch's
+  // residuals are put back as encode() does.
+  Status encode_batch(std::span<const DeviceChunk> chunks,
+                      std::vector<std::vector<uint8_t>>& payloads);
 
   // Counters of tensor `key`, as LacoCodec::stats gives them on the CPU.
   EncodeStats stats(size_t key) const;

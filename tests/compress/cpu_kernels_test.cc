@@ -1,6 +1,7 @@
 // The CPU passes: the fused residual update gives what the separate passes give, bit for bit.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -78,4 +79,56 @@ TEST_CASE("add_and_moments reports a NaN or an infinity in the sums", "[compress
   std::vector<float> acc(100, std::numeric_limits<float>::max());
   const std::vector<float> g(100, std::numeric_limits<float>::max());
   CHECK_FALSE(add_and_moments(acc, g).finite);  // the sum overflows to infinity
+}
+
+namespace {
+
+// moments.h's order of the sum of squares, written out plainly: the CUDA encoder's first pass
+// (cuda/lads_kernels.cu) takes exactly these steps, so the GPU's RMS equals this bit for bit.
+double documented_sum_of_squares(const std::vector<float>& v) {
+  const size_t n8 = v.size() / kMomentLanes * kMomentLanes;
+  std::vector<double> blocks, groups, supers;
+  for (size_t start = 0; start < n8; start += kMomentBlock) {
+    float lane[kMomentLanes] = {};
+    for (size_t i = start; i < std::min(start + kMomentBlock, n8); ++i) {
+      const float sq = v[i] * v[i];
+      lane[i % kMomentLanes] = lane[i % kMomentLanes] + sq;
+    }
+    const float l04 = lane[0] + lane[4], l15 = lane[1] + lane[5];
+    const float l26 = lane[2] + lane[6], l37 = lane[3] + lane[7];
+    blocks.push_back(static_cast<double>((l04 + l15) + (l26 + l37)));
+  }
+  auto fold = [](const std::vector<double>& parts, size_t per) {
+    std::vector<double> out;
+    for (size_t s = 0; s < parts.size(); s += per) {
+      double sum = 0.0;
+      for (size_t j = s; j < std::min(s + per, parts.size()); ++j) sum += parts[j];
+      out.push_back(sum);
+    }
+    return out;
+  };
+  groups = fold(blocks, kMomentGroupBlocks);
+  supers = fold(groups, kMomentSuperGroups);
+  double total = 0.0;
+  for (const double s : supers) total += s;
+  for (size_t i = n8; i < v.size(); ++i) total += static_cast<double>(v[i]) * v[i];
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("chunk_moments sums the squares in moments.h's order, bit for bit", "[compress][kernels]") {
+  // Sizes around every boundary of the order: lanes, blocks, groups (32 blocks), super groups
+  // (64 groups = 2,097,152 elements) and the tail.
+  for (size_t n : {size_t{0}, size_t{5}, size_t{8}, size_t{1023}, size_t{1024}, size_t{1031},
+                   size_t{32768}, size_t{32768 + 9}, size_t{65 * 1024 + 3},
+                   size_t{(1u << 21) + 32768 * 3 + 1024 + 13}}) {
+    INFO("n " << n);
+    const auto g = gaussian(n, n + 17);
+    const ChunkMoments m = chunk_moments(g);
+    CHECK(m.sum_squares == documented_sum_of_squares(g));
+    float mx = 0;
+    for (const float x : g) mx = std::max(mx, std::fabs(x));
+    CHECK(m.max_abs == mx);
+  }
 }

@@ -60,6 +60,7 @@ TEST_CASE("an empty file gives the documented defaults", "[config]") {
   CHECK(c.job.evaluate);
   CHECK(c.job.dump_params.empty());
   CHECK(c.model.backend == "native");
+  CHECK(c.model.device == 0);
   CHECK(c.model.arch == "mlp");
   CHECK(c.model.hidden == std::vector<int>{256, 128});
   CHECK(c.data.dataset == "fashion-mnist");
@@ -142,6 +143,10 @@ TEST_CASE("a bad configuration is a ConfigError naming the key and the value", "
     const auto b = error_of("model: {backend: tpu}");
     CHECK_THAT(b, Catch::Contains("model.backend") && Catch::Contains("tpu") &&
                       Catch::Contains("native") && Catch::Contains("gpu"));
+  }
+  SECTION("a negative device index") {
+    CHECK_THAT(error_of("model: {backend: gpu, device: -1}"),
+               Catch::Contains("model.device") && Catch::Contains("-1"));
   }
   SECTION("a list element of the wrong type") {
     CHECK_THAT(error_of("model: {hidden: [64, x]}"), Catch::Contains("model.hidden[1]"));

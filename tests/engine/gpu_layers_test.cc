@@ -107,6 +107,44 @@ TEST_CASE("GPU Conv2d matches the CPU layer", "[gpu][engine]") {
   }
 }
 
+// The forward the GPU network runs where a ReLU follows: GEMM, then bias and ReLU in one pass.
+// (Outputs only: a ReLU input near zero moves an output by rounding, not by a flip's jump.)
+TEST_CASE("GPU Linear and Conv2d with the ReLU fused match the CPU layer and ReLU", "[gpu][engine]") {
+  if (!have_gpu()) return;
+  gpu::GpuContext ctx;
+  {
+    constexpr int n = 9, in = 37, out = 13;
+    Linear cpu("fc", in, out, LinearInit::kHeNormal);
+    const auto p = seed_params(cpu, 3);
+    const auto x = seeded(n * in, 12);
+    std::vector<float> pre(n * out), y(n * out);
+    cpu.forward(x.data(), pre.data(), n, true);
+    Relu relu("relu", out);
+    relu.forward(pre.data(), y.data(), n, true);
+    auto xd = on_device(x), w = on_device(p[0]), b = on_device(p[1]);
+    gpu::DeviceBuffer scratch(pre.size()), yd(y.size());
+    gpu::linear_forward_relu(ctx, xd.data(), w.data(), b.data(), scratch.data(), yd.data(), n, in,
+                             out);
+    CHECK(rel_error(on_host(yd, y.size()), y) < kTol);
+  }
+  for (const ConvGeom g : {ConvGeom{1, 28, 28, 6, 5, 1, 2}, ConvGeom{3, 9, 8, 4, 3, 2, 1}}) {
+    INFO("in_c " << g.in_c << " " << g.in_h << "x" << g.in_w << " k " << g.kernel);
+    constexpr int n = 5;
+    Conv2d cpu("conv", g);
+    const auto p = seed_params(cpu, 23);
+    const auto x = seeded(n * g.in_size(), 33);
+    std::vector<float> pre(n * g.out_size()), y(pre.size());
+    cpu.forward(x.data(), pre.data(), n, true);
+    Relu relu("relu", g.out_size());
+    relu.forward(pre.data(), y.data(), n, true);
+    auto xd = on_device(x), w = on_device(p[0]), b = on_device(p[1]);
+    gpu::DeviceBuffer scratch(pre.size()), yd(y.size()), work(gpu::conv2d_workspace(g, n));
+    gpu::conv2d_forward_relu(ctx, g, xd.data(), w.data(), b.data(), scratch.data(), yd.data(), n,
+                             work.data());
+    CHECK(rel_error(on_host(yd, y.size()), y) < kTol);
+  }
+}
+
 TEST_CASE("GPU ReLU, MaxPool2d and Dropout match the CPU layers", "[gpu][engine]") {
   if (!have_gpu()) return;
   constexpr int n = 4;

@@ -39,3 +39,27 @@ TEST_CASE("model.backend gpu without a usable device is a clear ConfigError", "[
     CHECK_THAT(e.what(), Catch::Contains(why));
   }
 }
+
+#if PSRT_WITH_CUDA
+TEST_CASE("model.device beyond the machine's devices is a clear ConfigError", "[gpu][worker]") {
+  const int count = engine::cuda::device_count();
+  if (count == 0) {
+    WARN("SKIPPED: no CUDA device");
+    return;
+  }
+  // Checked before the data: the missing data path must not be what is reported.
+  const Config config = parse_config("job: {id: gpu-test, iterations: 1}\n"
+                                     "model: {backend: gpu, arch: lenet5, device: " +
+                                         std::to_string(count) +
+                                         "}\n"
+                                         "data: {path: /nonexistent/fashion-mnist}\n",
+                                     "gpu.yaml");
+  try {
+    make_backend(config, 0);
+    FAIL("make_backend built a gpu backend on device " << count);
+  } catch (const ConfigError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("model.device " + std::to_string(count)) &&
+                             Catch::Contains("CUDA device"));
+  }
+}
+#endif

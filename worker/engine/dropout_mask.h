@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "worker/engine/host_device.h"
+#include "core/host_device.h"
 
 namespace psrt::engine {
 

@@ -2,7 +2,7 @@
 // Shared by the CPU layer and the CUDA kernels; plain data, no CUDA headers.
 #pragma once
 
-#include "worker/engine/host_device.h"
+#include "core/host_device.h"
 
 namespace psrt::engine {
 

@@ -1,5 +1,7 @@
+#include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "worker/engine/cuda/cuda_check.h"
 #include "worker/engine/cuda/device_buffer.h"
@@ -13,6 +15,10 @@ int device_count() {
     return 0;
   }
   return count;
+}
+
+void select_device(int index) {
+  PSRT_CUDA_CHECK(cudaSetDevice(index));
 }
 
 void copy_to_device(float* device_dst, const float* host_src, std::size_t count) {
@@ -72,6 +78,39 @@ void DeviceBuffer::upload(std::span<const float> host) {
   PSRT_CUDA_CHECK(cudaMemcpy(data_, host.data(), host.size_bytes(), cudaMemcpyHostToDevice));
 }
 
+void DeviceBuffer::upload_async(std::span<const float> host) {
+  if (host.size() != size_) {
+    throw std::invalid_argument("DeviceBuffer::upload_async: " + std::to_string(host.size()) +
+                                " floats into a buffer of " + std::to_string(size_));
+  }
+  PSRT_CUDA_CHECK(cudaMemcpyAsync(data_, host.data(), host.size_bytes(), cudaMemcpyHostToDevice,
+                                  cudaStreamLegacy));
+}
+
+PinnedBuffer::PinnedBuffer(std::size_t count) : size_(count) {
+  void* p = nullptr;
+  PSRT_CUDA_CHECK(cudaHostAlloc(&p, std::max<std::size_t>(count, 1) * sizeof(float),
+                                cudaHostAllocDefault));
+  data_ = static_cast<float*>(p);
+  std::fill(data_, data_ + size_, 0.0f);
+}
+
+PinnedBuffer::~PinnedBuffer() {
+  if (data_ != nullptr) cudaFreeHost(data_);
+}
+
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) cudaFreeHost(data_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
 void DeviceBuffer::download(std::span<float> host) const {
   if (host.size() > size_) {
     throw std::invalid_argument("DeviceBuffer::download: " + std::to_string(host.size()) +
@@ -113,7 +152,8 @@ GpuContext::~GpuContext() {
 }
 
 void GpuContext::synchronize() const {
-  PSRT_CUDA_CHECK(cudaDeviceSynchronize());
+  // The network's one stream only: other streams (the LACO encoder's) go on.
+  PSRT_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
 }
 
 }  // namespace psrt::engine::cuda

@@ -15,6 +15,10 @@ namespace psrt::engine::cuda {
 // Call this before anything else CUDA on a machine that may have no GPU.
 int device_count();
 
+// Makes device `index` (0 <= index < device_count()) the calling thread's current device: every
+// CUDA allocation, stream and handle made afterwards on this thread lives there.
+void select_device(int index);
+
 // Copies of `count` floats between raw pointers, in order with the work on the default stream
 // (cudaMemcpy): copy_to_host returns with the values, copy_to_device once the host buffer may be
 // reused. For buffers sized for the largest batch that hold a smaller one, where
@@ -40,8 +44,30 @@ class DeviceBuffer {
   void reserve(std::size_t count);
 
   void upload(std::span<const float> host);  // size() must equal host.size()
+  // The same, queued on the default stream without waiting: `host` must stay as it is until the
+  // stream has run the copy (from pinned memory the call returns at once; from pageable memory
+  // CUDA stages it first).
+  void upload_async(std::span<const float> host);
   void download(std::span<float> host) const;
   void zero();
+
+ private:
+  float* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// RAII page-locked host memory of `count` floats (cudaHostAlloc), zeroed: what upload_async copies
+// from without a wait.
+class PinnedBuffer {
+ public:
+  explicit PinnedBuffer(std::size_t count);
+  ~PinnedBuffer();
+  PinnedBuffer(PinnedBuffer&& other) noexcept;
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  std::span<float> span() { return {data_, size_}; }
+  std::span<const float> span() const { return {data_, size_}; }
 
  private:
   float* data_ = nullptr;

@@ -43,6 +43,11 @@ class GpuLinear final : public GpuLayer {
                float* /*workspace*/) override {
     linear_forward(ctx, in, t_.w.data(), t_.b.data(), out, n, in_, out_);
   }
+  bool fuses_relu() const override { return true; }
+  void forward_relu(GpuContext& ctx, const float* in, float* pre, float* relu_out, int n,
+                    float* /*workspace*/) override {
+    linear_forward_relu(ctx, in, t_.w.data(), t_.b.data(), pre, relu_out, n, in_, out_);
+  }
   void backward(GpuContext& ctx, const float* in, const float* /*out*/, const float* dout,
                 float* din, int n, float* /*workspace*/) override {
     linear_backward(ctx, in, dout, t_.w.data(), din, t_.dw.data(), t_.db.data(), n, in_, out_);
@@ -63,6 +68,11 @@ class GpuConv2d final : public GpuLayer {
   void forward(GpuContext& ctx, const float* in, float* out, int n, bool /*training*/,
                float* workspace) override {
     conv2d_forward(ctx, g_, in, t_.w.data(), t_.b.data(), out, n, workspace);
+  }
+  bool fuses_relu() const override { return true; }
+  void forward_relu(GpuContext& ctx, const float* in, float* pre, float* relu_out, int n,
+                    float* workspace) override {
+    conv2d_forward_relu(ctx, g_, in, t_.w.data(), t_.b.data(), pre, relu_out, n, workspace);
   }
   // Recomputes the im2col columns (the workspace is shared), where the CPU layer may cache them.
   void backward(GpuContext& ctx, const float* in, const float* /*out*/, const float* dout,

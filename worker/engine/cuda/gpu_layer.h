@@ -41,6 +41,14 @@ class GpuLayer {
                        float* workspace) = 0;
   virtual void backward(GpuContext& ctx, const float* in, const float* out, const float* dout,
                         float* din, int n, float* workspace) = 0;
+
+  // Layers with a bias (linear, conv2d) can run the ReLU that follows them in the same pass as
+  // the bias: relu_out = max(in W + b, 0), `pre` a scratch of out_size floats per sample (left
+  // without the bias). The ReLU's own forward is then skipped; its backward (which reads only its
+  // output) is unchanged.
+  virtual bool fuses_relu() const { return false; }
+  virtual void forward_relu(GpuContext& /*ctx*/, const float* /*in*/, float* /*pre*/,
+                            float* /*relu_out*/, int /*n*/, float* /*workspace*/) {}
 };
 
 // The GPU version of `cpu` (linear, conv2d, relu, maxpool2d, flatten, dropout), its parameters

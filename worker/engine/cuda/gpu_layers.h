@@ -17,15 +17,24 @@ namespace psrt::engine::cuda {
 // y[n, out] = x[n, in] W^T + b, W [out, in].
 void linear_forward(GpuContext& ctx, const float* x, const float* w, const float* b, float* y,
                     int n, int in, int out);
+// linear_forward and the ReLU after it, fused: pre = x W^T (no bias; scratch of n * out floats),
+// y = max(pre + b, 0). Two launches where the separate layers take three.
+void linear_forward_relu(GpuContext& ctx, const float* x, const float* w, const float* b,
+                         float* pre, float* y, int n, int in, int out);
 // dw = dy^T x, db = column sums of dy, dx = dy W (skipped when dx == nullptr).
 void linear_backward(GpuContext& ctx, const float* x, const float* dy, const float* w, float* dx,
                      float* dw, float* db, int n, int in, int out);
 
-// Floats of workspace the conv functions need for n samples (the batch's im2col columns).
+// Floats of workspace the conv functions need for n samples (the batch's im2col columns and the
+// per-sample weight gradients).
 std::size_t conv2d_workspace(const ConvGeom& g, int n);
 // im2col of the whole batch, then one strided-batched cuBLAS sgemm.
 void conv2d_forward(GpuContext& ctx, const ConvGeom& g, const float* x, const float* w,
                     const float* b, float* y, int n, float* workspace);
+// conv2d_forward and the ReLU after it, fused as linear_forward_relu does (pre: n * out_size()).
+void conv2d_forward_relu(GpuContext& ctx, const ConvGeom& g, const float* x, const float* w,
+                         const float* b, float* pre, float* y, int n, float* workspace);
+// dW in one batched GEMM (per-sample products in the workspace) and an ordered sum over samples.
 void conv2d_backward(GpuContext& ctx, const ConvGeom& g, const float* x, const float* dy,
                      const float* w, float* dx, float* dw, float* db, int n, float* workspace);
 

@@ -22,6 +22,8 @@ struct GpuNetwork::Device {
   std::vector<DeviceBuffer> dacts;      // gradients w.r.t. acts
   std::vector<DeviceBuffer> eval_acts;  // evaluation's own buffers, up to the logits
   DeviceBuffer workspace;               // shared by all layers: nothing in it outlives a call
+  // fused[i]: layer i is a ReLU that layer i - 1 runs with its bias (GpuLayer::forward_relu).
+  std::vector<bool> fused;
   DeviceBuffer sample_loss;             // per-sample losses of the training batch
   DeviceLabels labels;                  // of the training batch
 };
@@ -47,6 +49,10 @@ GpuNetwork::GpuNetwork(const Network& cpu) : desc_(cpu.desc()), dev_(std::make_u
                              " elements, not " + std::to_string(t.num_elements));
     }
     upload_param(t.key, cpu.param(t.key));
+  }
+  dev_->fused.assign(count, false);
+  for (std::size_t i = 0; i + 1 < dev_->layers.size(); ++i) {
+    dev_->fused[i + 1] = dev_->layers[i]->fuses_relu() && cpu.layer(i + 1).kind() == "relu";
   }
   dev_->acts.resize(count + 1);
   dev_->dacts.resize(count + 1);
@@ -96,7 +102,19 @@ void GpuNetwork::forward_layer(std::size_t i) {
                                  d.sample_loss.data(), n_, classes());
     return;
   }
-  d.layers[i]->forward(d.ctx, d.acts[i].data(), d.acts[i + 1].data(), n_, true, d.workspace.data());
+  run_forward(i, d.acts, n_, true);
+}
+
+void GpuNetwork::run_forward(std::size_t i, std::vector<DeviceBuffer>& acts, int n, bool training) {
+  Device& d = *dev_;
+  if (d.fused[i]) return;  // layer i - 1 wrote this ReLU's output
+  if (i + 1 < d.fused.size() && d.fused[i + 1]) {
+    // acts[i + 1] (the ReLU's input) serves as scratch: nothing reads it afterwards.
+    d.layers[i]->forward_relu(d.ctx, acts[i].data(), acts[i + 1].data(), acts[i + 2].data(), n,
+                              d.workspace.data());
+    return;
+  }
+  d.layers[i]->forward(d.ctx, acts[i].data(), acts[i + 1].data(), n, training, d.workspace.data());
 }
 
 void GpuNetwork::backward_layer(std::size_t i) {
@@ -130,10 +148,7 @@ double GpuNetwork::evaluate(const float* images, const int32_t* labels, int n, i
     const auto rows = static_cast<std::size_t>(m);
     reserve(m, false);
     copy_to_device(d.eval_acts[0].data(), images + static_cast<std::size_t>(start) * in, rows * in);
-    for (std::size_t i = 0; i < logits; ++i) {
-      d.layers[i]->forward(d.ctx, d.eval_acts[i].data(), d.eval_acts[i + 1].data(), m, false,
-                           d.workspace.data());
-    }
+    for (std::size_t i = 0; i < logits; ++i) run_forward(i, d.eval_acts, m, false);
     // The argmax on the host, as Network::evaluate takes it (the first maximum wins).
     z.resize(rows * k);
     copy_to_host(z.data(), d.eval_acts[logits].data(), z.size());
@@ -169,6 +184,11 @@ void check_size(const char* what, const TensorDesc& t, std::size_t host) {
 void GpuNetwork::upload_param(uint32_t key, std::span<const float> host) {
   check_size("upload_param", desc_.tensors.at(key), host.size());
   dev_->tensors[key].value->upload(host);
+}
+
+void GpuNetwork::upload_param_async(uint32_t key, std::span<const float> host) {
+  check_size("upload_param_async", desc_.tensors.at(key), host.size());
+  dev_->tensors[key].value->upload_async(host);
 }
 
 void GpuNetwork::download_param(uint32_t key, std::span<float> host) const {

@@ -6,9 +6,12 @@
 //
 // The calls mirror engine::Network (network.h): set_batch, then forward_layer(0 .. L-1) and
 // backward_layer(L-1 .. 0) over ALL layers, the loss layer last; evaluate() on its own buffers.
-// Work is queued on the default stream: forward_layer and backward_layer return before the GPU has
-// finished (except the loss layer's forward, which returns the loss); every copy to the host, and
-// synchronize(), waits for the work queued before it.
+// Work is queued on one stream, the default one: forward_layer and backward_layer return before
+// the GPU has finished (except the loss layer's forward, which returns the loss); every copy to
+// the host, and synchronize(), waits for the work queued before it; a reader on another stream
+// orders itself after an event recorded on the default stream (as the device LACO encoder does).
+// A ReLU after a linear or conv layer runs fused with that layer's bias (one pass): its
+// forward_layer call then has nothing left to do, and the buffer before it is scratch.
 //
 // Plain C++: no CUDA headers (the device state is kept behind a pointer). CUDA and cuBLAS failures
 // throw std::runtime_error naming the call. Not thread-safe: one thread drives one GpuNetwork.
@@ -21,6 +24,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "worker/engine/cuda/device_buffer.h"
 
 namespace psrt::engine {
 class Network;
@@ -65,6 +69,9 @@ class GpuNetwork {
   // Copies between the host and tensor `key`; `host` must hold exactly num_elements floats
   // (std::invalid_argument otherwise). The download waits for the queued work.
   void upload_param(uint32_t key, std::span<const float> host);
+  // upload_param queued on the stream without a wait: `host` (best pinned) must stay unchanged
+  // until the stream has run the copy, i.e. until work queued after it is known to be done.
+  void upload_param_async(uint32_t key, std::span<const float> host);
   void download_param(uint32_t key, std::span<float> host) const;
   void download_grad(uint32_t key, std::span<float> host) const;
 
@@ -75,6 +82,9 @@ class GpuNetwork {
   struct Device;  // the CUDA side: context, layers, tensors, activation buffers (gpu_network.cc)
 
   void reserve(int n, bool training);
+  // Layer i's forward over acts (training or evaluation buffers), with a ReLU fused into the
+  // layer before it (GpuLayer::forward_relu) where the network allows.
+  void run_forward(std::size_t i, std::vector<DeviceBuffer>& acts, int n, bool training);
 
   ModelDesc desc_;
   std::vector<std::size_t> widths_;  // widths_[0] input, widths_[i + 1] output of layer i
