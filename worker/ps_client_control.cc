@@ -1,0 +1,102 @@
+// PsClient, I/O-thread side: failing the job, the timers (heartbeats, start and peer timeouts) and
+// the progress watchdog.
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+
+#include "core/endpoints.h"
+#include "worker/ps_client.h"
+
+namespace psrt {
+
+namespace {
+using SteadyClock = std::chrono::steady_clock;
+SteadyClock::duration seconds(double s) {
+  return std::chrono::duration_cast<SteadyClock::duration>(std::chrono::duration<double>(s));
+}
+}  // namespace
+
+void PsClient::fail(const std::string& why) {
+  std::lock_guard lock(mu_);
+  if (!error_) error_ = why;
+  cv_.notify_all();
+}
+
+void PsClient::refused(const std::string& why) {
+  std::lock_guard lock(mu_);
+  if (!error_) {
+    error_ = why;
+    refused_ = true;
+  }
+  cv_.notify_all();
+}
+
+void PsClient::report(const std::string& why) {
+  wire::Header h = make_header(self_, wire::ABORT);
+  h.mutable_error()->set_message(why);
+  send_to(0, h);
+  fail(why);
+}
+
+void PsClient::check_timers() {
+  const auto now = SteadyClock::now();
+  if (now - last_loop_ > seconds(config_.cluster.peer_timeout_s) / 2) {
+    // This process did not run (stopped): the coordinator's messages are waiting to be read.
+    coordinator_seen_ = now;
+    std::lock_guard lock(mu_);
+    if (waiting_since_) waiting_since_ = now;
+  }
+  last_loop_ = now;
+  log_.flush(now);
+  if (now >= next_heartbeat_) {
+    next_heartbeat_ = now + seconds(config_.cluster.heartbeat_s);
+    send_to(0, make_header(self_, wire::HEARTBEAT));
+    check_progress(now);
+  }
+  bool started = false, membership = false;
+  {
+    std::lock_guard lock(mu_);
+    started = started_;
+    membership = have_membership_;
+  }
+  if (!started && now - started_at_ > seconds(config_.cluster.start_timeout_s)) {
+    if (!coordinator_heard_) {
+      refused(coordinator_unreachable(config_.cluster.coordinator, config_.cluster.start_timeout_s));
+      return;
+    }
+    fail("gave up after " + std::to_string(config_.cluster.start_timeout_s) + " s waiting for " +
+         (membership ? "the start barrier" : "the membership") + " from the coordinator at " +
+         config_.cluster.coordinator);
+  }
+  if (membership && now - coordinator_seen_ > seconds(config_.cluster.peer_timeout_s)) {
+    metrics_.lost_peer();
+    report("lost the coordinator (server 0 at " + config_.cluster.coordinator +
+         "): nothing heard from it for " + std::to_string(config_.cluster.peer_timeout_s) + " s");
+  }
+}
+
+void PsClient::check_progress(SteadyClock::time_point now) {
+  const double limit = config_.cluster.progress_timeout_s;
+  if (limit <= 0) return;
+  std::string what;
+  {
+    std::lock_guard lock(mu_);
+    if (!waiting_since_ || now - *waiting_since_ <= seconds(limit)) return;
+    // The first chunk that has not come, of the layer waited for (or of any layer).
+    for (const auto& c : shards_.chunks()) {
+      if (version_[c.id] >= int64_t(waiting_iteration_)) continue;
+      if (waiting_layer_ >= 0 && model_.tensors[c.key].layer != uint32_t(waiting_layer_)) continue;
+      what = "server " + std::to_string(c.server) + " (tensor " + std::to_string(c.key) +
+             " offset " + std::to_string(c.offset) + ", iteration " +
+             std::to_string(waiting_iteration_) + ")";
+      break;
+    }
+  }
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "no training progress for %.0f s (cluster.progress_timeout_s): ",
+                limit);
+  report(buf + std::string("worker ") + std::to_string(rank_) + " waits for parameters from " +
+         (what.empty() ? std::string("the servers") : what));
+}
+
+}  // namespace psrt
