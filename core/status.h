@@ -9,8 +9,9 @@
 
 namespace psrt {
 
-// A failure the caller is expected to handle: bad input from a peer or a file.
-class Status {
+// A failure the caller is expected to handle: bad input from a peer or a file. [[nodiscard]]: a
+// Status that is dropped is a failure nobody handles; `(void)` says so where that is meant.
+class [[nodiscard]] Status {
  public:
   Status() = default;
   static Status ok() { return Status(); }
@@ -30,7 +31,7 @@ class Status {
 
 // A value or the Status that says why there is none.
 template <typename T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {}  // NOLINT
@@ -48,6 +49,14 @@ class Result {
   std::optional<T> value_;
   Status status_;
 };
+
+// Returns the Status of `expr` from the enclosing function (returning Status or Result<T>) when
+// it is an error.
+#define PSRT_RETURN_IF_ERROR(expr)                  \
+  do {                                              \
+    ::psrt::Status psrt_status_ = (expr);           \
+    if (!psrt_status_) return psrt_status_;         \
+  } while (false)
 
 // Configuration or start-up error: the daemon prints one line and exits with code 2.
 class ConfigError : public std::runtime_error {
