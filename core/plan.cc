@@ -69,10 +69,13 @@ std::vector<MemoryUse> memory_use(const ModelDesc& model, const std::vector<uint
   return use;
 }
 
+double compute_scale(const ModelDesc& model, const Device& device) {
+  return model.device_gflops > 0 && device.gflops > 0 ? model.device_gflops / device.gflops : 1.0;
+}
+
 double layer_ms(const ModelDesc& model, uint32_t layer, const Device& device) {
   const auto& l = model.layers[layer];
-  const double ref = model.device_gflops > 0 ? model.device_gflops : device.gflops;
-  return (l.forward_ms + l.backward_ms) * (device.gflops > 0 ? ref / device.gflops : 1.0);
+  return (l.forward_ms + l.backward_ms) * compute_scale(model, device);
 }
 
 uint64_t cut_bytes(const ModelDesc& model, const std::vector<uint32_t>& device_of_layer,

@@ -70,6 +70,9 @@ struct MemoryUse {
 std::vector<MemoryUse> memory_use(const ModelDesc& model, const std::vector<uint32_t>& device_of_layer,
                                   uint32_t devices, const TrainingSetup& setup);
 
+// How much longer the profile's times take on `device`: model.device_gflops / device.gflops (1 when
+// either is not stated).
+double compute_scale(const ModelDesc& model, const Device& device);
 // Compute milliseconds (forward + backward, whole batch) of `layer` on `device`.
 double layer_ms(const ModelDesc& model, uint32_t layer, const Device& device);
 
