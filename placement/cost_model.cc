@@ -1,0 +1,60 @@
+#include "placement/cost_model.h"
+
+#include <algorithm>
+
+namespace psrt::placement {
+
+double CostModel::Stage::load() const { return std::max({compute, comm, push}); }
+
+CostModel::CostModel(const ChainView& chain, const Problem& problem) : chain_(chain) {
+  const auto& devs = problem.devices;
+  for (const auto& d : devs.devices) {
+    scale_.push_back(compute_scale(problem.model, d));
+    memory_.push_back(d.memory_bytes);
+  }
+  const Link slow = devs.slowest();
+  const auto& setup = problem.setup;
+  act_ms_per_element_ = 4.0 * setup.batch_size / slow.bytes_per_s * 1e3;
+  latency_ms_ = 2.0 * setup.micro_batches * slow.latency_ms;
+  const double share =
+      std::min(1.0, double(problem.options.servers) /
+                        (double(problem.options.replicas) * double(devs.devices.size())));
+  push_ms_per_byte_ = 1e3 / (devs.server_link.bytes_per_s * share);
+  param_factor_ = 2 + optimizer_state_copies(setup.optimizer);
+  const uint64_t m = setup.micro_batch_size();
+  act_bytes_ = 4 * m * setup.micro_batches;
+  comm_bytes_ = 8 * m;
+  micro_ = setup.micro_batches;
+}
+
+bool CostModel::static_fits(std::size_t i, std::size_t j, uint32_t d) const {
+  return param_factor_ * chain_.params(i, j) + act_bytes_ * chain_.acts(i, j) <= memory_[d];
+}
+
+CostModel::Stage CostModel::stage(std::size_t i, std::size_t j, uint32_t d) const {
+  Stage s;
+  if (i == j) return s;
+  const uint64_t crossing = chain_.cross[i] + chain_.cross[j];
+  s.compute = compute(i, j, d);
+  s.comm = crossing ? static_cast<double>(crossing) * act_ms_per_element_ + latency_ms_ : 0.0;
+  s.push = static_cast<double>(chain_.params(i, j)) * push_ms_per_byte_;
+  s.memory = param_factor_ * chain_.params(i, j) + act_bytes_ * chain_.acts(i, j) +
+             comm_bytes_ * crossing;
+  return s;
+}
+
+double CostModel::estimate(const std::vector<std::size_t>& cuts,
+                           const std::vector<uint32_t>& devices) const {
+  double sum = 0, worst = 0, tail = 0, before = 0;
+  for (std::size_t s = 0; s + 1 < cuts.size(); ++s) {
+    if (cuts[s] == cuts[s + 1]) continue;
+    const Stage st = stage(cuts[s], cuts[s + 1], devices[s]);
+    sum += st.compute + st.comm;
+    worst = std::max({worst, st.compute, st.comm});
+    tail = std::max(tail, st.push - before / micro_);
+    before += st.compute;
+  }
+  return (sum + (micro_ - 1) * worst) / micro_ + std::max(0.0, tail);
+}
+
+}  // namespace psrt::placement

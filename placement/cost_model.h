@@ -1,0 +1,65 @@
+// NetPlacer's analytic cost of a stage and of a pipeline (no simulation). For the run [i, j) of a
+// ChainView on device d, whole batch B in M micro-batches of m:
+//   compute  c = ms(i, j) * compute_scale(d)                       (forward + backward)
+//   comm     x = 4 B (cross[i] + cross[j]) / link + 2 M latency    (activations in, gradients in)
+//   push     p = params(i, j) / server link share                   (gradients out, values back)
+//   memory     = (2 + k) params + 4 m M acts(i, j) + 8 m (cross[i] + cross[j])
+//                (core's memory model with the cuts' crossing sets; >= the exact figure)
+// A stage's load is max(c, x, p): the three run on different resources (the device, its link to
+// the other devices, its link to the servers) and overlap from one micro-batch and one iteration
+// to the next. A pipeline's estimated step (GPipe fill-and-drain, then the push that is not
+// hidden):
+//   T = (sum_s (c_s + x_s) + (M - 1) max_s max(c_s, x_s)) / M
+//       + max_s max(0, p_s - sum_{s' < s} c_s' / M)
+// (stage s finishes its backward sum_{s'<s} c_s'/M before stage 0 does, so that much of its push
+// is hidden).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/plan.h"
+#include "placement/chain_view.h"
+#include "placement/placer.h"
+
+namespace psrt::placement {
+
+class CostModel {
+ public:
+  CostModel(const ChainView& chain, const Problem& problem);
+
+  struct Stage {
+    double compute = 0, comm = 0, push = 0;
+    uint64_t memory = 0;
+    double load() const;
+  };
+  // The run [i, j) on device d; an empty run (i == j) costs nothing.
+  Stage stage(std::size_t i, std::size_t j, uint32_t d) const;
+  bool fits(const Stage& s, uint32_t d) const { return s.memory <= memory_[d]; }
+  // The lower-bound parts of stage(): compute and the memory of parameters and activations alone
+  // only grow as i moves left; the searches stop there.
+  double compute(std::size_t i, std::size_t j, uint32_t d) const {
+    return chain_.ms(i, j) * scale_[d];
+  }
+  bool static_fits(std::size_t i, std::size_t j, uint32_t d) const;
+
+  // T above, for stages [cuts[s], cuts[s + 1]) on devices[s] (empty stages skipped).
+  double estimate(const std::vector<std::size_t>& cuts, const std::vector<uint32_t>& devices) const;
+
+  uint32_t device_count() const { return static_cast<uint32_t>(memory_.size()); }
+
+ private:
+  const ChainView& chain_;
+  std::vector<double> scale_;
+  std::vector<uint64_t> memory_;
+  double act_ms_per_element_;   // whole batch, 4 bytes, over the slowest device link
+  double latency_ms_;
+  double push_ms_per_byte_;
+  uint64_t param_factor_;       // 2 + k
+  uint64_t act_bytes_;          // 4 m M
+  uint64_t comm_bytes_;         // 8 m
+  uint32_t micro_;
+};
+
+}  // namespace psrt::placement

@@ -1,0 +1,162 @@
+#include "placement/netplacer.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "placement/chain_view.h"
+#include "placement/cost_model.h"
+
+namespace psrt::placement {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct Split {
+  double value = kInf;
+  std::vector<std::size_t> cuts;  // stage s = [cuts[s], cuts[s + 1]); stage s on order[s]
+};
+
+// Walks parent pointers back from (K, n).
+std::vector<std::size_t> unwind(const std::vector<std::vector<uint32_t>>& parent, std::size_t n) {
+  std::vector<std::size_t> cuts(parent.size(), 0);
+  cuts.back() = n;
+  for (std::size_t k = parent.size() - 1; k > 0; --k) cuts[k - 1] = parent[k][cuts[k]];
+  return cuts;
+}
+
+// The DP over the chain shared by both phases: stage k (on order[k]) takes [i, j), possibly
+// empty; best[k][j] = min over i of value(best[k-1][i], stage(i, j)). The scan of i stops once
+// stop(compute(i, j), best so far) says no further i can help (compute only grows leftwards), or
+// parameters and activations alone no longer fit. O(K n^2) in the worst case.
+template <typename Value, typename Stop>
+Split chain_dp(const CostModel& cost, const std::vector<uint32_t>& order, std::size_t n,
+               Value value, Stop stop) {
+  std::vector<double> prev(n + 1, kInf), cur(n + 1);
+  prev[0] = 0;
+  std::vector<std::vector<uint32_t>> parent(order.size() + 1, std::vector<uint32_t>(n + 1, 0));
+  for (std::size_t k = 1; k <= order.size(); ++k) {
+    const uint32_t d = order[k - 1];
+    for (std::size_t j = 0; j <= n; ++j) {
+      double best = prev[j];  // empty stage
+      uint32_t from = static_cast<uint32_t>(j);
+      for (std::size_t i = j; i-- > 0;) {
+        if (stop(cost.compute(i, j, d), best) || !cost.static_fits(i, j, d)) break;
+        if (prev[i] >= best) continue;
+        const auto st = cost.stage(i, j, d);
+        const double v = value(prev[i], st);
+        if (v < best && cost.fits(st, d)) {
+          best = v;
+          from = static_cast<uint32_t>(i);
+        }
+      }
+      cur[j] = best;
+      parent[k][j] = from;
+    }
+    std::swap(prev, cur);
+  }
+  return {prev[n], prev[n] < kInf ? unwind(parent, n) : std::vector<std::size_t>{}};
+}
+
+// Phase 1: the least possible bottleneck max_s load(s), every stage within memory.
+Split min_bottleneck(const CostModel& cost, const std::vector<uint32_t>& order, std::size_t n) {
+  return chain_dp(
+      cost, order, n,
+      [](double before, const CostModel::Stage& st) { return std::max(before, st.load()); },
+      [](double compute, double best) { return compute >= best; });
+}
+
+// Phase 2: with every stage's load at most `limit`, the least sum of compute + communication
+// (so the fewest bytes cut among the balanced splits).
+Split min_sum(const CostModel& cost, const std::vector<uint32_t>& order, std::size_t n,
+              double limit) {
+  return chain_dp(
+      cost, order, n,
+      [limit](double before, const CostModel::Stage& st) {
+        return st.load() <= limit ? before + st.compute + st.comm : kInf;
+      },
+      [limit](double compute, double) { return compute > limit; });
+}
+
+// Device orders to try along the pipeline: as given, fastest first, slowest first, most memory
+// first (the same order only once).
+std::vector<std::vector<uint32_t>> device_orders(const DeviceSet& set) {
+  std::vector<uint32_t> given(set.devices.size());
+  std::iota(given.begin(), given.end(), 0);
+  std::vector<std::vector<uint32_t>> orders{given};
+  auto add = [&](auto key) {
+    auto o = given;
+    std::stable_sort(o.begin(), o.end(), [&](uint32_t a, uint32_t b) { return key(a) > key(b); });
+    if (std::find(orders.begin(), orders.end(), o) == orders.end()) orders.push_back(o);
+  };
+  add([&](uint32_t d) { return set.devices[d].gflops; });
+  add([&](uint32_t d) { return -set.devices[d].gflops; });
+  add([&](uint32_t d) { return static_cast<double>(set.devices[d].memory_bytes); });
+  return orders;
+}
+
+// No split fits: the split that least overloads memory (relative to each device's), for an error
+// that names the device and the bytes missing.
+Status explain_infeasible(const Problem& problem, const ChainView& chain) {
+  const auto& devs = problem.devices;
+  const std::size_t n = chain.size(), k = devs.devices.size();
+  std::vector<uint32_t> order(k);
+  std::iota(order.begin(), order.end(), 0);
+  // Greedy by memory share: each device takes layers up to its share of the total memory.
+  uint64_t total_capacity = 0;
+  for (const auto& d : devs.devices) total_capacity += d.memory_bytes;
+  const double total_load =
+      static_cast<double>(chain.param_prefix[n]) + static_cast<double>(chain.act_prefix[n]);
+  std::vector<std::size_t> cuts{0};
+  double taken = 0, share = 0;
+  std::size_t p = 0;
+  for (std::size_t s = 0; s < k; ++s) {
+    share += static_cast<double>(devs.devices[s].memory_bytes) / total_capacity * total_load;
+    while (p < n && (s + 1 == k || taken + static_cast<double>(chain.params(p, p + 1) +
+                                                               chain.acts(p, p + 1)) <= share)) {
+      taken += static_cast<double>(chain.params(p, p + 1) + chain.acts(p, p + 1));
+      ++p;
+    }
+    cuts.push_back(p);
+  }
+  const auto use = memory_use(problem.model, chain.assignment(cuts, order),
+                              static_cast<uint32_t>(k), problem.setup);
+  std::string why = memory_violation(use, devs);
+  if (why.empty()) why = "the split's communication buffers do not fit either";
+  return Status::error("no placement of " + problem.model.name + " fits the devices' memory: " +
+                       why);
+}
+
+}  // namespace
+
+Result<std::vector<uint32_t>> netplacer(const Problem& problem) {
+  const ChainView chain(problem.model);
+  const CostModel cost(chain, problem);
+  const std::size_t n = chain.size();
+  // Slack over the least bottleneck that phase 2 may spend to cut less (fewer for big graphs).
+  const std::vector<double> slack =
+      n > 2000 ? std::vector<double>{0.0, 0.05} : std::vector<double>{0.0, 0.02, 0.05, 0.1, 0.25};
+  double best_estimate = kInf;
+  std::vector<uint32_t> best;
+  for (const auto& order : device_orders(problem.devices)) {
+    const Split bottleneck = min_bottleneck(cost, order, n);
+    if (bottleneck.value == kInf) continue;
+    std::vector<Split> candidates{bottleneck};
+    for (double s : slack) {
+      candidates.push_back(min_sum(cost, order, n, bottleneck.value * (1 + s) * (1 + 1e-12)));
+    }
+    for (const auto& c : candidates) {
+      if (c.cuts.empty()) continue;
+      const double t = cost.estimate(c.cuts, order);
+      if (t < best_estimate) {
+        best_estimate = t;
+        best = chain.assignment(c.cuts, order);
+      }
+    }
+  }
+  if (best.empty()) return explain_infeasible(problem, chain);
+  return best;
+}
+
+}  // namespace psrt::placement
