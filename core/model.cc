@@ -42,6 +42,15 @@ uint32_t ModelDesc::add_layer(LayerDesc layer,
   return layer_index;
 }
 
+void set_times_from_flops(ModelDesc& model, uint32_t batch, double gflops) {
+  model.batch_size = batch;
+  model.device_gflops = gflops;
+  for (auto& l : model.layers) {
+    l.forward_ms = l.forward_flops * batch / (gflops * 1e9) * 1e3;
+    l.backward_ms = 2 * l.forward_ms;
+  }
+}
+
 std::vector<uint32_t> topological_order(const ModelDesc& model, const std::string& where) {
   const std::size_t n = model.layers.size();
   std::vector<uint32_t> pending(n, 0);

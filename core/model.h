@@ -46,6 +46,11 @@ struct ModelDesc {
   uint32_t add_layer(LayerDesc layer, const std::vector<std::pair<std::string, uint64_t>>& tensors);
 };
 
+// Sets every layer's times from its forward_flops as gen_profiles.py does: forward_ms = flops *
+// batch / (gflops * 1e9) * 1e3, backward_ms = 2 * forward_ms; records batch and gflops in `model`.
+// For models built by the native engine, which know their FLOPs but not their times.
+void set_times_from_flops(ModelDesc& model, uint32_t batch, double gflops);
+
 // The layers in an order where every layer comes after all its inputs (Kahn's algorithm, ties
 // broken by index, so a chain keeps its own order). Throws ConfigError prefixed by `where` that
 // names a layer with an input out of range or, for a cycle, a layer on it.

@@ -15,11 +15,13 @@ CostModel::CostModel(const ChainView& chain, const Problem& problem) : chain_(ch
   const Link slow = devs.slowest();
   const auto& setup = problem.setup;
   act_ms_per_element_ = 4.0 * setup.batch_size / slow.bytes_per_s * 1e3;
-  latency_ms_ = 2.0 * setup.micro_batches * slow.latency_ms;
+  hop_ms_ = 2.0 * slow.latency_ms;
   const double share =
       std::min(1.0, double(problem.options.servers) /
                         (double(problem.options.replicas) * double(devs.devices.size())));
   push_ms_per_byte_ = 1e3 / (devs.server_link.bytes_per_s * share);
+  push_latency_ms_ = 2.0 * devs.server_link.latency_ms;
+  chunk_bytes_ = problem.options.chunk_bytes;
   param_factor_ = 2 + optimizer_state_copies(setup.optimizer);
   const uint64_t m = setup.micro_batch_size();
   act_bytes_ = 4 * m * setup.micro_batches;
@@ -36,8 +38,13 @@ CostModel::Stage CostModel::stage(std::size_t i, std::size_t j, uint32_t d) cons
   if (i == j) return s;
   const uint64_t crossing = chain_.cross[i] + chain_.cross[j];
   s.compute = compute(i, j, d);
-  s.comm = crossing ? static_cast<double>(crossing) * act_ms_per_element_ + latency_ms_ : 0.0;
-  s.push = static_cast<double>(chain_.params(i, j)) * push_ms_per_byte_;
+  s.comm = static_cast<double>(crossing) * act_ms_per_element_;
+  s.hop = chain_.cross[i] > 0 ? hop_ms_ : 0.0;
+  const uint64_t params = chain_.params(i, j);
+  s.push = params == 0 ? 0.0
+                       : static_cast<double>(params + std::min(params, chunk_bytes_)) *
+                                 push_ms_per_byte_ +
+                             push_latency_ms_;
   s.memory = param_factor_ * chain_.params(i, j) + act_bytes_ * chain_.acts(i, j) +
              comm_bytes_ * crossing;
   return s;
@@ -45,16 +52,18 @@ CostModel::Stage CostModel::stage(std::size_t i, std::size_t j, uint32_t d) cons
 
 double CostModel::estimate(const std::vector<std::size_t>& cuts,
                            const std::vector<uint32_t>& devices) const {
-  double sum = 0, worst = 0, tail = 0, before = 0;
+  double sum = 0, worst = 0, tail = 0, hidden = 0, hops = 0;
   for (std::size_t s = 0; s + 1 < cuts.size(); ++s) {
     if (cuts[s] == cuts[s + 1]) continue;
     const Stage st = stage(cuts[s], cuts[s + 1], devices[s]);
     sum += st.compute + st.comm;
+    hops += st.hop;
     worst = std::max({worst, st.compute, st.comm});
-    tail = std::max(tail, st.push - before / micro_);
-    before += st.compute;
+    hidden += st.hop;
+    tail = std::max(tail, st.push - hidden);
+    hidden += st.compute / micro_;
   }
-  return (sum + (micro_ - 1) * worst) / micro_ + std::max(0.0, tail);
+  return (sum + (micro_ - 1) * worst) / micro_ + hops + std::max(0.0, tail);
 }
 
 }  // namespace psrt::placement

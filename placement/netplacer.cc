@@ -67,16 +67,51 @@ Split min_bottleneck(const CostModel& cost, const std::vector<uint32_t>& order, 
       [](double compute, double best) { return compute >= best; });
 }
 
-// Phase 2: with every stage's load at most `limit`, the least sum of compute + communication
-// (so the fewest bytes cut among the balanced splits).
+// Phase 2: with every stage's load at most `limit`, the least sum of compute + communication +
+// hop latency (so the fewest bytes and hops cut among the balanced splits).
 Split min_sum(const CostModel& cost, const std::vector<uint32_t>& order, std::size_t n,
               double limit) {
   return chain_dp(
       cost, order, n,
       [limit](double before, const CostModel::Stage& st) {
-        return st.load() <= limit ? before + st.compute + st.comm : kInf;
+        return st.load() <= limit ? before + st.compute + st.comm + st.hop : kInf;
       },
       [limit](double compute, double) { return compute > limit; });
+}
+
+// Boundary refinement on the closed-form estimate (Kernighan-Lin in spirit, on a chain): move one
+// cut by up to kReach positions when that lowers the estimate and both stages it touches still fit;
+// repeat until no move helps. The DPs optimise proxies (bottleneck, then sum); this polishes
+// against the estimate itself, which also counts how much of each stage's push is hidden.
+double refine(const CostModel& cost, const std::vector<uint32_t>& order,
+              std::vector<std::size_t>& cuts) {
+  constexpr long kReach = 8;
+  double current = cost.estimate(cuts, order);
+  for (int round = 0; round < 100; ++round) {
+    double best = current;
+    std::size_t best_b = 0, best_at = 0;
+    for (std::size_t b = 1; b + 1 < cuts.size(); ++b) {
+      const auto lo = static_cast<long>(cuts[b - 1]), hi = static_cast<long>(cuts[b + 1]);
+      for (long at = std::max(lo, static_cast<long>(cuts[b]) - kReach);
+           at <= std::min(hi, static_cast<long>(cuts[b]) + kReach); ++at) {
+        const auto pos = static_cast<std::size_t>(at);
+        if (pos == cuts[b]) continue;
+        if (!cost.fits(cost.stage(cuts[b - 1], pos, order[b - 1]), order[b - 1]) ||
+            !cost.fits(cost.stage(pos, cuts[b + 1], order[b]), order[b])) {
+          continue;
+        }
+        const std::size_t was = cuts[b];
+        cuts[b] = pos;
+        const double t = cost.estimate(cuts, order);
+        cuts[b] = was;
+        if (t < best - 1e-12 * best) best = t, best_b = b, best_at = pos;
+      }
+    }
+    if (best_b == 0) break;
+    cuts[best_b] = best_at;
+    current = best;
+  }
+  return current;
 }
 
 // Device orders to try along the pipeline: as given, fastest first, slowest first, most memory
@@ -135,8 +170,13 @@ Result<std::vector<uint32_t>> netplacer(const Problem& problem) {
   const CostModel cost(chain, problem);
   const std::size_t n = chain.size();
   // Slack over the least bottleneck that phase 2 may spend to cut less (fewer for big graphs).
+  // The closed-form step estimate, not the bottleneck, picks among them: a split with a higher
+  // bottleneck can hide more of its push behind the pipeline.
   const std::vector<double> slack =
-      n > 2000 ? std::vector<double>{0.0, 0.05} : std::vector<double>{0.0, 0.02, 0.05, 0.1, 0.25};
+      n > 2000  ? std::vector<double>{0.0, 0.05}
+      : n > 500 ? std::vector<double>{0.0, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0}
+                : std::vector<double>{0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0,
+                                      3.0, 5.0};
   double best_estimate = kInf;
   std::vector<uint32_t> best;
   for (const auto& order : device_orders(problem.devices)) {
@@ -146,9 +186,9 @@ Result<std::vector<uint32_t>> netplacer(const Problem& problem) {
     for (double s : slack) {
       candidates.push_back(min_sum(cost, order, n, bottleneck.value * (1 + s) * (1 + 1e-12)));
     }
-    for (const auto& c : candidates) {
+    for (auto& c : candidates) {
       if (c.cuts.empty()) continue;
-      const double t = cost.estimate(c.cuts, order);
+      const double t = refine(cost, order, c.cuts);
       if (t < best_estimate) {
         best_estimate = t;
         best = chain.assignment(c.cuts, order);
