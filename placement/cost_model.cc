@@ -4,7 +4,7 @@
 
 namespace psrt::placement {
 
-double CostModel::Stage::load() const { return std::max({compute, comm, push}); }
+double CostModel::Stage::load() const { return std::max({compute, link, push}); }
 
 CostModel::CostModel(const ChainView& chain, const Problem& problem) : chain_(chain) {
   const auto& devs = problem.devices;
@@ -22,6 +22,7 @@ CostModel::CostModel(const ChainView& chain, const Problem& problem) : chain_(ch
   push_ms_per_byte_ = 1e3 / (devs.server_link.bytes_per_s * share);
   push_latency_ms_ = 2.0 * devs.server_link.latency_ms;
   chunk_bytes_ = problem.options.chunk_bytes;
+  mode_ = problem.options.mode;
   param_factor_ = 2 + optimizer_state_copies(setup.optimizer);
   const uint64_t m = setup.micro_batch_size();
   act_bytes_ = 4 * m * setup.micro_batches;
@@ -38,7 +39,9 @@ CostModel::Stage CostModel::stage(std::size_t i, std::size_t j, uint32_t d) cons
   if (i == j) return s;
   const uint64_t crossing = chain_.cross[i] + chain_.cross[j];
   s.compute = compute(i, j, d);
+  s.forward = chain_.fwd(i, j) * scale_[d];
   s.comm = static_cast<double>(crossing) * act_ms_per_element_;
+  s.link = static_cast<double>(std::max(chain_.cross[i], chain_.cross[j])) * act_ms_per_element_;
   s.hop = chain_.cross[i] > 0 ? hop_ms_ : 0.0;
   const uint64_t params = chain_.params(i, j);
   s.push = params == 0 ? 0.0
@@ -58,9 +61,13 @@ double CostModel::estimate(const std::vector<std::size_t>& cuts,
     const Stage st = stage(cuts[s], cuts[s + 1], devices[s]);
     sum += st.compute + st.comm;
     hops += st.hop;
-    worst = std::max({worst, st.compute, st.comm});
+    worst = std::max({worst, st.compute, st.link});
     hidden += st.hop;
-    tail = std::max(tail, st.push - hidden);
+    const double own = mode_ == Mode::kBigdl ? 0.0
+                       : mode_ == Mode::kFifo || mode_ == Mode::kFifoChunked
+                           ? (st.compute - st.forward) / micro_
+                           : st.compute / micro_;
+    tail = std::max(tail, st.push - own - hidden);
     hidden += st.compute / micro_;
   }
   return (sum + (micro_ - 1) * worst) / micro_ + hops + std::max(0.0, tail);

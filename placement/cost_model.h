@@ -2,20 +2,26 @@
 // ChainView on device d, whole batch B in M micro-batches of m:
 //   compute  c = ms(i, j) * compute_scale(d)                       (forward + backward)
 //   comm     x = 4 B (cross[i] + cross[j]) / link                  (activations in, gradients in)
+//   link     y = 4 B max(cross[i], cross[j]) / link    (the busiest channel: each ordered pair of
+//                devices has its own, so activations in and gradients in do not share one)
 //   hop      h = 2 latency when cross[i] > 0                        (per micro-batch, not a load)
 //   push     p = (P + min(P, chunk)) / server share + 2 latency     (P = params(i, j) bytes: the
 //            gradients go out chunk by chunk and the values follow one chunk behind)
 //   memory     = (2 + k) params + 4 m M acts(i, j) + 8 m (cross[i] + cross[j])
 //                (core's memory model with the cuts' crossing sets; >= the exact figure)
-// A stage's load is max(c, x, p): the three run on different resources (the device, its link to
+// A stage's load is max(c, y, p): the three run on different resources (the device, its links to
 // the other devices, its link to the servers) and overlap from one micro-batch and one iteration
 // to the next. A pipeline's estimated step (GPipe fill-and-drain, then the push that is not
 // hidden):
-//   T = (sum_s (c_s + x_s) + (M - 1) max_s max(c_s, x_s)) / M + sum_s h_s
-//       + max_s max(0, p_s - sum_{s' < s} c_s' / M - sum_{s' <= s} h_s')
+//   T = (sum_s (c_s + x_s) + (M - 1) max_s max(c_s, y_s)) / M + sum_s h_s
+//       + max_s max(0, p_s - o_s - sum_{s' < s} c_s' / M - sum_{s' <= s} h_s')
 // (stage s finishes its backward about sum_{s'<s} b_s'/M + hops before stage 0 does, and needs
 // its parameters about sum_{s'<s} f_s'/M + hops after stage 0 starts the next forward: that much
-// of its push and return is hidden).
+// of its push and return is hidden). o_s is what the push mode overlaps with the stage's own
+// work: (f_s + b_s) / M in the priority modes (gradients leave during the last micro-batch's
+// backward, and the first layers' values are back before the rest, so the next forward starts
+// early), b_s / M in the FIFO modes (during the backward only), 0 in bigdl (nothing leaves before
+// the whole backward is done).
 #pragma once
 
 #include <cstddef>
@@ -33,7 +39,7 @@ class CostModel {
   CostModel(const ChainView& chain, const Problem& problem);
 
   struct Stage {
-    double compute = 0, comm = 0, push = 0, hop = 0;
+    double compute = 0, forward = 0, comm = 0, link = 0, push = 0, hop = 0;
     uint64_t memory = 0;
     double load() const;
   };
@@ -61,6 +67,7 @@ class CostModel {
   double push_ms_per_byte_;
   double push_latency_ms_;
   uint64_t chunk_bytes_;
+  Mode mode_;
   uint64_t param_factor_;       // 2 + k
   uint64_t act_bytes_;          // 4 m M
   uint64_t comm_bytes_;         // 8 m
