@@ -18,24 +18,24 @@ Link DeviceSet::slowest() const {
   return worst;
 }
 
-const char* optimizer_name(Optimizer o) {
+const char* optimizer_name(OptimizerKind o) {
   switch (o) {
-    case Optimizer::kSgd: return "sgd";
-    case Optimizer::kMomentum: return "momentum";
-    case Optimizer::kAdam: return "adam";
+    case OptimizerKind::kSgd: return "sgd";
+    case OptimizerKind::kMomentum: return "momentum";
+    case OptimizerKind::kAdam: return "adam";
   }
   return "?";
 }
 
-Optimizer parse_optimizer(const std::string& name, const std::string& key) {
-  for (Optimizer o : {Optimizer::kSgd, Optimizer::kMomentum, Optimizer::kAdam}) {
+OptimizerKind parse_optimizer(const std::string& name, const std::string& key) {
+  for (OptimizerKind o : {OptimizerKind::kSgd, OptimizerKind::kMomentum, OptimizerKind::kAdam}) {
     if (name == optimizer_name(o)) return o;
   }
   throw ConfigError(key + ": '" + name + "' is not one of: sgd, momentum, adam");
 }
 
-uint32_t optimizer_state_copies(Optimizer o) {
-  return o == Optimizer::kSgd ? 0 : o == Optimizer::kMomentum ? 1 : 2;
+uint32_t optimizer_state_copies(OptimizerKind o) {
+  return o == OptimizerKind::kSgd ? 0 : o == OptimizerKind::kMomentum ? 1 : 2;
 }
 
 std::vector<MemoryUse> memory_use(const ModelDesc& model, const std::vector<uint32_t>& device_of_layer,

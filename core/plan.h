@@ -48,16 +48,16 @@ struct DeviceSet {
   Link slowest() const;
 };
 
-enum class Optimizer { kSgd, kMomentum, kAdam };
-const char* optimizer_name(Optimizer o);
+enum class OptimizerKind { kSgd, kMomentum, kAdam };
+const char* optimizer_name(OptimizerKind o);
 // Throws ConfigError naming `key` for an unknown name.
-Optimizer parse_optimizer(const std::string& name, const std::string& key);
-uint32_t optimizer_state_copies(Optimizer o);  // k in the memory model
+OptimizerKind parse_optimizer(const std::string& name, const std::string& key);
+uint32_t optimizer_state_copies(OptimizerKind o);  // k in the memory model
 
 struct TrainingSetup {
   uint32_t batch_size = 32;
   uint32_t micro_batches = 1;
-  Optimizer optimizer = Optimizer::kMomentum;
+  OptimizerKind optimizer = OptimizerKind::kMomentum;
   uint32_t micro_batch_size() const { return (batch_size + micro_batches - 1) / micro_batches; }
 };
 

@@ -12,7 +12,7 @@ TEST_CASE("memory model matches a hand-computed two-device case", "[placement]")
   TrainingSetup setup;
   setup.batch_size = 8;
   setup.micro_batches = 2;  // micro-batch of 4, both in flight
-  setup.optimizer = Optimizer::kAdam;
+  setup.optimizer = OptimizerKind::kAdam;
   const auto use = memory_use(m, {0, 0, 1}, 2, setup);
   // d0: params 400, grads 400, adam 2 x 400, activations 4 B * 4 * 2 * (10 + 20) = 960,
   //     comm: b crosses, 2 * 4 B * 4 * 20 = 640
@@ -25,7 +25,7 @@ TEST_CASE("memory model matches a hand-computed two-device case", "[placement]")
   // d1: 200 + 200 + 400 + 4 * 4 * 2 * 5 = 160 + 640
   CHECK(use[1].total() == 1600);
   CHECK(cut_bytes(m, {0, 0, 1}, 8) == 2 * 4 * 20 * 8);
-  setup.optimizer = Optimizer::kSgd;
+  setup.optimizer = OptimizerKind::kSgd;
   CHECK(memory_use(m, {0, 0, 1}, 2, setup)[0].total() == 3200 - 800);  // no optimizer state
 }
 
@@ -34,7 +34,7 @@ TEST_CASE("memory violation names the device and the missing bytes", "[placement
   TrainingSetup setup;
   setup.batch_size = 8;
   setup.micro_batches = 2;
-  setup.optimizer = Optimizer::kAdam;
+  setup.optimizer = OptimizerKind::kAdam;
   DeviceSet devs = test_graphs::devices(2, 3200, 1);
   const auto use = memory_use(m, {0, 0, 1}, 2, setup);
   CHECK(memory_violation(use, devs).empty());

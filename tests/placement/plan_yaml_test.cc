@@ -14,7 +14,7 @@ TEST_CASE("a plan survives a YAML round trip", "[placement]") {
   p.device_of_layer = {0, 0, 1, 1};
   p.setup.batch_size = 16;
   p.setup.micro_batches = 4;
-  p.setup.optimizer = Optimizer::kAdam;
+  p.setup.optimizer = OptimizerKind::kAdam;
   p.devices = test_graphs::devices(2, 1 << 20, 7.5, 2.5e9);
   p.devices.pair.assign(2, std::vector<Link>(2, p.devices.link));
   p.devices.pair[0][1].bytes_per_s = p.devices.pair[1][0].bytes_per_s = 5e8;
@@ -29,7 +29,7 @@ TEST_CASE("a plan survives a YAML round trip", "[placement]") {
   CHECK(q.placer == "netplacer");
   CHECK(q.setup.batch_size == 16);
   CHECK(q.setup.micro_batches == 4);
-  CHECK(q.setup.optimizer == Optimizer::kAdam);
+  CHECK(q.setup.optimizer == OptimizerKind::kAdam);
   CHECK(q.devices.devices[1].name == "d1");
   CHECK(q.devices.devices[1].memory_bytes == 1u << 20);
   CHECK(q.devices.devices[1].gflops == 7.5);

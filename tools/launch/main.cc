@@ -18,6 +18,7 @@
 #include "core/config.h"
 #include "core/status.h"
 #include "tools/launch/child.h"
+#include "tools/launch/plan_step.h"
 
 namespace {
 
@@ -182,6 +183,16 @@ int main(int argc, char** argv) {
   } catch (const psrt::ConfigError& e) {
     std::fprintf(stderr, "psrt-launch: %s\n", e.what());
     return 2;
+  }
+  if (config.placement.plan == "auto") {  // psrt-placer makes the plan every process reads
+    try {
+      const std::string plan = psrt::launch::make_plan(config, config_path, sets, self_dir());
+      std::printf("psrt-launch: placement plan written to %s\n", plan.c_str());
+      sets.push_back("placement.plan=" + plan);
+    } catch (const psrt::JobError& e) {
+      std::fprintf(stderr, "psrt-launch: placement: %s\n", e.what());
+      return 1;
+    }
   }
   ::setenv("PSRT_LAUNCHED", "1", 1);
   std::printf("psrt-launch: %s: %d servers, %d workers\n", config_path.c_str(),
