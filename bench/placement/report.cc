@@ -1,5 +1,6 @@
 #include "report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <limits>
@@ -92,17 +93,44 @@ void write_outputs(const std::string& dir, const std::vector<Row>& rows,
   std::ofstream dat(dir + "/placement_scaling.dat");
   dat << "# nodes netplacer_search_ms\n";
   for (const auto& [n, ms] : scaling) dat << n << ' ' << ms << '\n';
+  // Step time relative to NetPlacer per placer, for three models on 4 heterogeneous devices.
+  const std::vector<std::string> chart_models = {"vgg16", "resnet50", "gnmt"};
+  std::map<std::string, std::map<std::string, double>> ratio;  // placer -> model -> ratio
+  std::vector<std::string> placers;
+  for (const auto& c : cases(rows)) {
+    const Row* np = find(c, "netplacer");
+    if (c.front()->devices != 4 || !c.front()->heterogeneous || !np || !np->feasible) continue;
+    for (const Row* r : c) {
+      if (std::find(placers.begin(), placers.end(), r->placer) == placers.end()) {
+        placers.push_back(r->placer);
+      }
+      if (r->feasible) ratio[r->placer][r->model] = r->step_ms / np->step_ms;
+    }
+  }
+  std::ofstream chart(dir + "/placement_chart.dat");
+  chart << "# placer, then step time / NetPlacer's for";
+  for (const auto& m : chart_models) chart << ' ' << m;
+  chart << " on 4 heterogeneous devices (? = infeasible or not run)\n";
+  for (const auto& p : placers) {
+    chart << p;
+    for (const auto& m : chart_models) {
+      const auto it = ratio[p].find(m);
+      if (it == ratio[p].end()) chart << " ?";
+      else chart << ' ' << it->second;
+    }
+    chart << '\n';
+  }
   std::ofstream gp(dir + "/placement.gp");
-  gp << "# gnuplot placement.gp -> placement.png: step time per placer (VGG-16, ResNet-50, GNMT on\n"
-        "# 4 heterogeneous devices) and NetPlacer's search time against graph size.\n"
-        "set terminal pngcairo size 1200,500\nset output 'placement.png'\nset datafile "
-        "separator ','\nset multiplot layout 1,2\nset title 'simulated step (ms), 4 "
-        "heterogeneous devices'\nset style data histogram\nset style fill solid\n"
-        "set xtics rotate by -45\n"
-        "plot for [m in 'vgg16 resnet50 gnmt'] 'placement.csv' using "
-        "(strcol(1) eq m && $2 == 4 && $3 == 1 && $5 == 1 ? $6 : 1/0):xtic(4) title m\n"
-        "set datafile separator whitespace\nset style data linespoints\nset logscale xy\n"
-        "set title 'NetPlacer search time (ms) vs nodes'\nset xtics norotate\n"
+  gp << "# gnuplot placement.gp -> placement.png: simulated step time per placer relative to\n"
+        "# NetPlacer (4 heterogeneous devices) and NetPlacer's search time against graph size.\n"
+        "set terminal pngcairo size 1200,500\nset output 'placement.png'\n"
+        "set multiplot layout 1,2\nset title 'step time / NetPlacer, 4 heterogeneous devices'\n"
+        "set datafile missing '?'\nset style data histogram\nset style histogram cluster\n"
+        "set style fill solid\nset xtics rotate by -45\nset yrange [0:*]\n"
+        "plot 'placement_chart.dat' using 2:xtic(1) title 'vgg16', '' using 3 title "
+        "'resnet50', '' using 4 title 'gnmt'\n"
+        "set style data linespoints\nset logscale xy\nset xtics norotate\nset yrange [*:*]\n"
+        "set title 'NetPlacer search time (ms) vs nodes'\n"
         "plot 'placement_scaling.dat' using 1:2 title 'netplacer'\nunset multiplot\n";
 }
 

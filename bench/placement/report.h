@@ -23,6 +23,7 @@ struct Row {
 // One case's rows as a table, the best (least simulated step) marked with '*'.
 void print_case(const std::vector<Row>& rows);
 // placement.csv (every row, `best` column), placement_scaling.dat (nodes, search ms) and
+// placement_chart.dat (step time relative to NetPlacer, 4 heterogeneous devices) and
 // placement.gp (a gnuplot script charting both) in `dir`.
 void write_outputs(const std::string& dir, const std::vector<Row>& rows,
                    const std::vector<std::pair<uint32_t, double>>& scaling);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "placement/baselines.h"
+#include "worker/engine/network.h"
 #include "placement/placer.h"
 #include "test_graphs.h"
 
@@ -178,4 +179,23 @@ TEST_CASE("simulated annealing is seeded and never worse than its start", "[plac
   REQUIRE(a);
   CHECK(a->device_of_layer == b->device_of_layer);
   CHECK(a->step_ms <= place("even", p)->step_ms);
+}
+
+TEST_CASE("the native networks give the same graph form and can be placed", "[placement]") {
+  for (const char* arch : {"lenet5", "vgg-small"}) {
+    INFO(arch);
+    engine::NetSpec spec;
+    spec.arch = arch;
+    ModelDesc m = engine::build_network(spec, 1)->desc();
+    set_times_from_flops(m, 32, 10000);
+    REQUIRE(m.layers.size() > 10);
+    CHECK(m.layers[0].reads_input);
+    for (uint32_t i = 1; i < m.layers.size(); ++i) CHECK(m.layers[i].inputs == std::vector{i - 1});
+    CHECK(m.layers[0].forward_ms > 0);
+    CHECK(m.layers[0].activation_elements > 0);
+    const auto d = test_graphs::devices(2, 1ull << 30, 10000, 12.5e9);
+    const auto plan = place("netplacer", problem(m, d, 4));
+    REQUIRE(plan);
+    CHECK(plan->step_ms > 0);
+  }
 }
