@@ -4,7 +4,7 @@
 
 namespace psrt::placement {
 
-double CostModel::Stage::load() const { return std::max({compute, link, push}); }
+double CostModel::Stage::load() const { return std::max(cycle, link); }
 
 CostModel::CostModel(const ChainView& chain, const Problem& problem) : chain_(chain) {
   const auto& devs = problem.devices;
@@ -48,6 +48,11 @@ CostModel::Stage CostModel::stage(std::size_t i, std::size_t j, uint32_t d) cons
                        : static_cast<double>(params + std::min(params, chunk_bytes_)) *
                                  push_ms_per_byte_ +
                              push_latency_ms_;
+  const double own = mode_ == Mode::kBigdl ? 0.0
+                     : mode_ == Mode::kFifo || mode_ == Mode::kFifoChunked
+                         ? (s.compute - s.forward) / micro_
+                         : s.compute / micro_;
+  s.cycle = s.compute + std::max(0.0, s.push - own);
   s.memory = param_factor_ * chain_.params(i, j) + act_bytes_ * chain_.acts(i, j) +
              comm_bytes_ * crossing;
   return s;
@@ -55,22 +60,19 @@ CostModel::Stage CostModel::stage(std::size_t i, std::size_t j, uint32_t d) cons
 
 double CostModel::estimate(const std::vector<std::size_t>& cuts,
                            const std::vector<uint32_t>& devices) const {
-  double sum = 0, worst = 0, tail = 0, hidden = 0, hops = 0;
+  std::vector<Stage> stages;
   for (std::size_t s = 0; s + 1 < cuts.size(); ++s) {
-    if (cuts[s] == cuts[s + 1]) continue;
-    const Stage st = stage(cuts[s], cuts[s + 1], devices[s]);
-    sum += st.compute + st.comm;
-    hops += st.hop;
-    worst = std::max({worst, st.compute, st.link});
-    hidden += st.hop;
-    const double own = mode_ == Mode::kBigdl ? 0.0
-                       : mode_ == Mode::kFifo || mode_ == Mode::kFifoChunked
-                           ? (st.compute - st.forward) / micro_
-                           : st.compute / micro_;
-    tail = std::max(tail, st.push - own - hidden);
-    hidden += st.compute / micro_;
+    if (cuts[s] != cuts[s + 1]) stages.push_back(stage(cuts[s], cuts[s + 1], devices[s]));
   }
-  return (sum + (micro_ - 1) * worst) / micro_ + hops + std::max(0.0, tail);
+  double sum = 0, worst = 0, hops = 0, cycle = 0, down = 0;
+  for (auto st = stages.rbegin(); st != stages.rend(); ++st) {  // last stage first
+    sum += st->compute + st->comm;
+    hops += st->hop;
+    worst = std::max({worst, st->compute, st->link});
+    cycle = std::max(cycle, st->cycle + down);
+    down += (st->compute + st->comm) / micro_ + st->hop;
+  }
+  return std::max((sum + (micro_ - 1) * worst) / micro_ + hops, cycle);
 }
 
 }  // namespace psrt::placement

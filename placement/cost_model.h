@@ -9,19 +9,18 @@
 //            gradients go out chunk by chunk and the values follow one chunk behind)
 //   memory     = (2 + k) params + 4 m M acts(i, j) + 8 m (cross[i] + cross[j])
 //                (core's memory model with the cuts' crossing sets; >= the exact figure)
-// A stage's load is max(c, y, p): the three run on different resources (the device, its links to
-// the other devices, its link to the servers) and overlap from one micro-batch and one iteration
-// to the next. A pipeline's estimated step (GPipe fill-and-drain, then the push that is not
-// hidden):
-//   T = (sum_s (c_s + x_s) + (M - 1) max_s max(c_s, y_s)) / M + sum_s h_s
-//       + max_s max(0, p_s - o_s - sum_{s' < s} c_s' / M - sum_{s' <= s} h_s')
-// (stage s finishes its backward about sum_{s'<s} b_s'/M + hops before stage 0 does, and needs
-// its parameters about sum_{s'<s} f_s'/M + hops after stage 0 starts the next forward: that much
-// of its push and return is hidden). o_s is what the push mode overlaps with the stage's own
-// work: (f_s + b_s) / M in the priority modes (gradients leave during the last micro-batch's
-// backward, and the first layers' values are back before the rest, so the next forward starts
-// early), b_s / M in the FIFO modes (during the backward only), 0 in bigdl (nothing leaves before
-// the whole backward is done).
+// A stage's load is max(c + max(0, p - o), y): its own work per iteration (compute, then the
+// part of its push the mode does not overlap) or its busiest link, whichever is longer. A
+// pipeline's estimated step is the larger of two bounds:
+//   the pipeline  (sum_s (c_s + x_s) + (M - 1) max_s max(c_s, y_s)) / M + sum_s h_s
+//                 (GPipe fill and drain: one micro-batch's path plus M - 1 at the slowest stage)
+//   the cycles    max_s (c_s + max(0, p_s - o_s) + sum_{s' > s} ((c_s' + x_s') / M + h_s'))
+//                 (every iteration a device computes its layers, waits for the first
+//                 micro-batch's round trip through the stages after it, and gets its new values
+//                 back before its next forward; the stages before it run on meanwhile)
+// o_s is what the push mode overlaps with the stage's own work: (f_s + b_s) / M in the priority
+// modes (gradients leave during the last micro-batch's backward, and the first layers' values are
+// back before the rest, so the next forward starts early), b_s / M in the FIFO modes, 0 in bigdl.
 #pragma once
 
 #include <cstddef>
@@ -40,6 +39,7 @@ class CostModel {
 
   struct Stage {
     double compute = 0, forward = 0, comm = 0, link = 0, push = 0, hop = 0;
+    double cycle = 0;  // c + max(0, p - o): the device's own work per iteration
     uint64_t memory = 0;
     double load() const;
   };
