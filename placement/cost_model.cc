@@ -64,15 +64,21 @@ double CostModel::estimate(const std::vector<std::size_t>& cuts,
   for (std::size_t s = 0; s + 1 < cuts.size(); ++s) {
     if (cuts[s] != cuts[s + 1]) stages.push_back(stage(cuts[s], cuts[s + 1], devices[s]));
   }
-  double sum = 0, worst = 0, hops = 0, cycle = 0, down = 0;
+  if (stages.empty()) return 0;
+  double sum = 0, fmax = 0, bmax = 0, link = 0, hops = 0, cycle = 0, down = 0;
   for (auto st = stages.rbegin(); st != stages.rend(); ++st) {  // last stage first
     sum += st->compute + st->comm;
     hops += st->hop;
-    worst = std::max({worst, st->compute, st->link});
+    fmax = std::max(fmax, st->forward);
+    bmax = std::max(bmax, st->compute - st->forward);
+    link = std::max(link, st->link);
     cycle = std::max(cycle, st->cycle + down);
     down += (st->compute + st->comm) / micro_ + st->hop;
   }
-  return std::max((sum + (micro_ - 1) * worst) / micro_ + hops, cycle);
+  const double pipe = (sum + (micro_ - 1) * std::max(fmax + bmax, link)) / micro_ + hops;
+  // Nothing hides the first stage's push: its next forward is the first thing that happens.
+  const Stage& first = stages.front();
+  return std::max(pipe + (first.cycle - first.compute), cycle);
 }
 
 }  // namespace psrt::placement

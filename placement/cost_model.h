@@ -12,8 +12,11 @@
 // A stage's load is max(c + max(0, p - o), y): its own work per iteration (compute, then the
 // part of its push the mode does not overlap) or its busiest link, whichever is longer. A
 // pipeline's estimated step is the larger of two bounds:
-//   the pipeline  (sum_s (c_s + x_s) + (M - 1) max_s max(c_s, y_s)) / M + sum_s h_s
-//                 (GPipe fill and drain: one micro-batch's path plus M - 1 at the slowest stage)
+//   the pipeline  (sum_s (c_s + x_s) + (M - 1) max(max_s f_s + max_s b_s, max_s y_s)) / M
+//                 + sum_s h_s + max(0, p_0 - o_0)
+//                 (GPipe fill and drain, forward then backward: one micro-batch's path plus M - 1
+//                 at the slowest stage of each phase; then the first stage's push, which nothing
+//                 hides: its next forward is the first thing the next iteration does)
 //   the cycles    max_s (c_s + max(0, p_s - o_s) + sum_{s' > s} ((c_s' + x_s') / M + h_s'))
 //                 (every iteration a device computes its layers, waits for the first
 //                 micro-batch's round trip through the stages after it, and gets its new values
