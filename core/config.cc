@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "core/config_limits.h"
+#include "core/plan_yaml.h"
 #include "core/status.h"
 #include "core/yaml_reader.h"
 
@@ -59,6 +60,25 @@ std::string resolve(const std::string& path, const std::string& base_dir) {
   auto p = std::filesystem::path(base_dir) / path;
   if (std::filesystem::exists(p)) return p.string();
   return std::filesystem::exists(path) ? path : p.string();
+}
+
+PlacementConfig parse_placement(const YamlReader& r, const std::string& base_dir) {
+  PlacementConfig p;
+  p.plan = r.get_string("plan", "");
+  if (!p.plan.empty() && p.plan != "auto") p.plan = resolve(p.plan, base_dir);
+  p.placer = r.get_string("placer", p.placer);
+  p.address = r.get_string("address", "");
+  p.micro_batches = static_cast<uint32_t>(r.get_int("micro_batches", 1, 1, 4096));
+  if (r.has("devices")) {
+    p.devices = read_devices(r);
+  } else {
+    for (const char* key : {"link", "server_link", "link_pairs"}) {
+      if (r.has(key)) r.fail(key, "needs placement.devices");
+    }
+    if (!p.plan.empty()) r.fail("devices", "is required when placement.plan is set");
+  }
+  r.reject_unknown();
+  return p;
 }
 
 }  // namespace
@@ -226,6 +246,8 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
   comp.reject_unknown();
 
   parse_security_and_limits(top, c, [&](const std::string& p) { return resolve(p, base_dir); });
+  c.placement = parse_placement(top.child("placement"), base_dir);
+
   c.log_level = top.get_choice("log_level", "info", {"trace", "debug", "info", "warn", "error"});
   c.timeline = top.get_string("timeline", "");
   top.reject_unknown();

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/mode.h"
+#include "core/plan.h"
 
 namespace psrt {
 
@@ -118,6 +119,16 @@ struct LimitsConfig {
   bool allow_non_finite = false;   // accept NaN and infinite gradient values (codec none)
 };
 
+// Model parallelism (placement/README.md; docs/config.md "Placement"): where a plan comes from
+// and the devices it is made for.
+struct PlacementConfig {
+  std::string plan;                   // "": none; a plan YAML file; "auto": ask psrt-placer
+  std::string placer = "netplacer";   // what `auto` asks for
+  std::string address;                // auto: a running psrt-placer; empty: psrt-launch starts one
+  uint32_t micro_batches = 1;
+  DeviceSet devices;                  // from `devices`, `link`, `server_link`, `link_pairs`
+};
+
 struct Config {
   std::string source;  // the file it came from
   ClusterConfig cluster;
@@ -130,6 +141,7 @@ struct Config {
   MetricsConfig metrics;
   SecurityConfig security;
   LimitsConfig limits;
+  PlacementConfig placement;
   std::string log_level = "info";
   std::string timeline;  // Chrome trace output path prefix; empty: off
 };

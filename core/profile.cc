@@ -6,6 +6,7 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <map>
 
 #include "core/status.h"
 #include "core/yaml_reader.h"
@@ -22,6 +23,75 @@ YAML::Node load_yaml(const std::string& text, const std::string& where) {
   }
 }
 
+// Layer names to indices, for `inputs` (which may name later layers: a cycle is caught afterwards).
+std::map<std::string, uint32_t> layer_names(const YAML::Node& layers, const std::string& where) {
+  std::map<std::string, uint32_t> names;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const std::string name = layers[i].IsMap() && layers[i]["name"]
+                                 ? layers[i]["name"].as<std::string>("")
+                                 : "layer" + std::to_string(i);
+    if (!names.emplace(name, static_cast<uint32_t>(i)).second) {
+      throw ConfigError(where + ": layers[" + std::to_string(i) + "]: layer name '" + name +
+                        "' used twice");
+    }
+  }
+  return names;
+}
+
+// `inputs: [a, b]` (names of producing layers; "input" is the model's input). Absent: the previous
+// layer.
+void read_inputs(const YamlReader& lr, const std::map<std::string, uint32_t>& names,
+                 LayerDesc& layer) {
+  lr.mark_used("inputs");
+  if (!lr.has("inputs")) return;
+  const YAML::Node in = lr.node()["inputs"];
+  if (!in.IsSequence()) lr.fail("inputs", "must be a list of layer names");
+  if (in.size() == 0) layer.reads_input = true;
+  for (const auto& item : in) {
+    const std::string name = item.IsScalar() ? item.as<std::string>() : "";
+    if (name == "input") {
+      layer.reads_input = true;
+      continue;
+    }
+    const auto it = names.find(name);
+    if (it == names.end()) {
+      lr.fail("inputs", "layer '" + layer.name + "' reads '" + name + "', which is no layer");
+    }
+    layer.inputs.push_back(it->second);
+  }
+}
+
+void parse_layer(const YamlReader& lr, std::size_t i, const std::map<std::string, uint32_t>& names,
+                 double scale, const std::string& where, ModelDesc& model) {
+  LayerDesc layer;
+  layer.name = lr.get_string("name", "layer" + std::to_string(i));
+  layer.kind = lr.get_string("kind", "");
+  read_inputs(lr, names, layer);
+  layer.forward_ms = lr.get_double("forward_ms", 0, 0, 1e7) * scale;
+  layer.backward_ms = lr.get_double("backward_ms", 0, 0, 1e7) * scale;
+  layer.forward_flops = lr.get_double("forward_flops", 0, 0, 1e18);
+  layer.activation_elements =
+      static_cast<uint64_t>(lr.get_int("activation_elements", 0, 0, INT64_MAX));
+  std::vector<std::pair<std::string, uint64_t>> tensors;
+  if (lr.has("tensors")) {
+    const YAML::Node tn = lr.node()["tensors"];
+    if (!tn.IsSequence()) lr.fail("tensors", "must be a list");
+    for (std::size_t j = 0; j < tn.size(); ++j) {
+      YamlReader tr(tn[j], lr.full("tensors[" + std::to_string(j) + "]"), where);
+      const std::string name = tr.get_string("name", layer.name + "." + std::to_string(j));
+      const int64_t elements = tr.get_int("elements", 0, 1, INT64_MAX);
+      if (!tr.has("elements")) tr.fail("elements", "is required");
+      tr.reject_unknown();
+      const auto scaled = static_cast<uint64_t>(
+          std::max<double>(1.0, std::llround(static_cast<double>(elements) * scale)));
+      tensors.emplace_back(name, scaled);
+    }
+  }
+  lr.mark_used("tensors");
+  lr.reject_unknown();
+  model.add_layer(std::move(layer), tensors);
+}
+
 }  // namespace
 
 ModelDesc parse_profile(const std::string& yaml_text, const std::string& where, double scale) {
@@ -31,8 +101,8 @@ ModelDesc parse_profile(const std::string& yaml_text, const std::string& where, 
   root.get_string("description", "");
   root.get_string("source", "");
   root.get_string("formula", "");
-  root.get_int("batch_size", 0, 0, 1 << 20);
-  root.get_double("device_gflops", 0, 0, 1e9);
+  model.batch_size = static_cast<uint32_t>(root.get_int("batch_size", 0, 0, 1 << 20));
+  model.device_gflops = root.get_double("device_gflops", 0, 0, 1e9);
   const double file_scale = root.get_double("scale", 1.0, 1e-9, 1e9);
   if (scale <= 0) scale = file_scale;
   if (!root.has("layers") || !root.node()["layers"].IsSequence() ||
@@ -41,36 +111,20 @@ ModelDesc parse_profile(const std::string& yaml_text, const std::string& where, 
   }
   root.mark_used("layers");
   const YAML::Node layers = root.node()["layers"];
+  const auto names = layer_names(layers, where);
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    YamlReader lr(layers[i], "layers[" + std::to_string(i) + "]", where);
-    LayerDesc layer;
-    layer.name = lr.get_string("name", "layer" + std::to_string(i));
-    layer.kind = lr.get_string("kind", "");
-    layer.forward_ms = lr.get_double("forward_ms", 0, 0, 1e7) * scale;
-    layer.backward_ms = lr.get_double("backward_ms", 0, 0, 1e7) * scale;
-    layer.forward_flops = lr.get_double("forward_flops", 0, 0, 1e18);
-    layer.activation_elements =
-        static_cast<uint64_t>(lr.get_int("activation_elements", 0, 0, INT64_MAX));
-    std::vector<std::pair<std::string, uint64_t>> tensors;
-    if (lr.has("tensors")) {
-      const YAML::Node tn = lr.node()["tensors"];
-      if (!tn.IsSequence()) lr.fail("tensors", "must be a list");
-      for (std::size_t j = 0; j < tn.size(); ++j) {
-        YamlReader tr(tn[j], lr.full("tensors[" + std::to_string(j) + "]"), where);
-        const std::string name = tr.get_string("name", layer.name + "." + std::to_string(j));
-        const int64_t elements = tr.get_int("elements", 0, 1, INT64_MAX);
-        if (!tr.has("elements")) tr.fail("elements", "is required");
-        tr.reject_unknown();
-        const auto scaled = static_cast<uint64_t>(
-            std::max<double>(1.0, std::llround(static_cast<double>(elements) * scale)));
-        tensors.emplace_back(name, scaled);
-      }
+    try {
+      parse_layer(YamlReader(layers[i], "layers[" + std::to_string(i) + "]", where), i, names,
+                  scale, where, model);
+    } catch (const ConfigError& e) {
+      const std::string name = layers[i].IsMap() && layers[i]["name"]
+                                   ? layers[i]["name"].as<std::string>("")
+                                   : "layer" + std::to_string(i);
+      throw ConfigError(std::string(e.what()) + " (layer '" + name + "')");
     }
-    lr.mark_used("tensors");
-    lr.reject_unknown();
-    model.add_layer(std::move(layer), tensors);
   }
   root.reject_unknown();
+  topological_order(model, where);  // rejects cycles, naming a layer on one
   if (model.tensors.empty()) throw ConfigError(where + ": profile has no parameter tensors");
   return model;
 }

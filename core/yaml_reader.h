@@ -32,6 +32,7 @@ class YamlReader {
   void reject_unknown() const;
 
   const YAML::Node& node() const { return node_; }
+  const std::string& where() const { return where_; }
   std::string full(const std::string& key) const;
   [[noreturn]] void fail(const std::string& key, const std::string& what) const;
 

@@ -3,7 +3,7 @@
 
 Run:  /usr/bin/python3 bench/profiles/gen_profiles.py [--out DIR] [--gflops G] [--batch N]
 (standard library only). Writes vgg16.yaml, resnet50.yaml, inception_v3.yaml, lenet5.yaml and
-mlp.yaml, and checks every model's parameter total against the published count.
+mlp.yaml and gnmt.yaml, and checks every model's parameter total against the published count.
 
 Times come from FLOPs, not from measurements:
     forward_flops  = 2 * MACs per sample           (conv2d, linear)
@@ -32,14 +32,26 @@ class Net:
         self.expected_params = expected_params
         self.layers = []
 
-    def add(self, name, kind, macs, out_elems, tensors, flops=None):
+    def add(self, name, kind, macs, out_elems, tensors, flops=None, inputs=None):
+        """Appends a layer; `inputs` names the producing layers ("input" is the model's input),
+        None means the previous layer. Returns the name."""
         self.layers.append({
             "name": name,
             "kind": kind,
             "flops": 2.0 * macs if flops is None else float(flops),
             "act": int(out_elems),
             "tensors": [(n, int(e)) for n, e in tensors],
+            "inputs": None if inputs is None else list(inputs),
         })
+        return name
+
+    def last(self):
+        return self.layers[-1]["name"]
+
+    def join(self, name, kind, inputs, out_elems):
+        """A parameter-free layer that merges branches (residual add, concatenation)."""
+        flops = out_elems * (len(inputs) - 1) if kind == "add" else 0
+        return self.add(name, kind, 0, out_elems, [], flops=flops, inputs=inputs)
 
     def params(self):
         return sum(e for l in self.layers for _, e in l["tensors"])
@@ -77,7 +89,8 @@ def vgg16():
 
 
 # ---------------------------------------------------------------- ResNet-50
-def conv_bn(net, name, cin, cout, k, stride, pad, size, bn_names=None, kh=None, kw=None):
+def conv_bn(net, name, cin, cout, k, stride, pad, size, bn_names=None, kh=None, kw=None,
+            inputs=None):
     """conv (no bias) + batch norm (gamma, beta); returns the output size (square maps)."""
     kh = k if kh is None else kh
     kw = k if kw is None else kw
@@ -85,7 +98,7 @@ def conv_bn(net, name, cin, cout, k, stride, pad, size, bn_names=None, kh=None, 
     conv_w, bn_w, bn_b = bn_names or (name + ".weight", name + ".bn.weight", name + ".bn.bias")
     macs = out * out * cout * cin * kh * kw
     net.add(name, "conv2d", macs, out * out * cout,
-            [(conv_w, cout * cin * kh * kw), (bn_w, cout), (bn_b, cout)])
+            [(conv_w, cout * cin * kh * kw), (bn_w, cout), (bn_b, cout)], inputs=inputs)
     return out
 
 
@@ -98,24 +111,32 @@ def resnet50():
     size = conv_bn(net, "conv1", 3, 64, 7, 2, 3, 224, ("conv1.weight", "bn1.weight", "bn1.bias"))
     size = conv_out(size, 3, 2, 1)  # max pool
     cin = 64
+    block_in = "conv1"  # the max pool is folded into conv1
     for li, (planes, blocks, stride) in enumerate(((64, 3, 1), (128, 4, 2), (256, 6, 2),
                                                    (512, 3, 2)), start=1):
         for b in range(blocks):
             s = stride if b == 0 else 1
             p = "layer%d.%d" % (li, b)
             o1 = conv_bn(net, p + ".conv1", cin, planes, 1, 1, 0, size,
-                         (p + ".conv1.weight", p + ".bn1.weight", p + ".bn1.bias"))
+                         (p + ".conv1.weight", p + ".bn1.weight", p + ".bn1.bias"),
+                         inputs=[block_in])
             o2 = conv_bn(net, p + ".conv2", planes, planes, 3, s, 1, o1,
                          (p + ".conv2.weight", p + ".bn2.weight", p + ".bn2.bias"))
             conv_bn(net, p + ".conv3", planes, planes * 4, 1, 1, 0, o2,
                     (p + ".conv3.weight", p + ".bn3.weight", p + ".bn3.bias"))
+            main = net.last()
+            shortcut = block_in
             if b == 0:
                 conv_bn(net, p + ".downsample", cin, planes * 4, 1, s, 0, size,
                         (p + ".downsample.0.weight", p + ".downsample.1.weight",
-                         p + ".downsample.1.bias"))
+                         p + ".downsample.1.bias"), inputs=[block_in])
+                shortcut = net.last()
+            # the skip connection: relu(conv3 + shortcut), the block's output
+            block_in = net.join(p + ".add", "add", [main, shortcut], o2 * o2 * planes * 4)
             cin = planes * 4
             size = o2
-    net.add("fc", "linear", 2048 * 1000, 1000, [("fc.weight", 2048 * 1000), ("fc.bias", 1000)])
+    net.add("fc", "linear", 2048 * 1000, 1000, [("fc.weight", 2048 * 1000), ("fc.bias", 1000)],
+            inputs=[block_in])  # the global average pool is folded into fc
     return net
 
 
@@ -123,12 +144,18 @@ def resnet50():
 class Inception:
     """torchvision's Inception3 without the auxiliary classifier; BasicConv2d = conv (no bias) +
     batch norm (gamma, beta). Spatial maps are square except inside the factorised 1xn / nx1
-    convolutions, which keep the size (padding (0, n//2) / (n//2, 0))."""
+    convolutions, which keep the size (padding (0, n//2) / (n//2, 0)).
+
+    The graph: every branch of a block reads the block's input (`self.x`, the previous block's
+    concatenation), convs within a branch form a chain, and a parameter-free "concat" layer joins
+    the branch ends. Pooling is folded into the layer after it (branch_pool's average pool) or into
+    the concat (the max-pool branches of Mixed_6a / Mixed_7a, which read the block input)."""
 
     def __init__(self, net):
         self.net = net
+        self.x = None  # the current block input (None: the previous layer)
 
-    def conv(self, name, cin, cout, size, k=1, stride=1, pad=0, kh=None, kw=None):
+    def conv(self, name, cin, cout, size, k=1, stride=1, pad=0, kh=None, kw=None, first=False):
         kh = k if kh is None else kh
         kw = k if kw is None else kw
         if kh == kw:
@@ -138,64 +165,83 @@ class Inception:
         macs = out * out * cout * cin * kh * kw
         self.net.add(name, "conv2d", macs, out * out * cout,
                      [(name + ".conv.weight", cout * cin * kh * kw), (name + ".bn.weight", cout),
-                      (name + ".bn.bias", cout)])
+                      (name + ".bn.bias", cout)],
+                     inputs=[self.x] if first and self.x else None)
         return out
 
+    def branch(self, *convs):
+        """Each conv is (name, cin, cout, size, k, stride, pad, kh, kw) as keywords; the first
+        reads the block input. Returns (last layer name, output size)."""
+        out = None
+        for i, c in enumerate(convs):
+            out = self.conv(first=(i == 0), **c)
+        return self.net.last(), out
+
+    def concat(self, p, ends, channels, size):
+        self.x = self.net.join(p + ".concat", "concat", ends, channels * size * size)
+        return channels
+
     def block_a(self, p, cin, pool_features, size):
-        c = self.conv
-        c(p + ".branch1x1", cin, 64, size)
-        c(p + ".branch5x5_1", cin, 48, size)
-        c(p + ".branch5x5_2", 48, 64, size, 5, 1, 2)
-        c(p + ".branch3x3dbl_1", cin, 64, size)
-        c(p + ".branch3x3dbl_2", 64, 96, size, 3, 1, 1)
-        c(p + ".branch3x3dbl_3", 96, 96, size, 3, 1, 1)
-        c(p + ".branch_pool", cin, pool_features, size)
-        return 64 + 64 + 96 + pool_features
+        b = self.branch
+        e = [b(dict(name=p + ".branch1x1", cin=cin, cout=64, size=size))[0],
+             b(dict(name=p + ".branch5x5_1", cin=cin, cout=48, size=size),
+               dict(name=p + ".branch5x5_2", cin=48, cout=64, size=size, k=5, pad=2))[0],
+             b(dict(name=p + ".branch3x3dbl_1", cin=cin, cout=64, size=size),
+               dict(name=p + ".branch3x3dbl_2", cin=64, cout=96, size=size, k=3, pad=1),
+               dict(name=p + ".branch3x3dbl_3", cin=96, cout=96, size=size, k=3, pad=1))[0],
+             b(dict(name=p + ".branch_pool", cin=cin, cout=pool_features, size=size))[0]]
+        return self.concat(p, e, 64 + 64 + 96 + pool_features, size)
 
     def block_b(self, p, cin, size):
-        c = self.conv
-        out = c(p + ".branch3x3", cin, 384, size, 3, 2)
-        c(p + ".branch3x3dbl_1", cin, 64, size)
-        c(p + ".branch3x3dbl_2", 64, 96, size, 3, 1, 1)
-        c(p + ".branch3x3dbl_3", 96, 96, size, 3, 2)
-        return 384 + 96 + cin, out
+        b = self.branch
+        e0, out = b(dict(name=p + ".branch3x3", cin=cin, cout=384, size=size, k=3, stride=2))
+        e1 = b(dict(name=p + ".branch3x3dbl_1", cin=cin, cout=64, size=size),
+               dict(name=p + ".branch3x3dbl_2", cin=64, cout=96, size=size, k=3, pad=1),
+               dict(name=p + ".branch3x3dbl_3", cin=96, cout=96, size=size, k=3, stride=2))[0]
+        return self.concat(p, [e0, e1, self.x], 384 + 96 + cin, out), out
 
     def block_c(self, p, cin, c7, size):
-        c = self.conv
-        c(p + ".branch1x1", cin, 192, size)
-        c(p + ".branch7x7_1", cin, c7, size)
-        c(p + ".branch7x7_2", c7, c7, size, kh=1, kw=7)
-        c(p + ".branch7x7_3", c7, 192, size, kh=7, kw=1)
-        c(p + ".branch7x7dbl_1", cin, c7, size)
-        c(p + ".branch7x7dbl_2", c7, c7, size, kh=7, kw=1)
-        c(p + ".branch7x7dbl_3", c7, c7, size, kh=1, kw=7)
-        c(p + ".branch7x7dbl_4", c7, c7, size, kh=7, kw=1)
-        c(p + ".branch7x7dbl_5", c7, 192, size, kh=1, kw=7)
-        c(p + ".branch_pool", cin, 192, size)
-        return 768
+        b = self.branch
+        e = [b(dict(name=p + ".branch1x1", cin=cin, cout=192, size=size))[0],
+             b(dict(name=p + ".branch7x7_1", cin=cin, cout=c7, size=size),
+               dict(name=p + ".branch7x7_2", cin=c7, cout=c7, size=size, kh=1, kw=7),
+               dict(name=p + ".branch7x7_3", cin=c7, cout=192, size=size, kh=7, kw=1))[0],
+             b(dict(name=p + ".branch7x7dbl_1", cin=cin, cout=c7, size=size),
+               dict(name=p + ".branch7x7dbl_2", cin=c7, cout=c7, size=size, kh=7, kw=1),
+               dict(name=p + ".branch7x7dbl_3", cin=c7, cout=c7, size=size, kh=1, kw=7),
+               dict(name=p + ".branch7x7dbl_4", cin=c7, cout=c7, size=size, kh=7, kw=1),
+               dict(name=p + ".branch7x7dbl_5", cin=c7, cout=192, size=size, kh=1, kw=7))[0],
+             b(dict(name=p + ".branch_pool", cin=cin, cout=192, size=size))[0]]
+        return self.concat(p, e, 768, size)
 
     def block_d(self, p, cin, size):
-        c = self.conv
-        c(p + ".branch3x3_1", cin, 192, size)
-        out = c(p + ".branch3x3_2", 192, 320, size, 3, 2)
-        c(p + ".branch7x7x3_1", cin, 192, size)
-        c(p + ".branch7x7x3_2", 192, 192, size, kh=1, kw=7)
-        c(p + ".branch7x7x3_3", 192, 192, size, kh=7, kw=1)
-        c(p + ".branch7x7x3_4", 192, 192, size, 3, 2)
-        return 320 + 192 + cin, out
+        b = self.branch
+        e0, out = b(dict(name=p + ".branch3x3_1", cin=cin, cout=192, size=size),
+                    dict(name=p + ".branch3x3_2", cin=192, cout=320, size=size, k=3, stride=2))
+        e1 = b(dict(name=p + ".branch7x7x3_1", cin=cin, cout=192, size=size),
+               dict(name=p + ".branch7x7x3_2", cin=192, cout=192, size=size, kh=1, kw=7),
+               dict(name=p + ".branch7x7x3_3", cin=192, cout=192, size=size, kh=7, kw=1),
+               dict(name=p + ".branch7x7x3_4", cin=192, cout=192, size=size, k=3, stride=2))[0]
+        return self.concat(p, [e0, e1, self.x], 320 + 192 + cin, out), out
 
     def block_e(self, p, cin, size):
-        c = self.conv
-        c(p + ".branch1x1", cin, 320, size)
-        c(p + ".branch3x3_1", cin, 384, size)
-        c(p + ".branch3x3_2a", 384, 384, size, kh=1, kw=3)
-        c(p + ".branch3x3_2b", 384, 384, size, kh=3, kw=1)
-        c(p + ".branch3x3dbl_1", cin, 448, size)
-        c(p + ".branch3x3dbl_2", 448, 384, size, 3, 1, 1)
-        c(p + ".branch3x3dbl_3a", 384, 384, size, kh=1, kw=3)
-        c(p + ".branch3x3dbl_3b", 384, 384, size, kh=3, kw=1)
-        c(p + ".branch_pool", cin, 192, size)
-        return 320 + 768 + 768 + 192
+        b = self.branch
+        e = [b(dict(name=p + ".branch1x1", cin=cin, cout=320, size=size))[0]]
+        stem = b(dict(name=p + ".branch3x3_1", cin=cin, cout=384, size=size))[0]
+        for side in ("2a", "2b"):
+            kh, kw = (1, 3) if side == "2a" else (3, 1)
+            self.conv(p + ".branch3x3_" + side, 384, 384, size, kh=kh, kw=kw)
+            self.net.layers[-1]["inputs"] = [stem]
+            e.append(self.net.last())
+        dbl = b(dict(name=p + ".branch3x3dbl_1", cin=cin, cout=448, size=size),
+                dict(name=p + ".branch3x3dbl_2", cin=448, cout=384, size=size, k=3, pad=1))[0]
+        for side in ("3a", "3b"):
+            kh, kw = (1, 3) if side == "3a" else (3, 1)
+            self.conv(p + ".branch3x3dbl_" + side, 384, 384, size, kh=kh, kw=kw)
+            self.net.layers[-1]["inputs"] = [dbl]
+            e.append(self.net.last())
+        e.append(b(dict(name=p + ".branch_pool", cin=cin, cout=192, size=size))[0])
+        return self.concat(p, e, 320 + 768 + 768 + 192, size)
 
 
 INCEPTION_AUX_PARAMS = 128 * 768 + 2 * 128 + 768 * 128 * 25 + 2 * 768 + 768 * 1000 + 1000
@@ -216,6 +262,7 @@ def inception_v3():
     s = m.conv("Conv2d_3b_1x1", 64, 80, s)
     s = m.conv("Conv2d_4a_3x3", 80, 192, s, 3)
     s = conv_out(s, 3, 2, 0)
+    m.x = net.last()  # the stem's max pool is folded into Conv2d_4a_3x3
     c = m.block_a("Mixed_5b", 192, 32, s)
     c = m.block_a("Mixed_5c", c, 64, s)
     c = m.block_a("Mixed_5d", c, 64, s)
@@ -229,6 +276,56 @@ def inception_v3():
     c = m.block_e("Mixed_7c", c, s)
     assert (c, s) == (2048, 8), (c, s)
     net.add("fc", "linear", 2048 * 1000, 1000, [("fc.weight", 2048 * 1000), ("fc.bias", 1000)])
+    return net
+
+
+# ---------------------------------------------------------------- GNMT-like
+GNMT_VOCAB = 32000
+GNMT_HIDDEN = 1024
+GNMT_SEQ = 50  # tokens per sample (source and target)
+
+
+def lstm_params(n_in, h):
+    return 4 * h * (n_in + h) + 8 * h  # W_ih, W_hh and PyTorch's two bias vectors
+
+
+def gnmt():
+    v, h, t = GNMT_VOCAB, GNMT_HIDDEN, GNMT_SEQ
+    expected = (2 * v * h + 8 * lstm_params(h, h) + lstm_params(h, h) + 7 * lstm_params(2 * h, h)
+                + 2 * h * h + h * v + v)
+    net = Net("gnmt", "GNMT-like LSTM encoder-decoder: 32k-token embeddings, 8 encoder and 8 decoder "
+              "LSTM layers of 1024, additive attention, 50 tokens per sample",
+              "after Wu et al. 2016, 'Google's Neural Machine Translation System', section 3 "
+              "(8+8 LSTM layers, residual connections from the third layer, attention from the "
+              "bottom decoder layer fed to every upper decoder layer); unidirectional encoder and "
+              "sizes chosen here, so this is GNMT-like, not the published model", expected)
+    lstm_macs = lambda n_in: 4 * h * (n_in + h) * t
+    net.add("enc.embedding", "embedding", 0, t * h, [("enc.embedding.weight", v * h)],
+            flops=t * h, inputs=["input"])
+    for i in range(1, 9):
+        ins = ["enc.lstm%d" % (i - 1) if i > 1 else "enc.embedding"]
+        if i >= 3:  # residual: the input is the sum of the two layers below
+            ins.append("enc.lstm%d" % (i - 2))
+        net.add("enc.lstm%d" % i, "lstm", lstm_macs(h), t * h,
+                [("enc.lstm%d.weight" % i, 4 * h * 2 * h), ("enc.lstm%d.bias" % i, 8 * h)],
+                inputs=ins)
+    net.add("dec.embedding", "embedding", 0, t * h, [("dec.embedding.weight", v * h)],
+            flops=t * h, inputs=["input"])
+    net.add("dec.lstm1", "lstm", lstm_macs(h), t * h,
+            [("dec.lstm1.weight", 4 * h * 2 * h), ("dec.lstm1.bias", 8 * h)])
+    # additive attention over the encoder's 50 states for each of the 50 decoder steps
+    net.add("attention", "attention", 2 * h * h * t + t * t * h, t * h,
+            [("attention.query.weight", h * h), ("attention.key.weight", h * h)],
+            inputs=["enc.lstm8", "dec.lstm1"])
+    for i in range(2, 9):
+        ins = ["dec.lstm%d" % (i - 1), "attention"]
+        if i >= 3:
+            ins.append("dec.lstm%d" % (i - 2))
+        net.add("dec.lstm%d" % i, "lstm", lstm_macs(2 * h), t * h,
+                [("dec.lstm%d.weight" % i, 4 * h * 3 * h), ("dec.lstm%d.bias" % i, 8 * h)],
+                inputs=ins)
+    net.add("projection", "linear", h * v * t, t * v,
+            [("projection.weight", h * v), ("projection.bias", v)])
     return net
 
 
@@ -295,6 +392,8 @@ def render(net, gflops, batch):
         out.append("    backward_ms: %s" % fmt(2 * fwd))
         out.append("    forward_flops: %s" % fmt(l["flops"]))
         out.append("    activation_elements: %d" % l["act"])
+        if l["inputs"] is not None:
+            out.append("    inputs: [%s]" % ", ".join(l["inputs"]))
         if l["tensors"]:
             out.append("    tensors:")
             for n, e in l["tensors"]:
@@ -309,7 +408,7 @@ def main():
     ap.add_argument("--batch", type=int, default=BATCH)
     args = ap.parse_args()
     ok = True
-    for make in (vgg16, resnet50, inception_v3, lenet5, mlp):
+    for make in (vgg16, resnet50, inception_v3, gnmt, lenet5, mlp):
         net = make()
         total = net.params()
         if total != net.expected_params:

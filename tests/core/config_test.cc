@@ -299,3 +299,25 @@ TEST_CASE("every example job file parses", "[config]") {
   CHECK(laco.compression.momentum == 0.9);
   CHECK(laco.optimizer.momentum == 0);
 }
+
+TEST_CASE("placement section: devices, links and the plan source", "[core]") {
+  const auto c = psrt::parse_config(
+      "placement:\n  plan: auto\n  placer: pipedream\n  micro_batches: 4\n"
+      "  devices: [{name: a, memory_gib: 2, gflops: 100}, {name: b, memory_bytes: 1000, "
+      "gflops: 50}]\n  link: {bandwidth_bytes_per_s: 1e9, latency_ms: 0.5}\n",
+      "job.yaml");
+  CHECK(c.placement.plan == "auto");
+  CHECK(c.placement.placer == "pipedream");
+  CHECK(c.placement.micro_batches == 4);
+  REQUIRE(c.placement.devices.devices.size() == 2);
+  CHECK(c.placement.devices.devices[0].memory_bytes == 2ull << 30);
+  CHECK(c.placement.devices.devices[1].gflops == 50);
+  CHECK(c.placement.devices.link.latency_ms == 0.5);
+  CHECK(c.placement.devices.server_link.bytes_per_s == 1e9);  // defaults to the device link
+  CHECK_THROWS_WITH(psrt::parse_config("placement: {plan: auto}\n", "job.yaml"),
+                    Catch::Contains("placement.devices"));
+  CHECK_THROWS_WITH(
+      psrt::parse_config("placement: {devices: [{name: a, memory_gib: 1}]}\n", "job.yaml"),
+      Catch::Contains("placement.devices[0].gflops"));
+  CHECK(psrt::parse_config("", "job.yaml").placement.plan.empty());
+}

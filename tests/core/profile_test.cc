@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include "core/model.h"
 #include "core/profile.h"
 #include "core/status.h"
 
@@ -45,4 +46,85 @@ TEST_CASE("profile errors name the file and the key", "[core]") {
   CHECK_THROWS_WITH(parse_profile("layers: [{name: a, colour: red}]\n", "p.yaml"),
                     Catch::Contains("layers[0].colour: unknown key"));
   CHECK_THROWS_AS(parse_profile("layers: [", "p.yaml"), ConfigError);
+}
+
+TEST_CASE("profile inputs default to the previous layer and may name any layers", "[core]") {
+  const char* text = R"(
+name: diamond
+layers:
+  - {name: a, tensors: [{name: a.w, elements: 4}], activation_elements: 10}
+  - {name: b, activation_elements: 5}
+  - {name: c, inputs: [a], activation_elements: 6}
+  - {name: d, inputs: [b, c]}
+  - {name: side, inputs: [input]}
+)";
+  auto m = parse_profile(text, "d.yaml");
+  REQUIRE(m.layers.size() == 5);
+  CHECK(m.layers[0].reads_input);
+  CHECK(m.layers[0].inputs.empty());
+  CHECK(m.layers[1].inputs == std::vector<uint32_t>{0});
+  CHECK(m.layers[2].inputs == std::vector<uint32_t>{0});
+  CHECK(m.layers[3].inputs == std::vector<uint32_t>{1, 2});
+  CHECK(m.layers[4].reads_input);
+  CHECK(m.layers[4].inputs.empty());
+  CHECK(m.layers[2].activation_elements == 6);
+  CHECK(psrt::topological_order(m, "d.yaml") == std::vector<uint32_t>{0, 1, 2, 3, 4});
+}
+
+TEST_CASE("profile graph errors name the file and the layer", "[core]") {
+  CHECK_THROWS_WITH(
+      parse_profile("layers: [{name: a, tensors: [{name: w, elements: 1}]}, "
+                    "{name: b, inputs: [nope]}]\n",
+                    "g.yaml"),
+      Catch::Contains("g.yaml") && Catch::Contains("layer 'b'") && Catch::Contains("'nope'"));
+  CHECK_THROWS_WITH(
+      parse_profile("layers: [{name: a, inputs: [c], tensors: [{name: w, elements: 1}]}, "
+                    "{name: b}, {name: c}]\n",
+                    "g.yaml"),
+      Catch::Contains("g.yaml") && Catch::Contains("cycle") && Catch::Contains("layer 'a'"));
+  CHECK_THROWS_WITH(
+      parse_profile("layers: [{name: a, inputs: [a], tensors: [{name: w, elements: 1}]}]\n",
+                    "g.yaml"),
+      Catch::Contains("g.yaml") && Catch::Contains("layer 'a'"));
+  CHECK_THROWS_WITH(
+      parse_profile("layers: [{name: a, tensors: [{name: w, elements: 1}]}, "
+                    "{name: big, activation_elements: -3}]\n",
+                    "g.yaml"),
+      Catch::Contains("g.yaml") && Catch::Contains("activation_elements") &&
+          Catch::Contains("layer 'big'"));
+  CHECK_THROWS_WITH(
+      parse_profile("layers: [{name: a, tensors: [{name: w, elements: -1}]}]\n", "g.yaml"),
+      Catch::Contains("g.yaml") && Catch::Contains("layer 'a'"));
+  CHECK_THROWS_WITH(parse_profile("layers: [{name: a}, {name: a}]\n", "g.yaml"),
+                    Catch::Contains("used twice"));
+}
+
+TEST_CASE("shipped profiles are graphs: ResNet skips, Inception branches, GNMT", "[core]") {
+  const std::string dir = std::string(PSRT_SOURCE_DIR) + "/bench/profiles/";
+  auto index = [](const psrt::ModelDesc& m, const std::string& name) {
+    for (uint32_t i = 0; i < m.layers.size(); ++i) {
+      if (m.layers[i].name == name) return i;
+    }
+    FAIL("no layer " << name);
+    return 0u;
+  };
+  const auto resnet = psrt::load_profile(dir + "resnet50.yaml");
+  CHECK(resnet.total_elements() == 25557032);
+  const auto& add = resnet.layers[index(resnet, "layer1.1.add")];
+  CHECK(add.inputs ==
+        std::vector<uint32_t>{index(resnet, "layer1.1.conv3"), index(resnet, "layer1.0.add")});
+  const auto inception = psrt::load_profile(dir + "inception_v3.yaml");
+  CHECK(inception.layers[index(inception, "Mixed_5c.concat")].inputs.size() == 4);
+  CHECK(inception.layers[index(inception, "Mixed_5c.branch5x5_1")].inputs ==
+        std::vector<uint32_t>{index(inception, "Mixed_5b.concat")});
+  const auto gnmt = psrt::load_profile(dir + "gnmt.yaml");
+  int lstms = 0;
+  for (const auto& l : gnmt.layers) lstms += l.kind == "lstm";
+  CHECK(lstms == 16);
+  CHECK(gnmt.layers[index(gnmt, "dec.embedding")].reads_input);
+  CHECK(gnmt.tensors[gnmt.layers[0].tensors[0]].num_elements == 32000ull * 1024);
+  for (const char* f : {"vgg16", "lenet5", "mlp"}) {
+    const auto m = psrt::load_profile(dir + f + ".yaml");
+    for (uint32_t i = 1; i < m.layers.size(); ++i) CHECK(m.layers[i].inputs == std::vector{i - 1});
+  }
 }

@@ -90,3 +90,42 @@ TEST_CASE("psrt-launch refuses a bad config with exit code 2", "[integration]") 
   CHECK(launch.wait_exit(30) == 2);
   CHECK_THAT(launch.output(), Catch::Contains("cluster.workers: 'zero' is not an integer"));
 }
+
+TEST_CASE("psrt-launch asks a psrt-placer it starts when placement.plan is auto", "[integration]") {
+  const std::string dir = test::temp_dir("launchplan");
+  const std::string cfg = dir + "/job.yaml";
+  test::write_file(cfg,
+                   "job: {id: plantest, iterations: 3, log_every: 0}\n"
+                   "cluster: {servers: 1, workers: 1, heartbeat_s: 0.2, peer_timeout_s: 30}\n"
+                   "model: {backend: replay, profile: " +
+                       test::source("tests/integration/data/tiny_profile.yaml") + "}\n"
+                   "placement:\n  plan: auto\n  micro_batches: 2\n"
+                   "  devices: [{name: a, memory_gib: 1, gflops: 1000}, "
+                   "{name: b, memory_gib: 1, gflops: 1000}]\n");
+  test::Proc launch("launch", {test::bin("psrt-launch"), cfg});
+  const auto code = launch.wait_exit(120);
+  INFO(launch.output());
+  REQUIRE(code == std::optional<int>(0));
+  CHECK_THAT(launch.output(), Catch::Contains("placement plan written to"));
+  CHECK_THAT(launch.output(), Catch::Contains("predicted step"));
+  CHECK(processes_with(cfg).empty());  // the placer is gone too
+}
+
+TEST_CASE("psrt-launch stops before starting anything when no plan fits", "[integration]") {
+  const std::string dir = test::temp_dir("launchnoplan");
+  const std::string cfg = dir + "/job.yaml";
+  test::write_file(cfg,
+                   "job: {id: noplan, iterations: 3, log_every: 0}\n"
+                   "cluster: {servers: 1, workers: 1}\n"
+                   "model: {backend: replay, profile: " +
+                       test::source("tests/integration/data/tiny_profile.yaml") + "}\n"
+                   "placement:\n  plan: auto\n"
+                   "  devices: [{name: a, memory_bytes: 1000, gflops: 1000}]\n");
+  test::Proc launch("launch", {test::bin("psrt-launch"), cfg});
+  const auto code = launch.wait_exit(120);
+  INFO(launch.output());
+  CHECK(code == std::optional<int>(1));
+  CHECK_THAT(launch.output(), Catch::Contains("bytes missing"));
+  CHECK_THAT(launch.output(), Catch::Contains("psrt-launch: placement:"));
+  CHECK(processes_with(cfg).empty());
+}

@@ -23,6 +23,7 @@
 #include "core/config.h"
 #include "core/status.h"
 #include "tools/launch/child.h"
+#include "tools/launch/plan_step.h"
 
 namespace {
 
@@ -207,6 +208,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "psrt-launch: %s\n", e.what());
     return 2;
   }
+  std::printf("psrt-launch: %s: %d servers, %d workers\n", config_path.c_str(),
+              config.cluster.servers, config.cluster.workers);
+  std::fflush(stdout);
+  if (check_only) return 0;
   // security.curve without a secret: a fresh one for this job, readable by this user only.
   std::string secret_dir;
   if (config.security.curve && config.security.secret_file.empty()) {
@@ -218,11 +223,17 @@ int main(int argc, char** argv) {
     }
     sets.push_back("security.secret_file=" + secret_dir + "/job.secret");
   }
+  if (config.placement.plan == "auto") {  // psrt-placer makes the plan every process reads
+    try {
+      const std::string plan = psrt::launch::make_plan(config, config_path, sets, self_dir());
+      std::printf("psrt-launch: placement plan written to %s\n", plan.c_str());
+      sets.push_back("placement.plan=" + plan);
+    } catch (const psrt::JobError& e) {
+      std::fprintf(stderr, "psrt-launch: placement: %s\n", e.what());
+      return 1;
+    }
+  }
   ::setenv("PSRT_LAUNCHED", "1", 1);
-  std::printf("psrt-launch: %s: %d servers, %d workers\n", config_path.c_str(),
-              config.cluster.servers, config.cluster.workers);
-  std::fflush(stdout);
-  if (check_only) return 0;
   Launcher launcher(config_path, sets, grace);
   const int rc = launcher.run(config);
   if (!secret_dir.empty()) std::filesystem::remove_all(secret_dir);

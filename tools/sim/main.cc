@@ -3,6 +3,8 @@
 //
 //   psrt-sim --profile bench/profiles/vgg16.yaml --workers 4 --servers 2 --bandwidth 1Gbit
 //            --mode preemptive --chunk-bytes 4MiB --credit-bytes 8MiB [--scale 0.05] [--all-modes]
+//   psrt-sim --profile bench/profiles/vgg16.yaml --placement plan.yaml [--mode M] [--servers S]
+//            (a model-parallel plan: pipeline, activation transfers, per-device memory)
 //
 // Bad arguments: one line on stderr, exit code 2.
 #include <CLI/CLI.hpp>
@@ -14,7 +16,10 @@
 #include <string>
 #include <vector>
 
+#include "core/cli.h"
 #include "core/profile.h"
+#include "core/status.h"
+#include "placement_cmd.h"
 #include "scheduler/mode.h"
 #include "scheduler/sim/simulator.h"
 #include "scheduler/sim/units.h"
@@ -57,6 +62,7 @@ int main(int argc, char** argv) {
   uint32_t workers = 4, servers = 2, iterations = 5;
   double scale = 0, latency_ms = 0, ack_latency_ms = 0;
   bool all_modes = false;
+  std::string placement;
   app.add_option("--profile", profile, "model profile YAML (bench/profiles/*.yaml)")->required();
   app.add_option("--workers", workers, "number of workers")->check(CLI::Range(1u, 100000u));
   app.add_option("--servers", servers, "number of servers")->check(CLI::Range(1u, 100000u));
@@ -78,16 +84,11 @@ int main(int argc, char** argv) {
   app.add_option("--iterations", iterations, "iterations to simulate; the last is reported")
       ->check(CLI::Range(2u, 1000u));
   app.add_flag("--all-modes", all_modes, "simulate every mode");
+  app.add_option("--placement", placement,
+                 "price a model-parallel plan (YAML from psrt-place) instead; uses --mode, "
+                 "--servers, --chunk-bytes, --iterations");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp&) {
-    std::cout << app.help();
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    std::cerr << "psrt-sim: " << e.what() << " (see --help)\n";
-    return 2;
-  }
+  if (const auto rc = psrt::parse_command_line(app, argc, argv, "psrt-sim")) return *rc;
 
   psrt::sim::SimConfig config;
   psrt::ModelDesc model;
@@ -125,6 +126,20 @@ int main(int argc, char** argv) {
   } catch (const std::exception& e) {
     std::cerr << "psrt-sim: " << e.what() << "\n";
     return 2;
+  }
+
+  if (!placement.empty()) {
+    try {
+      psrt::sim::PipelineOptions o;
+      o.mode = modes.front();
+      o.servers = servers;
+      o.chunk_bytes = config.chunk_bytes;
+      o.iterations = iterations;
+      return psrt::tools::simulate_plan(model, placement, o);
+    } catch (const std::exception& e) {
+      std::cerr << "psrt-sim: " << e.what() << "\n";
+      return 2;
+    }
   }
 
   char scale_note[64] = "";

@@ -1,0 +1,45 @@
+#include "placement/service/client.h"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include "core/transport.h"
+#include "core/wire.h"
+
+namespace psrt::placement {
+
+Result<Plan> ask_placer(const std::string& address, const std::string& job_id,
+                        const Request& request, double timeout_s) {
+  zmq::context_t ctx;
+  const Sender self{wire::TOOL, static_cast<uint32_t>(::getpid()), job_id};
+  zmq::socket_t dealer = make_dealer(ctx, routing_id(wire::TOOL, self.rank));
+  dealer.connect(address);
+  auto h = make_header(self, wire::PLACE_REQUEST);
+  h.set_seq(1);
+  *h.mutable_place_request() = to_message(request);
+  send_envelope(dealer, nullptr, h);
+  zmq::pollitem_t item{dealer.handle(), 0, ZMQ_POLLIN, 0};
+  const auto wait = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
+  if (zmq::poll(&item, 1, wait) == 0) {
+    return Status::error("psrt-placer at " + address + " did not answer within " +
+                         std::to_string(timeout_s) + " s");
+  }
+  Envelope env;
+  if (!recv_envelope(dealer, env, false)) return Status::error("psrt-placer: no reply frame");
+  wire::Header reply;
+  WireError err;
+  if (!decode_header(env.header, env.payload, job_id, reply, err)) {
+    return Status::error("psrt-placer at " + address + " sent a bad reply: " + err.message);
+  }
+  if (reply.type() == wire::ERROR) {
+    return Status::error("psrt-placer at " + address + ": " + reply.error().message());
+  }
+  if (reply.type() != wire::PLACE_REPLY) {
+    return Status::error("psrt-placer at " + address + " answered " +
+                         wire::MsgType_Name(reply.type()));
+  }
+  return plan_from_reply(reply.place_reply(), request);
+}
+
+}  // namespace psrt::placement

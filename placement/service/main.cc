@@ -1,0 +1,33 @@
+// psrt-placer: the placement service. Answers PLACE_REQUEST messages (a model graph, devices,
+// options) with a plan from NetPlacer or a named baseline, or with an ERROR that says what was
+// wrong, and carries on. Prints "PSRT_LISTENING <endpoint>" once bound (for psrt-launch and tests).
+//
+//   psrt-placer [--bind tcp://127.0.0.1:0] [--job-id psrt] [--log-level info]
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <iostream>
+
+#include "core/cli.h"
+#include "placement/service/placer_service.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"psrt-placer: the NetPlacer placement service"};
+  std::string bind = "tcp://127.0.0.1:0", job_id = "psrt", level = "info";
+  app.add_option("--bind", bind, "endpoint to bind (port 0: OS-chosen)");
+  app.add_option("--job-id", job_id, "job id requests must carry");
+  app.add_option("--log-level", level, "trace, debug, info, warn, error");
+  if (const auto rc = psrt::parse_command_line(app, argc, argv, "psrt-placer")) return *rc;
+  spdlog::set_level(spdlog::level::from_str(level));
+  try {
+    psrt::placement::PlacerService service(bind, job_id);
+    std::printf("PSRT_LISTENING %s\n", service.endpoint().c_str());
+    std::fflush(stdout);
+    service.run();
+  } catch (const std::exception& e) {
+    std::cerr << "psrt-placer: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}

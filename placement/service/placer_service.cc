@@ -1,0 +1,98 @@
+#include "placement/service/placer_service.h"
+
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <spdlog/spdlog.h>
+
+#include "core/transport.h"
+#include "placement/service/request.h"
+
+namespace psrt::placement {
+
+PlacerService::PlacerService(const std::string& bind, std::string job_id)
+    : router_(make_router(ctx_)), job_id_(std::move(job_id)) {
+  router_.set(zmq::sockopt::maxmsgsize, kMaxRequestBytes);
+  endpoint_ = bind_endpoint(router_, bind);
+  self_.role = wire::TOOL;
+  self_.rank = 0;
+  self_.job_id = job_id_;
+}
+
+void PlacerService::reply_error(const std::string& identity, ErrorCode code,
+                                const std::string& message, wire::MsgType about) {
+  ++rejected_;
+  spdlog::warn("psrt-placer: rejected a request ({}): {} [{} rejected, {} served]",
+               error_code_name(code), message, rejected_, served_);
+  auto h = make_header(self_, wire::ERROR);
+  h.mutable_error()->set_code(static_cast<uint32_t>(code));
+  h.mutable_error()->set_message(message);
+  h.mutable_error()->set_about(about);
+  send_envelope(router_, &identity, h);
+}
+
+void PlacerService::handle(const std::string& identity, const zmq::message_t& frame,
+                           const std::vector<zmq::message_t>& payload) {
+  wire::Header h;
+  WireError err;
+  if (!decode_header(frame, payload, job_id_, h, err)) {
+    reply_error(identity, err.code, err.message, h.type());
+    return;
+  }
+  if (h.type() != wire::PLACE_REQUEST || !h.has_place_request()) {
+    reply_error(identity, ErrorCode::kUnexpected,
+                std::string("psrt-placer takes PLACE_REQUEST with a request, not ") +
+                    wire::MsgType_Name(h.type()),
+                h.type());
+    return;
+  }
+  auto request = from_message(h.place_request());
+  if (!request) {
+    reply_error(identity, ErrorCode::kMalformed, request.status().message(), h.type());
+    return;
+  }
+  const auto& r = request.value();
+  const auto plan = place(r.placer, Problem{r.model, r.devices, r.setup, r.options});
+  if (!plan) {
+    reply_error(identity, ErrorCode::kMalformed, plan.status().message(), h.type());
+    return;
+  }
+  ++served_;
+  spdlog::info("psrt-placer: {} layers on {} devices by {} in {:.1f} ms, step {:.3f} ms",
+               r.model.layers.size(), r.devices.devices.size(), r.placer, plan->search_ms,
+               plan->step_ms);
+  auto reply = make_header(self_, wire::PLACE_REPLY);
+  reply.set_seq(h.seq());
+  *reply.mutable_place_reply() = to_reply(*plan);
+  send_envelope(router_, &identity, reply);
+}
+
+void PlacerService::run() {
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &mask, nullptr);
+  const int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+  if (sfd < 0) throw std::runtime_error("psrt-placer: signalfd failed");
+  for (;;) {
+    zmq::pollitem_t items[2] = {{router_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, sfd, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 2, std::chrono::milliseconds(-1));
+    if (items[1].revents & ZMQ_POLLIN) break;
+    Envelope env;
+    while (recv_envelope(router_, env, true)) {
+      try {
+        handle(env.identity, env.header, env.payload);
+      } catch (const std::exception& e) {  // a bug, not the peer's: still answer and carry on
+        reply_error(env.identity, ErrorCode::kMalformed, std::string("internal: ") + e.what(),
+                    wire::PLACE_REQUEST);
+      }
+      env = Envelope{};
+    }
+  }
+  ::close(sfd);
+  spdlog::info("psrt-placer: stopping; {} served, {} rejected", served_, rejected_);
+}
+
+}  // namespace psrt::placement

@@ -1,0 +1,55 @@
+// Prices a model-parallel plan (core/plan.h): pipelined execution of the stages with GPipe's
+// fill-and-drain micro-batch schedule, activations and activation gradients over the device links,
+// and each device's gradient push to the parameter servers in any push mode.
+//
+// What is simulated:
+//  - Each device runs its tasks one at a time in a fixed order: the forward of every micro-batch
+//    (micro-batch by micro-batch, its layers in topological order), then the backward of every
+//    micro-batch (its layers in reverse order). A layer's time on a device is scaled by the
+//    device's GFLOPS (core layer_ms) and divided by the number of micro-batches.
+//  - Forward of (m, l) waits for the activation of (m, u) of each input u; from another device it
+//    is sent once per (u, m, receiving device) on the link between the two, a FIFO channel per
+//    ordered pair: latency + 4 * micro_batch * activation_elements(u) / bandwidth. Backward of
+//    (m, u) waits for the gradient of (m, u) from each device that read it, sent back likewise.
+//  - When the last micro-batch's backward of a layer ends, its parameter gradients go to the
+//    servers on the device's own server link, in the push mode's order (scheduler/sim/push_link.h);
+//    the new values come back on the same link's other direction. In the next iteration the
+//    forward of a layer waits for its parameters. With R replicas and S servers the server link's
+//    bandwidth is shared: min(1, S / (R * devices)) of it.
+// The prediction is the last iteration's duration (from the previous iteration's end, when its
+// last parameters were back, to this one's), so pipelining across iterations counts. Memory per
+// device is core's memory model. Deterministic.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/model.h"
+#include "core/plan.h"
+#include "scheduler/mode.h"
+
+namespace psrt::sim {
+
+struct PipelineOptions {
+  Mode mode = Mode::kPreemptive;
+  uint64_t chunk_bytes = 4u << 20;
+  uint32_t iterations = 3;  // >= 1; the last is reported
+  uint32_t replicas = 1;    // data-parallel copies of the pipeline
+  uint32_t servers = 1;
+};
+
+struct PipelineResult {
+  double step_ms = 0;
+  std::vector<double> iteration_end_ms;
+  std::vector<double> device_busy_ms;  // compute per iteration
+  std::vector<MemoryUse> memory;
+  uint64_t cut_bytes = 0;    // per iteration
+  bool fits = true;          // every device within its memory
+  std::string over_memory;   // core memory_violation() when it does not fit
+};
+
+// Throws std::invalid_argument when the plan does not match the model (sizes, device indices).
+PipelineResult simulate_pipeline(const ModelDesc& model, const Plan& plan,
+                                 const PipelineOptions& options);
+
+}  // namespace psrt::sim

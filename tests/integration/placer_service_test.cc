@@ -1,0 +1,142 @@
+// A real psrt-placer on loopback gets garbage, a wrong protocol version, the wrong message type,
+// a cyclic graph, an oversized graph, bad devices and a model that cannot fit: each gets an ERROR
+// reply saying what was wrong, and the daemon still answers a good request afterwards, with the
+// same plan as the library in-process. psrt-place asks it and writes a plan psrt-sim prices.
+#include <catch2/catch.hpp>
+
+#include <csignal>
+
+#include "core/plan_yaml.h"
+#include "placement/placer.h"
+#include "placement/service/client.h"
+#include "placement/service/request.h"
+#include "tests/integration/raw_client.h"
+
+using namespace psrt;
+using namespace psrt::test;
+
+namespace {
+
+const Sender kTool{wire::TOOL, 1, "placejob"};
+
+placement::Request chain_request(uint32_t layers, uint64_t memory) {
+  placement::Request r;
+  r.model.name = "chain";
+  for (uint32_t i = 0; i < layers; ++i) {
+    LayerDesc l;
+    l.name = "l";
+    l.name += std::to_string(i);
+    l.forward_ms = 1 + i % 3;
+    l.backward_ms = 2 * l.forward_ms;
+    l.activation_elements = 1000;
+    r.model.add_layer(l, {{l.name + ".w", 10000}});
+  }
+  for (int d = 0; d < 2; ++d) r.devices.devices.push_back({d ? "b" : "a", memory, 1});
+  r.setup.batch_size = 8;
+  r.setup.micro_batches = 2;
+  return r;
+}
+
+wire::Header request_header(RawClient& w, const wire::PlaceRequest& req) {
+  wire::Header h = w.header(wire::PLACE_REQUEST);
+  *h.mutable_place_request() = req;
+  return h;
+}
+
+std::string endpoint_of(const Proc& p) {
+  const auto& out = p.output();
+  const auto at = out.find("PSRT_LISTENING ") + 15;
+  return out.substr(at, out.find('\n', at) - at);
+}
+
+}  // namespace
+
+TEST_CASE("psrt-placer answers bad requests with errors and still serves a good one",
+          "[integration]") {
+  Proc placer("placer", {bin("psrt-placer"), "--bind", "tcp://127.0.0.1:0", "--job-id",
+                         "placejob"});
+  REQUIRE(placer.wait_line("PSRT_LISTENING", 30));
+  const std::string ep = endpoint_of(placer);
+  zmq::context_t ctx;
+  RawClient w(ctx, ep, "t1", kTool);
+
+  std::vector<zmq::message_t> garbage;
+  garbage.emplace_back("\xff\x01garbage", 9);
+  w.send_frames(std::move(garbage));
+  CHECK_THAT(expect_error(w, ErrorCode::kMalformed), Catch::Contains("parse"));
+
+  const auto good = placement::to_message(chain_request(6, 1 << 30));
+  auto h = request_header(w, good);
+  h.set_version(99);
+  w.send(h);
+  expect_error(w, ErrorCode::kVersion);
+
+  w.send(w.header(wire::BARRIER));
+  CHECK_THAT(expect_error(w, ErrorCode::kUnexpected), Catch::Contains("PLACE_REQUEST"));
+
+  auto cyclic = good;
+  cyclic.mutable_layers(0)->add_inputs(5);  // l0 <- l5 <- ... <- l0
+  w.send(request_header(w, cyclic));
+  CHECK_THAT(expect_error(w, ErrorCode::kMalformed), Catch::Contains("cycle"));
+
+  auto unknown = good;
+  unknown.mutable_layers(3)->add_inputs(77);
+  w.send(request_header(w, unknown));
+  CHECK_THAT(expect_error(w, ErrorCode::kMalformed), Catch::Contains("does not exist"));
+
+  const auto huge = placement::to_message(chain_request(placement::kMaxRequestLayers + 1, 1 << 30));
+  w.send(request_header(w, huge));
+  CHECK_THAT(expect_error(w, ErrorCode::kMalformed), Catch::Contains("at most"));
+
+  auto no_memory = good;
+  no_memory.mutable_devices(1)->set_memory_bytes(0);
+  w.send(request_header(w, no_memory));
+  CHECK_THAT(expect_error(w, ErrorCode::kMalformed), Catch::Contains("device 'b'"));
+
+  auto bad_batch = good;
+  bad_batch.set_micro_batches(100);
+  w.send(request_header(w, bad_batch));
+  CHECK_THAT(expect_error(w, ErrorCode::kMalformed), Catch::Contains("micro_batches"));
+
+  const auto tight = placement::to_message(chain_request(6, 200000));
+  w.send(request_header(w, tight));
+  CHECK_THAT(expect_error(w, ErrorCode::kMalformed),
+             Catch::Contains("infeasible") && Catch::Contains("bytes missing"));
+
+  // Still serving: the good request gets the plan the library makes in-process.
+  w.send(request_header(w, good));
+  const Reply ok = expect(w, wire::PLACE_REPLY);
+  const auto r = chain_request(6, 1 << 30);
+  const auto local = placement::place("netplacer", {r.model, r.devices, r.setup, r.options});
+  REQUIRE(local);
+  const auto& reply = ok.header.place_reply();
+  REQUIRE(reply.device_of_layer_size() == 6);
+  for (int i = 0; i < 6; ++i) CHECK(reply.device_of_layer(i) == local->device_of_layer[i]);
+  CHECK(reply.step_ms() == Approx(local->step_ms));
+  CHECK(reply.device_memory_bytes_size() == 2);
+
+  // The client library, and psrt-place writing a plan that psrt-sim prices.
+  const auto asked = placement::ask_placer(ep, "placejob", r, 30);
+  REQUIRE(asked);
+  CHECK(asked->device_of_layer == local->device_of_layer);
+  const auto wrong_job = placement::ask_placer(ep, "otherjob", r, 30);
+  CHECK_FALSE(wrong_job);
+
+  const std::string dir = temp_dir("placer");
+  write_file(dir + "/devices.yaml",
+             "devices: [{name: a, memory_gib: 4, gflops: 10000}, {name: b, memory_gib: 4, "
+             "gflops: 10000}]\nbatch_size: 32\nmicro_batches: 4\n");
+  Proc place("place", {bin("psrt-place"), "--profile", source("bench/profiles/vgg16.yaml"),
+                       "--devices", dir + "/devices.yaml", "--placer-address", ep, "--job-id",
+                       "placejob", "--out", dir + "/plan.yaml"});
+  REQUIRE(place.wait_exit(60) == std::optional<int>(0));
+  CHECK_THAT(place.output(), Catch::Contains("| 0 | a |"));
+  Proc sim("sim", {bin("psrt-sim"), "--profile", source("bench/profiles/vgg16.yaml"),
+                   "--placement", dir + "/plan.yaml", "--servers", "2"});
+  REQUIRE(sim.wait_exit(60) == std::optional<int>(0));
+  CHECK_THAT(sim.output(), Catch::Contains("step_ms"));
+
+  placer.kill(SIGTERM);
+  CHECK(placer.wait_exit(30) == std::optional<int>(0));
+  CHECK_THAT(placer.output(), Catch::Contains("1 served") || Catch::Contains("2 served"));
+}

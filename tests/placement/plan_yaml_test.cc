@@ -1,0 +1,56 @@
+#include <catch2/catch.hpp>
+
+#include "core/plan_yaml.h"
+#include "core/status.h"
+#include "test_graphs.h"
+
+using namespace psrt;
+
+TEST_CASE("a plan survives a YAML round trip", "[placement]") {
+  ModelDesc m = test_graphs::chain({{10, 1, 1}, {20, 2, 2}, {30, 3, 3}, {40, 4, 4}});
+  m.layers[3].inputs = {1, 2};  // a skip
+  Plan p;
+  p.placer = "netplacer";
+  p.device_of_layer = {0, 0, 1, 1};
+  p.setup.batch_size = 16;
+  p.setup.micro_batches = 4;
+  p.setup.optimizer = OptimizerKind::kAdam;
+  p.devices = test_graphs::devices(2, 1 << 20, 7.5, 2.5e9);
+  p.devices.pair.assign(2, std::vector<Link>(2, p.devices.link));
+  p.devices.pair[0][1].bytes_per_s = p.devices.pair[1][0].bytes_per_s = 5e8;
+  p.step_ms = 12.25;
+  p.cut_bytes = 4096;
+  p.device_compute_ms = {3, 7};
+  p.device_memory_bytes = {100, 200};
+  const std::string text = plan_to_yaml(p, m);
+  CHECK_THAT(text, Catch::Contains("layers: [l0, l1]"));
+  const Plan q = plan_from_yaml(text, "p.yaml", m);
+  CHECK(q.device_of_layer == p.device_of_layer);
+  CHECK(q.placer == "netplacer");
+  CHECK(q.setup.batch_size == 16);
+  CHECK(q.setup.micro_batches == 4);
+  CHECK(q.setup.optimizer == OptimizerKind::kAdam);
+  CHECK(q.devices.devices[1].name == "d1");
+  CHECK(q.devices.devices[1].memory_bytes == 1u << 20);
+  CHECK(q.devices.devices[1].gflops == 7.5);
+  CHECK(q.devices.link.bytes_per_s == 2.5e9);
+  CHECK(q.devices.between(0, 1).bytes_per_s == 5e8);
+  CHECK(q.step_ms == 12.25);
+  CHECK(q.cut_bytes == 4096);
+  CHECK(q.device_memory_bytes == p.device_memory_bytes);
+  CHECK(plan_to_yaml(q, m) == text);
+}
+
+TEST_CASE("a bad plan file is rejected naming what is wrong", "[placement]") {
+  ModelDesc m = test_graphs::chain({{10, 1, 1}, {20, 2, 2}});
+  const std::string head =
+      "model: test\ndevices: [{name: a, memory_bytes: 100, gflops: 1}]\nstages:\n";
+  CHECK_THROWS_WITH(plan_from_yaml(head + "  - {device: a, layers: [l0]}\n", "p.yaml", m),
+                    Catch::Contains("p.yaml") && Catch::Contains("'l1' is in no stage"));
+  CHECK_THROWS_WITH(plan_from_yaml(head + "  - {device: b, layers: [l0, l1]}\n", "p.yaml", m),
+                    Catch::Contains("'b' is no device"));
+  CHECK_THROWS_WITH(plan_from_yaml(head + "  - {device: a, layers: [l0, l1, l0]}\n", "p.yaml", m),
+                    Catch::Contains("two stages"));
+  CHECK_THROWS_WITH(plan_from_yaml("model: other\n", "p.yaml", m), Catch::Contains("'other'"));
+  CHECK_THROWS_AS(plan_from_yaml("[", "p.yaml", m), ConfigError);
+}

@@ -1,0 +1,130 @@
+// psrt-place: makes a model-parallel plan, prints it as a table and writes it as YAML (the format
+// psrt-sim --placement prices and the runtime executes), in-process or by asking a running
+// psrt-placer.
+//
+//   psrt-place --config job.yaml [--out plan.yaml] [--placer-address tcp://...]
+//   psrt-place --profile bench/profiles/vgg16.yaml --devices devices.yaml [--placer pipedream]
+//
+// The model is the job's (model.profile for replay, model.arch for native) or --profile / --arch;
+// the devices are the job's placement section or a --devices file with the same keys. Bad
+// arguments: one line on stderr, exit 2; no plan fits: the reason on stderr, exit 1.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "core/cli.h"
+#include "core/config.h"
+#include "core/plan_yaml.h"
+#include "core/profile.h"
+#include "core/status.h"
+#include "core/yaml_reader.h"
+#include "placement/plan_table.h"
+#include "placement/service/client.h"
+#include "worker/engine/network.h"
+
+namespace {
+
+using namespace psrt;
+
+ModelDesc native_model(const std::string& arch, uint32_t batch) {
+  engine::NetSpec spec;
+  spec.arch = arch;
+  ModelDesc m = engine::build_network(spec, 1)->desc();
+  m.name = arch;
+  set_times_from_flops(m, batch, 10000);  // as gen_profiles.py: 10 TFLOPS
+  return m;
+}
+
+// The placement keys of a --devices file: a mapping with devices, link, server_link, link_pairs
+// and optionally batch_size, micro_batches, optimizer.
+void read_devices_file(const std::string& path, placement::Request& r) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    throw ConfigError(path + ": " + e.what());
+  }
+  const YamlReader reader(root, "", path);
+  r.devices = read_devices(reader);
+  r.setup = read_setup(reader);
+  reader.reject_unknown();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"psrt-place: a model-parallel plan as a table and YAML"};
+  std::string config_path, profile, arch, devices_path, out, address, placer, job_id = "psrt",
+                                                                            mode = "preemptive";
+  uint32_t servers = 0, micro_batches = 0, batch = 0;
+  std::vector<std::string> sets;
+  double timeout_s = 60;
+  app.add_option("--config", config_path, "job YAML: model and placement section");
+  app.add_option("-s,--set", sets, "override a key of the job YAML: a.b=value (repeatable)");
+  app.add_option("--profile", profile, "model profile (instead of the job's model)");
+  app.add_option("--arch", arch, "native network: lenet5 or vgg-small (times from FLOPs)");
+  app.add_option("--devices", devices_path, "YAML with devices, link, server_link, batch_size, ...");
+  app.add_option("--placer", placer, "netplacer (default) or a baseline");
+  app.add_option("--placer-address", address, "ask this running psrt-placer");
+  app.add_option("--job-id", job_id, "job id for the placer");
+  app.add_option("--mode", mode, "push mode the plan is priced in");
+  app.add_option("--servers", servers, "parameter servers (default: one per device)");
+  app.add_option("--micro-batches", micro_batches, "override micro_batches");
+  app.add_option("--batch", batch, "override batch_size");
+  app.add_option("--timeout", timeout_s, "seconds to wait for the placer");
+  app.add_option("--out", out, "write the plan as YAML here");
+  if (const auto rc = psrt::parse_command_line(app, argc, argv, "psrt-place")) return *rc;
+  placement::Request r;
+  try {
+    if (!config_path.empty()) {
+      const Config c = load_config(config_path, sets);
+      r.setup.batch_size = static_cast<uint32_t>(c.job.batch_size);
+      r.setup.micro_batches = c.placement.micro_batches;
+      r.setup.optimizer = c.optimizer.type == "adam"  ? OptimizerKind::kAdam
+                          : c.optimizer.momentum > 0 ? OptimizerKind::kMomentum
+                                                      : OptimizerKind::kSgd;
+      r.devices = c.placement.devices;
+      r.placer = c.placement.placer;
+      if (address.empty() && !c.placement.address.empty()) address = c.placement.address;
+      job_id = c.job.id;
+      if (profile.empty() && arch.empty()) {
+        if (c.model.backend == "replay") profile = c.model.profile;
+        else arch = c.model.arch;
+      }
+    }
+    if (!devices_path.empty()) read_devices_file(devices_path, r);
+    if (batch) r.setup.batch_size = batch;
+    if (micro_batches) r.setup.micro_batches = micro_batches;
+    if (!placer.empty()) r.placer = placer;
+    if (r.devices.devices.empty()) throw ConfigError("no devices: give --devices or --config with placement.devices");
+    if (profile.empty() == arch.empty()) throw ConfigError("give one model: --profile, --arch or --config");
+    r.model = profile.empty() ? native_model(arch, r.setup.batch_size) : load_profile(profile);
+    const auto m = parse_mode(mode);
+    if (!m) throw ConfigError("--mode: '" + mode + "' is not a push mode");
+    r.options.mode = *m;
+    r.options.servers = servers ? servers : static_cast<uint32_t>(r.devices.devices.size());
+  } catch (const std::exception& e) {
+    std::cerr << "psrt-place: " << e.what() << "\n";
+    return 2;
+  }
+  const Result<Plan> plan =
+      address.empty() ? placement::place(r.placer, {r.model, r.devices, r.setup, r.options})
+                      : placement::ask_placer(address, job_id, r, timeout_s);
+  if (!plan) {
+    std::cerr << "psrt-place: " << plan.status().message() << "\n";
+    return 1;
+  }
+  std::printf("%s", placement::plan_table(*plan, r.model).c_str());
+  if (!out.empty()) {
+    std::ofstream f(out);
+    f << plan_to_yaml(*plan, r.model);
+    if (!f) {
+      std::cerr << "psrt-place: cannot write " << out << "\n";
+      return 2;
+    }
+    std::printf("plan written to %s\n", out.c_str());
+  }
+  return 0;
+}

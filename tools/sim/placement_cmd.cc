@@ -1,0 +1,40 @@
+#include "placement_cmd.h"
+
+#include <cstdio>
+
+#include "core/plan_yaml.h"
+
+namespace psrt::tools {
+
+int simulate_plan(const ModelDesc& model, const std::string& plan_path,
+                  const sim::PipelineOptions& options) {
+  const Plan plan = load_plan(plan_path, model);
+  const auto r = sim::simulate_pipeline(model, plan, options);
+  std::printf("plan %s (%s) for %s: %zu devices, batch %u in %u micro-batches, mode %s\n",
+              plan_path.c_str(), plan.placer.c_str(), model.name.c_str(),
+              plan.devices.devices.size(), plan.setup.batch_size, plan.setup.micro_batches,
+              mode_name(options.mode));
+  std::printf("%-12s %7s %12s %14s %14s %5s\n", "device", "layers", "compute_ms", "memory_bytes",
+              "capacity", "fits");
+  for (std::size_t d = 0; d < plan.devices.devices.size(); ++d) {
+    std::size_t layers = 0;
+    for (uint32_t x : plan.device_of_layer) layers += x == d;
+    const auto& dev = plan.devices.devices[d];
+    const uint64_t mem = r.memory[d].total();
+    std::printf("%-12s %7zu %12.3f %14llu %14llu %5s\n", dev.name.c_str(), layers,
+                r.device_busy_ms[d], static_cast<unsigned long long>(mem),
+                static_cast<unsigned long long>(dev.memory_bytes),
+                mem <= dev.memory_bytes ? "yes" : "NO");
+  }
+  std::printf("step_ms %.3f  cut_bytes %llu", r.step_ms,
+              static_cast<unsigned long long>(r.cut_bytes));
+  if (plan.step_ms > 0) std::printf("  (the plan predicted %.3f)", plan.step_ms);
+  std::printf("\n");
+  if (!r.fits) {
+    std::printf("over memory: %s\n", r.over_memory.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace psrt::tools
