@@ -199,6 +199,19 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
   }
   comp.reject_unknown();
 
+  const YamlReader ckpt = top.child("checkpoint");
+  c.checkpoint.dir = resolve(ckpt.get_string("dir", ""), base_dir);
+  c.checkpoint.every = ckpt.get_int("every", 0, 0, kMaxInt);
+  c.checkpoint.every_s = ckpt.get_double("every_s", 0, 0, 1e7);
+  c.checkpoint.keep = int(ckpt.get_int("keep", 2, 1, 1000));
+  if (c.checkpoint.dir.empty() && (c.checkpoint.every > 0 || c.checkpoint.every_s > 0)) {
+    ckpt.fail("dir", "must be set when checkpoint.every or checkpoint.every_s is");
+  }
+  if (!c.checkpoint.dir.empty() && c.checkpoint.every == 0 && c.checkpoint.every_s == 0) {
+    ckpt.fail("every", "checkpoint.dir is set but neither every nor every_s is > 0");
+  }
+  ckpt.reject_unknown();
+
   c.log_level = top.get_choice("log_level", "info", {"trace", "debug", "info", "warn", "error"});
   c.timeline = top.get_string("timeline", "");
   top.reject_unknown();

@@ -89,6 +89,15 @@ struct CompressionConfig {
   bool compress_replies = false;
 };
 
+// Server checkpoints (README "Checkpoints"); off while `dir` is empty.
+struct CheckpointConfig {
+  std::string dir;      // each server writes server-RANK-ITERATION.ckpt here
+  int64_t every = 0;    // every N iterations (0: not by count)
+  double every_s = 0;   // and/or at the first iteration after N seconds (0: not by time)
+  int keep = 2;         // newest checkpoints kept per server
+  bool resume = false;  // not a YAML key: the daemons' --resume
+};
+
 struct Config {
   std::string source;  // the file it came from
   ClusterConfig cluster;
@@ -98,6 +107,7 @@ struct Config {
   OptimizerConfig optimizer;
   SchedulerConfig scheduler;
   CompressionConfig compression;
+  CheckpointConfig checkpoint;
   std::string log_level = "info";
   std::string timeline;  // Chrome trace output path prefix; empty: off
 };

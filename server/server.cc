@@ -24,6 +24,7 @@ Server::Server(const Config& config, uint32_t rank)
       ctx_(1),
       router_(make_router(ctx_)),
       optimizer_(make_optimizer(config.optimizer)),
+      checkpointer_(config, rank),
       timeline_(config.timeline, "server-" + std::to_string(rank), 1 + int(rank)) {
   if (int64_t(rank) >= config.cluster.servers) {
     throw ConfigError("server rank " + std::to_string(rank) + " is outside cluster.servers = " +
@@ -55,6 +56,8 @@ Server::Server(const Config& config, uint32_t rank)
   next_heartbeat_ = started_at_;
   wire::Register reg;
   reg.set_address(endpoint_);
+  reg.set_resume(config.checkpoint.resume);
+  for (uint64_t it : checkpointer_.start()) reg.add_checkpoints(it);
   if (rank == 0) {
     coordinator_.emplace(config.cluster.servers, config.cluster.workers, config.scheduler);
     (void)coordinator_->on_register(Coordinator::self(), reg, started_at_);

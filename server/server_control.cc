@@ -91,6 +91,13 @@ void Server::on_membership(const wire::Membership& m) {
     abort_job("server " + std::to_string(rank_) + " has not enough memory for its " +
               "share of the model");
   }
+  if (m.resume()) {
+    if (Status st = checkpointer_.restore(chunks_, m.resume_iteration()); !st) abort_job(st.message());
+    resumed_ = true;
+    if (reply_codec_) {
+      for (uint32_t i = 0; i < chunks_.size(); ++i) publish_restored(chunks_.at(i));
+    }
+  }
   replies_.clear();
   for (uint32_t w = 0; w < m.num_workers(); ++w) {
     replies_.push_back({PushQueue(Mode::kPreemptive, config_.scheduler.credit_bytes), {}, 0, {}});

@@ -66,6 +66,11 @@ void PsClient::start() {
   wait_for([&] { return started_; });
 }
 
+uint64_t PsClient::start_iteration() const {
+  std::lock_guard lock(mu_);
+  return start_iteration_;
+}
+
 bool PsClient::layer_ready(uint32_t layer, uint64_t iteration) const {
   for (uint32_t key : model_.layers[layer].tensors) {
     for (uint32_t id : shards_.tensor_chunks(key)) {

@@ -57,6 +57,8 @@ class PsClient {
   // Registers, receives the membership, initialises the servers (worker 0), passes the start
   // barrier and asks for the first parameters. Throws JobError on timeout or abort.
   void start();
+  // The iteration training starts at: 0, or the checkpoint's when the servers resumed one.
+  uint64_t start_iteration() const;
   // Blocks until every chunk of `layer`'s tensors holds the values for `iteration`.
   void wait_layer(uint32_t layer, uint64_t iteration);
   void wait_all(uint64_t iteration);
@@ -149,6 +151,7 @@ class PsClient {
   bool finished_ = false;
   std::optional<std::string> error_;
   std::vector<int64_t> version_;  // by chunk id; -1: none yet
+  uint64_t start_iteration_ = 0;
   ClientStats stats_;
 
   Wakeup wakeup_;

@@ -194,9 +194,11 @@ void PsClient::on_membership(const wire::Membership& m) {
     std::lock_guard lock(mu_);
     version_.assign(shards_.chunks().size(), -1);
     have_membership_ = true;
+    start_iteration_ = m.resume() ? m.resume_iteration() : 0;
   }
   spdlog::info("membership: {} servers, {} chunks", m.num_servers(), shards_.chunks().size());
-  if (rank_ == 0) {
+  // A resumed job's servers hold their checkpoint's values: nothing to initialise.
+  if (rank_ == 0 && !m.resume()) {
     send_init();
   } else {
     send_barrier("start");

@@ -1,0 +1,136 @@
+// Issue 17, row 7: checkpoints and restart, with real processes on loopback. A server killed with
+// SIGKILL mid-run loses at most the iterations since the last checkpoint common to every server,
+// and `psrt-launch --resume` then ends with the parameters of an uninterrupted run, bit for bit.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "server/checkpoint_file.h"
+#include "tests/integration/proc_util.h"
+
+using namespace psrt;
+
+namespace {
+
+constexpr int kWorkers = 3;
+
+// Dropout, SGD momentum with weight decay and a learning-rate decay, several epochs (a reshuffle
+// each): every kind of state that has to come back.
+std::string job_config(const std::string& dir) {
+  const std::string cfg = dir + "/job.yaml";
+  test::write_file(
+      cfg, "job: {id: ckpt, iterations: 600, batch_size: 32, seed: 11, log_every: 0, "
+           "evaluate: false, dump_params: '" + dir + "/params-{rank}.bin'}\n"
+           "cluster: {servers: 2, workers: 3, heartbeat_s: 0.2, peer_timeout_s: 5}\n"
+           "model: {backend: native, arch: mlp, hidden: [64, 32], dropout: 0.3}\n"
+           "data: {train_limit: 1500}\n"
+           "optimizer: {type: sgd, lr: 0.05, momentum: 0.9, weight_decay: 0.0005, lr_decay: 0.9, "
+           "lr_decay_every: 50}\n"
+           "scheduler: {mode: preemptive, chunk_bytes: 8192, credit_bytes: 32768}\n"
+           "checkpoint: {dir: " + dir + "/ckpt, every: 10, keep: 2}\n");
+  return cfg;
+}
+
+std::vector<std::vector<float>> params(const std::string& dir) {
+  std::vector<std::vector<float>> out;
+  for (int w = 0; w < kWorkers; ++w) {
+    out.push_back(test::read_floats(dir + "/params-" + std::to_string(w) + ".bin"));
+  }
+  return out;
+}
+
+std::vector<std::vector<float>> run_to_end(const std::string& cfg, const std::string& dir,
+                                           bool resume) {
+  std::vector<std::string> argv{test::bin("psrt-launch"), cfg};
+  if (resume) argv.push_back("--resume");
+  test::Proc launch(resume ? "resume" : "launch", argv);
+  const auto rc = launch.wait_exit(180);
+  INFO(launch.output());
+  REQUIRE(rc == 0);
+  if (resume) CHECK_THAT(launch.output(), Catch::Contains("resuming from the checkpoint"));
+  return params(dir);
+}
+
+// The newest iteration for which every server has a checkpoint file.
+uint64_t newest_common(const std::string& dir) {
+  std::map<uint64_t, int> count;
+  for (uint32_t s = 0; s < 2; ++s)
+    for (const auto& [it, path] : list_checkpoints(dir, s)) ++count[it];
+  uint64_t best = 0;
+  for (const auto& [it, n] : count)
+    if (n == 2) best = it;
+  return best;
+}
+
+}  // namespace
+
+TEST_CASE("a server killed mid-run resumes from the last common checkpoint, bit-identical",
+          "[integration][issue17][checkpoint]") {
+  const std::string ref_dir = test::temp_dir("ckpt-ref");
+  const auto reference = run_to_end(job_config(ref_dir), ref_dir, false);
+  REQUIRE(reference[0].size() > 1000);
+  for (const auto& p : reference) REQUIRE(p == reference[0]);
+
+  const std::string dir = test::temp_dir("ckpt-kill");
+  const std::string cfg = job_config(dir);
+  {
+    test::Proc launch("launch", {test::bin("psrt-launch"), cfg});
+    REQUIRE(launch.wait_line("checkpoint of iteration 40 written to " + dir + "/ckpt/server-1-", 120));
+    const pid_t victim = test::daemon_pid(cfg, "psrt-server", 1);
+    REQUIRE(victim > 0);
+    ::kill(victim, SIGKILL);
+    const auto rc = launch.wait_exit(60);
+    INFO(launch.output());
+    REQUIRE(rc);
+    REQUIRE(*rc != 0);  // killed mid-run, not after the end
+    CHECK_THAT(launch.output(), Catch::Contains("server 1 exited with code 137"));
+    CHECK(test::processes_with(cfg).empty());
+  }
+  const uint64_t common = newest_common(dir + "/ckpt");
+  INFO("newest checkpoint every server has: iteration " << common);
+  CHECK(common >= 40);
+  CHECK(common < 600);
+
+  test::Proc resume("resume", {test::bin("psrt-launch"), cfg, "--resume"});
+  const auto rc = resume.wait_exit(180);
+  INFO(resume.output());
+  REQUIRE(rc == 0);
+  CHECK_THAT(resume.output(),
+             Catch::Contains("resuming from the checkpoint of iteration " + std::to_string(common)));
+  const auto resumed = params(dir);
+  for (int w = 0; w < kWorkers; ++w) {
+    INFO("worker " << w);
+    CHECK(resumed[std::size_t(w)] == reference[0]);  // bit for bit
+  }
+}
+
+TEST_CASE("a truncated or foreign checkpoint is refused naming the file", "[integration][issue17][checkpoint]") {
+  const std::string dir = test::temp_dir("ckpt-bad");
+  const std::string cfg = job_config(dir);
+  // A real checkpoint of a short run.
+  test::Proc first("launch", {test::bin("psrt-launch"), cfg, "--set", "job.iterations=20"});
+  REQUIRE(first.wait_exit(120) == 0);
+  const auto files = list_checkpoints(dir + "/ckpt", 1);
+  REQUIRE(files.size() == 2);
+  const std::string newest = files.rbegin()->second;
+  const std::string older = files.begin()->second;
+  std::filesystem::resize_file(newest, std::filesystem::file_size(newest) - 7);
+  std::filesystem::remove(older);
+  test::Proc server("server", {test::bin("psrt-server"), "--config", cfg, "--rank", "1", "--resume"});
+  CHECK(server.wait_exit(30) == 2);
+  CHECK_THAT(server.output(), Catch::Contains(newest + " rejected: checksum mismatch"));
+
+  // The same file, intact, but under another job id.
+  test::Proc again("launch", {test::bin("psrt-launch"), cfg, "--set", "job.iterations=10"});
+  REQUIRE(again.wait_exit(120) == 0);
+  test::Proc foreign("server", {test::bin("psrt-server"), "--config", cfg, "--rank", "1", "--resume",
+                                "--set", "job.id=other"});
+  CHECK(foreign.wait_exit(30) == 2);
+  CHECK_THAT(foreign.output(), Catch::Contains("rejected: written by job 'ckpt'"));
+}
