@@ -252,6 +252,8 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
     return parse_yaml(yaml_text, where, sets, base_dir);
   } catch (const std::bad_alloc&) {
     throw ConfigError(where + ": out of memory while parsing the config (a value far too large?)");
+  } catch (const YAML::Exception& e) {  // anything yaml-cpp throws past the checks above
+    throw ConfigError(where + ": " + e.what());
   }
 }
 

@@ -142,7 +142,8 @@ std::vector<int64_t> YamlReader::get_int_list(const std::string& key, int64_t mi
 void YamlReader::reject_unknown() const {
   if (!node_.IsMap()) return;
   for (const auto& kv : node_) {
-    const std::string key = kv.first.as<std::string>();
+    // A key that is a list or a mapping (`? [a, b]: 1`) is no key of ours (found by fuzz_config).
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("<not a scalar>");
     if (used_.count(key)) continue;
     std::string value = kv.second.IsScalar() ? "'" + kv.second.Scalar() + "'" : "a " +
                         std::string(kv.second.IsMap() ? "mapping" : "list");

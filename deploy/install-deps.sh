@@ -11,6 +11,7 @@ packages=(
   libopenblas-dev zlib1g-dev
   dataset-fashion-mnist
   iproute2 gnuplot-nox
+  clang-14 libclang-rt-14-dev  # libFuzzer harnesses (tests/fuzz), built only where clang is found
 )
 
 missing=()
