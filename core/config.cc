@@ -229,7 +229,9 @@ Config parse_yaml(const std::string& yaml_text, const std::string& where,
   c.checkpoint.dir = resolve(ckpt.get_string("dir", ""), base_dir);
   c.checkpoint.every = ckpt.get_int("every", 0, 0, kMaxInt);
   c.checkpoint.every_s = ckpt.get_double("every_s", 0, 0, 1e7);
-  c.checkpoint.keep = int(ckpt.get_int("keep", 2, 1, 1000));
+  // Two at least: the servers are up to one iteration apart, so when one was killed right after
+  // writing a checkpoint the other may not have written it yet, and the one before is common.
+  c.checkpoint.keep = int(ckpt.get_int("keep", 2, 2, 1000));
   if (c.checkpoint.dir.empty() && (c.checkpoint.every > 0 || c.checkpoint.every_s > 0)) {
     ckpt.fail("dir", "must be set when checkpoint.every or checkpoint.every_s is");
   }
