@@ -29,7 +29,7 @@ void Server::on_control(const std::string& identity, PeerId from, const wire::He
         try {
           *out.mutable_membership() = coordinator_->membership();
         } catch (const std::exception& e) {
-          abort_job(std::string("cannot build the membership for this model: ") + e.what());
+          abort_job(std::string("cannot build the membership: ") + e.what());
         }
         // Servers first: a worker may send a chunk to a server the moment it knows the
         // membership, so the workers get it once every server holds its chunk table.

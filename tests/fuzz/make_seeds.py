@@ -109,6 +109,8 @@ def configs():
           b"compression: {codec: laco, density: 0.05, momentum_correction: true}\n"
           b"checkpoint: {dir: /tmp/psrt-fuzz-ckpt, every: 10, keep: 3}\n"
           b"scheduler: {mode: preemptive, priority: [3, 2, 1, 0]}\n")
+    write("config", "sets.yaml", b"--set job.id=\n--set model.hidden=[8, 4]\n--set a.b.c=1\n"
+          b"job: {iterations: 3}\n")
     write("config", "anchors.yaml", b"a: &x {servers: 1}\ncluster: *x\nmodel: {hidden: [1, 2, 3]}\n")
 
 
