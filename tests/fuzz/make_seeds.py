@@ -6,6 +6,7 @@ import os
 import struct
 import subprocess
 import sys
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -100,6 +101,27 @@ def payloads():
     write("payload", "laco_fp32", payload(1, 0, 0, 0, 4, [], [1, 2, 3, 4]))
 
 
+def checkpoint(job_id, rank, servers, workers, iteration, chunks):
+    # server/checkpoint_file.h's layout; chunks: (key, offset, params, m, v, published).
+    def floats(v):
+        return struct.pack("<Q", len(v)) + b"".join(struct.pack("<f", x) for x in v)
+    out = b"PSRTCKPT" + struct.pack("<I", 1) + struct.pack("<I", len(job_id)) + job_id
+    out += struct.pack("<IIIQI", rank, servers, workers, iteration, len(chunks))
+    for key, offset, params, m, v, published in chunks:
+        out += struct.pack("<IQQQQ", key, offset, len(params), iteration, iteration)
+        out += floats(params) + floats(m) + floats(v) + floats(published)
+    return out + struct.pack("<I", zlib.crc32(out))
+
+
+def checkpoints():
+    write("checkpoint", "sgd", checkpoint(b"ckpt", 1, 2, 3, 40, [
+        (0, 0, [0.5, -1, 2], [0.1, 0.2, 0.3], [], []),
+        (2, 1024, [1, 2, 3, 4, 5], [0, 0, 0, 0, 0], [], [])]))
+    write("checkpoint", "adam_published", checkpoint(b"job-a", 0, 1, 1, 7, [
+        (1, 0, [3, 4], [0.5, 0.5], [1e-3, 2e-3], [3, 4])]))
+    write("checkpoint", "empty", checkpoint(b"x", 0, 1, 1, 1, []))
+
+
 def configs():
     for name in sorted(os.listdir(os.path.join(ROOT, "examples"))):
         if name.endswith(".yaml"):
@@ -117,5 +139,6 @@ def configs():
 if __name__ == "__main__":
     headers()
     payloads()
+    checkpoints()
     configs()
     sys.exit(0)
