@@ -96,18 +96,30 @@ Status sys_error(const std::string& what, const std::string& path) {
   return Status::error("checkpoint " + path + ": " + what + ": " + std::strerror(errno));
 }
 
-}  // namespace
-
-std::string checkpoint_path(const std::string& dir, uint32_t rank, uint64_t iteration) {
-  char name[64];
-  std::snprintf(name, sizeof name, "server-%u-%012llu.ckpt", rank, (unsigned long long)iteration);
-  return (std::filesystem::path(dir) / name).string();
+std::string file_prefix(const std::string& job_id, uint32_t rank) {
+  std::string job = job_id;
+  for (char& ch : job) {
+    const bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                       (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
+    if (!plain) ch = '_';
+  }
+  return job + "-server-" + std::to_string(rank) + "-";
 }
 
-std::map<uint64_t, std::string> list_checkpoints(const std::string& dir, uint32_t rank) {
+}  // namespace
+
+std::string checkpoint_path(const std::string& dir, const std::string& job_id, uint32_t rank,
+                            uint64_t iteration) {
+  char digits[32];
+  std::snprintf(digits, sizeof digits, "%012llu.ckpt", (unsigned long long)iteration);
+  return (std::filesystem::path(dir) / (file_prefix(job_id, rank) + digits)).string();
+}
+
+std::map<uint64_t, std::string> list_checkpoints(const std::string& dir, const std::string& job_id,
+                                                 uint32_t rank) {
   std::map<uint64_t, std::string> out;
   std::error_code ec;
-  const std::string prefix = "server-" + std::to_string(rank) + "-";
+  const std::string prefix = file_prefix(job_id, rank);
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     const std::string name = e.path().filename().string();
     if (name.size() != prefix.size() + 12 + 5 || name.rfind(prefix, 0) != 0 ||

@@ -41,10 +41,15 @@ struct ShardSnapshot {
 
 inline constexpr uint32_t kCheckpointVersion = 1;
 
-// DIR/server-RANK-ITERATION.ckpt (iteration zero-padded, so names sort by iteration).
-std::string checkpoint_path(const std::string& dir, uint32_t rank, uint64_t iteration);
-// Server `rank`'s checkpoint files in `dir` by iteration, from their names (contents unchecked).
-std::map<uint64_t, std::string> list_checkpoints(const std::string& dir, uint32_t rank);
+// DIR/JOB-server-RANK-ITERATION.ckpt: JOB is job.id with bytes other than letters, digits, '.',
+// '_' and '-' as '_'; the iteration zero-padded, so names sort by iteration. Jobs sharing a folder
+// do not touch each other's files.
+std::string checkpoint_path(const std::string& dir, const std::string& job_id, uint32_t rank,
+                            uint64_t iteration);
+// That job's server `rank`'s checkpoint files in `dir` by iteration, from their names (contents
+// unchecked).
+std::map<uint64_t, std::string> list_checkpoints(const std::string& dir, const std::string& job_id,
+                                                 uint32_t rank);
 
 std::vector<uint8_t> encode_checkpoint(const ShardSnapshot& s);
 // Checks magic, version, CRC and every length against the bytes there; errors name `path`.

@@ -31,7 +31,7 @@ std::vector<uint64_t> Checkpointer::start() {
     throw ConfigError("checkpoint.dir: cannot create the folder '" + config_.dir +
                       "': " + ec.message());
   }
-  const auto files = list_checkpoints(config_.dir, rank_);
+  const auto files = list_checkpoints(config_.dir, job_id_, rank_);
   if (!config_.resume) {
     for (const auto& [iteration, path] : files) std::filesystem::remove(path, ec);
     if (!files.empty()) {
@@ -101,13 +101,13 @@ void Checkpointer::on_update(const ChunkState& c, const ChunkTable& table) {
                                    *c.params,  c.opt,         c.published};
   if (++p.copied < table.size()) return;
   const uint64_t iteration = c.iteration;
-  const std::string path = checkpoint_path(config_.dir, rank_, iteration);
+  const std::string path = checkpoint_path(config_.dir, job_id_, rank_, iteration);
   if (Status st = write_checkpoint(path, p.snapshot); !st) {
     spdlog::error("{}; the run carries on without it", st.message());
   } else {
     ++written_;
     spdlog::info("checkpoint of iteration {} written to {}", iteration, path);
-    const auto files = list_checkpoints(config_.dir, rank_);
+    const auto files = list_checkpoints(config_.dir, job_id_, rank_);
     std::size_t older = files.size();
     std::error_code ec;
     for (const auto& [it, old] : files) {
@@ -119,7 +119,7 @@ void Checkpointer::on_update(const ChunkState& c, const ChunkTable& table) {
 }
 
 Status Checkpointer::restore(ChunkTable& table, uint64_t iteration) {
-  const std::string path = checkpoint_path(config_.dir, rank_, iteration);
+  const std::string path = checkpoint_path(config_.dir, job_id_, rank_, iteration);
   auto s = read_checkpoint(path);
   if (!s) return s.status();
   if (Status st = check_identity(*s, path); !st) return st;
@@ -155,7 +155,7 @@ Status Checkpointer::restore(ChunkTable& table, uint64_t iteration) {
   }
   // Later checkpoints belong to the run being replaced; this run writes its own.
   std::error_code ec;
-  for (const auto& [it, later] : list_checkpoints(config_.dir, rank_)) {
+  for (const auto& [it, later] : list_checkpoints(config_.dir, job_id_, rank_)) {
     if (it > iteration) std::filesystem::remove(later, ec);
   }
   last_ = Clock::now();

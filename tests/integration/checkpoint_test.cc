@@ -63,7 +63,7 @@ std::vector<std::vector<float>> params(const std::string& dir) {
 uint64_t newest_common(const std::string& dir) {
   std::map<uint64_t, int> count;
   for (uint32_t s = 0; s < 2; ++s)
-    for (const auto& [it, path] : list_checkpoints(dir, s)) ++count[it];
+    for (const auto& [it, path] : list_checkpoints(dir, "ckpt", s)) ++count[it];
   uint64_t best = 0;
   for (const auto& [it, n] : count)
     if (n == 2) best = it;
@@ -87,7 +87,7 @@ void kill_and_resume(const Job& job) {
   {
     test::Proc launch("launch", {test::bin("psrt-launch"), cfg});
     REQUIRE(launch.wait_line("checkpoint of iteration " + std::to_string(job.kill_after) +
-                                 " written to " + dir + "/ckpt/server-1-",
+                                 " written to " + dir + "/ckpt/ckpt-server-1-",
                              120));
     const pid_t victim = test::daemon_pid(cfg, "psrt-server", 1);
     REQUIRE(victim > 0);
@@ -144,7 +144,7 @@ TEST_CASE("a truncated or foreign checkpoint is refused naming the file", "[inte
   // A real checkpoint of a short run.
   test::Proc first("launch", {test::bin("psrt-launch"), cfg, "--set", "job.iterations=20"});
   REQUIRE(first.wait_exit(120) == 0);
-  const auto files = list_checkpoints(dir + "/ckpt", 1);
+  const auto files = list_checkpoints(dir + "/ckpt", "ckpt", 1);
   REQUIRE(files.size() == 2);
   const std::string newest = files.rbegin()->second;
   const std::string older = files.begin()->second;
@@ -154,11 +154,20 @@ TEST_CASE("a truncated or foreign checkpoint is refused naming the file", "[inte
   CHECK(server.wait_exit(30) == 2);
   CHECK_THAT(server.output(), Catch::Contains(newest + " rejected: checksum mismatch"));
 
-  // The same file, intact, but under another job id.
+  // An intact file of this job copied under another job's name: its contents say whose it is.
   test::Proc again("launch", {test::bin("psrt-launch"), cfg, "--set", "job.iterations=10"});
   REQUIRE(again.wait_exit(120) == 0);
+  const std::string copy = checkpoint_path(dir + "/ckpt", "other", 1, 10);
+  std::filesystem::copy_file(list_checkpoints(dir + "/ckpt", "ckpt", 1).at(10), copy);
   test::Proc foreign("server", {test::bin("psrt-server"), "--config", cfg, "--rank", "1", "--resume",
                                 "--set", "job.id=other"});
   CHECK(foreign.wait_exit(30) == 2);
-  CHECK_THAT(foreign.output(), Catch::Contains("rejected: written by job 'ckpt'"));
+  CHECK_THAT(foreign.output(), Catch::Contains(copy + " rejected: written by job 'ckpt'"));
+  // A fresh start (no --resume) of job 'other' removes its own old files only. Alone it gives up
+  // waiting for the coordinator.
+  test::Proc fresh("server", {test::bin("psrt-server"), "--config", cfg, "--rank", "1", "--set",
+                              "job.id=other", "--set", "cluster.start_timeout_s=0.5"});
+  CHECK(fresh.wait_exit(30) == 1);
+  CHECK_FALSE(std::filesystem::exists(copy));
+  CHECK(list_checkpoints(dir + "/ckpt", "ckpt", 1).size() == 2);
 }

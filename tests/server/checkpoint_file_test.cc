@@ -97,11 +97,14 @@ TEST_CASE("checkpoint files are written atomically and listed by iteration", "[u
   auto s = sample();
   for (uint64_t it : {40u, 7u, 120u}) {
     s.iteration = it;
-    REQUIRE(write_checkpoint(checkpoint_path(dir, 1, it), s));
+    REQUIRE(write_checkpoint(checkpoint_path(dir, "job-a", 1, it), s));
   }
-  std::ofstream(dir + "/server-10-000000000040.ckpt") << "other rank";
-  std::ofstream(dir + "/server-1-000000000050.ckpt.tmp") << "a write that never finished";
-  const auto files = list_checkpoints(dir, 1);
+  CHECK(checkpoint_path(dir, "job-a", 1, 40) == dir + "/job-a-server-1-000000000040.ckpt");
+  CHECK(checkpoint_path(dir, "a/b c", 0, 7) == dir + "/a_b_c-server-0-000000000007.ckpt");
+  std::ofstream(dir + "/job-a-server-10-000000000040.ckpt") << "other rank";
+  std::ofstream(dir + "/job-b-server-1-000000000040.ckpt") << "other job";
+  std::ofstream(dir + "/job-a-server-1-000000000050.ckpt.tmp") << "a write that never finished";
+  const auto files = list_checkpoints(dir, "job-a", 1);
   REQUIRE(files.size() == 3);
   CHECK(files.begin()->first == 7);
   CHECK(files.rbegin()->first == 120);
