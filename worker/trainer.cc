@@ -78,7 +78,15 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
                      ", but this job runs " + std::to_string(total) + " iterations");
     }
     backend.resume_at(first);
-    if (rank == 0) spdlog::info("resuming from the checkpoint of iteration {}", first);
+    if (rank == 0) {
+      spdlog::info("resuming from the checkpoint of iteration {}", first);
+      if (config.compression.codec != "none") {
+        spdlog::warn("the workers' {} state (error-feedback residuals, momentum correction, "
+                     "LACO's calibration) is not checkpointed: it restarts empty, so this run will "
+                     "not match an uninterrupted one bit for bit",
+                     config.compression.codec);
+      }
+    }
   }
   if (rank == 0) {
     spdlog::info("training {} for {} iterations ({} workers x batch {}, mode {})", model.name,
