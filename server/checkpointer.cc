@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <memory>
 
+#include "core/durable_file.h"
+
 namespace psrt {
 
 namespace {
@@ -107,13 +109,7 @@ void Checkpointer::on_update(const ChunkState& c, const ChunkTable& table) {
   } else {
     ++written_;
     spdlog::info("checkpoint of iteration {} written to {}", iteration, path);
-    const auto files = list_checkpoints(config_.dir, job_id_, rank_);
-    std::size_t older = files.size();
-    std::error_code ec;
-    for (const auto& [it, old] : files) {
-      if (older-- <= std::size_t(config_.keep) || it >= iteration) break;
-      std::filesystem::remove(old, ec);
-    }
+    keep_newest_checkpoints(list_checkpoints(config_.dir, job_id_, rank_), config_.keep);
   }
   pending_.erase(iteration);
 }

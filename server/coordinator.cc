@@ -99,18 +99,19 @@ void Coordinator::set_resume_point(wire::Membership& m) const {
   const wire::Register& self_reg = registrations_.at(self());
   std::set<uint64_t> common(self_reg.checkpoints().begin(), self_reg.checkpoints().end());
   std::string have;
-  for (int s = 0; s < servers_; ++s) {
-    const wire::Register& r = registrations_.at({wire::SERVER, uint32_t(s)});
-    if (r.resume() != self_reg.resume()) {
+  // Every server, and the workers that checkpoint their compression state.
+  for (const auto& [peer, r] : registrations_) {
+    if (peer.role == wire::SERVER && r.resume() != self_reg.resume()) {
       throw std::runtime_error("server 0 was started " +
                                std::string(self_reg.resume() ? "with" : "without") +
-                               " --resume, server " + std::to_string(s) + " was not");
+                               " --resume, " + describe(peer) + " was not");
     }
+    if (peer.role != wire::SERVER && !(peer.role == wire::WORKER && r.codec_state())) continue;
     std::set<uint64_t> both;
     for (uint64_t it : r.checkpoints())
       if (common.count(it)) both.insert(it);
     common.swap(both);
-    have += (s ? "; server " : "server ") + std::to_string(s) + ": " +
+    have += (have.empty() ? "" : "; ") + describe(peer) + ": " +
             std::to_string(r.checkpoints_size()) + " checkpoint(s)" +
             (r.checkpoints_size() ? " up to iteration " +
                                         std::to_string(*std::max_element(r.checkpoints().begin(),
@@ -119,8 +120,8 @@ void Coordinator::set_resume_point(wire::Membership& m) const {
   }
   if (!self_reg.resume()) return;
   if (common.empty()) {
-    throw std::runtime_error("cannot resume: no checkpoint iteration is common to every server (" +
-                             have + ")");
+    throw std::runtime_error("cannot resume: no checkpoint iteration is common to every server "
+                             "(and worker with compression state): " + have);
   }
   m.set_resume(true);
   m.set_resume_iteration(*common.rbegin());

@@ -16,6 +16,7 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
       params_(std::move(params)),
       timeline_(timeline),
       encoder_(config.compression, model),
+      encoder_ckpt_(config, rank),
       replies_(config.compression),
       ctx_(1),
       queue_(config.scheduler.mode, config.scheduler.credit_bytes) {
@@ -37,6 +38,7 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
     }
   }
   queue_.expect_tensors(uint32_t(model.tensors.size()));
+  encoder_checkpoints_ = encoder_ckpt_.start();
   dealers_.push_back(make_dealer(ctx_, routing_id(wire::WORKER, rank)));
   dealers_[0].connect(config.cluster.coordinator);
   io_ = std::thread([this] { io_loop(); });
@@ -64,6 +66,10 @@ void PsClient::wait_for(Pred pred) {
 
 void PsClient::start() {
   wait_for([&] { return started_; });
+  const uint64_t first = start_iteration();
+  if (first > 0 && encoder_ckpt_.enabled() && !encoder_checkpoints_.empty()) {
+    if (Status st = encoder_ckpt_.restore(first, encoder_); !st) throw JobError(st.message());
+  }
 }
 
 uint64_t PsClient::start_iteration() const {

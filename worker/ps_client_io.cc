@@ -54,6 +54,12 @@ void PsClient::io_loop() {
       ti->set_layer(t.layer);
     }
     reg.mutable_register_()->set_pid(uint32_t(::getpid()));
+    reg.mutable_register_()->set_resume(config_.checkpoint.resume);
+    // Constrains the resume point only if it has something to restore.
+    reg.mutable_register_()->set_codec_state(encoder_ckpt_.enabled() &&
+                                             (!config_.checkpoint.resume ||
+                                              !encoder_checkpoints_.empty()));
+    for (uint64_t it : encoder_checkpoints_) reg.mutable_register_()->add_checkpoints(it);
     send_to(0, reg);
 
     Envelope env;

@@ -80,10 +80,10 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
     backend.resume_at(first);
     if (rank == 0) {
       spdlog::info("resuming from the checkpoint of iteration {}", first);
-      if (config.compression.codec != "none") {
+      if (config.compression.codec != "none" && config.checkpoint.every == 0) {
         spdlog::warn("the workers' {} state (error-feedback residuals, momentum correction, "
-                     "LACO's calibration) is not checkpointed: it restarts empty, so this run will "
-                     "not match an uninterrupted one bit for bit",
+                     "LACO's calibration) is checkpointed with checkpoint.every only: it restarts "
+                     "empty, so this run will not match an uninterrupted one bit for bit",
                      config.compression.codec);
       }
     }
@@ -112,6 +112,7 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
   auto steady_start = t0;
   for (uint64_t t = first; t < total; ++t) {
     if (t == warmup) steady_start = Clock::now();
+    if (t > first) client.checkpoint(t);  // the compression state after iteration t - 1
     backend.begin_iteration(t);
     if (bigdl) traced(timeline, "wait", "wait all params", [&] { client.wait_all(t); });
     for (std::size_t l = 0; l < layers; ++l) {
@@ -171,6 +172,7 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
       loss_count = 0;
     }
   }
+  if (total > first) client.checkpoint(total);
   client.wait_all(total);  // the final parameters
   const auto end = Clock::now();
   result.iterations = total;

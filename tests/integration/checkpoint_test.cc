@@ -28,12 +28,13 @@ struct Job {
   int batch;
   int train_limit;
   int kill_after;       // server 1 is killed once it wrote this iteration's checkpoint
+  std::string extra;    // more config (compression)
 };
 
 // The MLP: SGD momentum with weight decay and a learning-rate decay, several epochs (a reshuffle
 // each). vgg-small: its dropout masks, which advance every iteration, must continue too.
-const Job kMlp{"{backend: native, arch: mlp, hidden: [64, 32]}", 600, 32, 1500, 40};
-const Job kVgg{"{backend: native, arch: vgg-small, dropout: 0.5}", 40, 8, 400, 10};
+const Job kMlp{"{backend: native, arch: mlp, hidden: [64, 32]}", 600, 32, 1500, 40, ""};
+const Job kVgg{"{backend: native, arch: vgg-small, dropout: 0.5}", 40, 8, 400, 10, ""};
 
 std::string job_config(const std::string& dir, const Job& job) {
   const std::string cfg = dir + "/job.yaml";
@@ -47,7 +48,8 @@ std::string job_config(const std::string& dir, const Job& job) {
                "optimizer: {type: sgd, lr: 0.02, momentum: 0.9, weight_decay: 0.0005, "
                "lr_decay: 0.9, lr_decay_every: 50}\n"
                "scheduler: {mode: preemptive, chunk_bytes: 8192, credit_bytes: 32768}\n"
-               "checkpoint: {dir: " + dir + "/ckpt, every: " + std::to_string(kEvery) + ", keep: 2}\n");
+               "checkpoint: {dir: " + dir + "/ckpt, every: " + std::to_string(kEvery) + ", keep: 2}\n" +
+               job.extra);
   return cfg;
 }
 
@@ -131,6 +133,19 @@ void kill_and_resume(const Job& job) {
 TEST_CASE("a server killed mid-run resumes from the last common checkpoint, bit-identical (MLP)",
           "[integration][issue17][checkpoint]") {
   kill_and_resume(kMlp);
+}
+
+TEST_CASE("with compression the workers' codec state is checkpointed too, bit-identical",
+          "[integration][issue17][checkpoint]") {
+  // Error feedback with momentum correction (top-k), and LACO's calibration and density schedule.
+  Job topk = kMlp;
+  topk.iterations = 300;
+  topk.extra = "compression: {codec: topk, density: 0.05, momentum_correction: true}\n";
+  kill_and_resume(topk);
+  Job laco = kMlp;
+  laco.iterations = 300;
+  laco.extra = "compression: {codec: laco, density: 0.05, calibration_iters: 3, warmup_iters: 20}\n";
+  kill_and_resume(laco);
 }
 
 TEST_CASE("a resumed vgg-small continues its dropout masks, bit-identical",
