@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "core/durable_file.h"
 #include "server/checkpoint_file.h"
 #include "tests/integration/proc_util.h"
 
@@ -185,4 +186,27 @@ TEST_CASE("a truncated or foreign checkpoint is refused naming the file", "[inte
   CHECK(fresh.wait_exit(30) == 1);
   CHECK_FALSE(std::filesystem::exists(copy));
   CHECK(list_checkpoints(dir + "/ckpt", "ckpt", 1).size() == 2);
+}
+
+TEST_CASE("a corrupt worker checkpoint is refused naming it, and the job resumes from an older one",
+          "[integration][issue17][checkpoint]") {
+  const std::string dir = test::temp_dir("ckpt-wbad");
+  Job job = kMlp;
+  job.iterations = 20;
+  job.extra = "compression: {codec: topk, density: 0.05}\n";
+  const std::string cfg = job_config(dir, job);
+  test::Proc first("launch", {test::bin("psrt-launch"), cfg});
+  REQUIRE(first.wait_exit(120) == 0);
+  // Servers keep 2 (15, 20), workers 2 more (5 to 20).
+  REQUIRE(list_checkpoints(dir + "/ckpt", "ckpt", 0).size() == 2);
+  const auto mine = list_checkpoint_files(dir + "/ckpt", "ckpt", "worker", 1);
+  REQUIRE(mine.size() == 4);
+  const std::string newest = mine.at(20);
+  std::filesystem::resize_file(newest, std::filesystem::file_size(newest) - 3);
+  test::Proc resume("resume", {test::bin("psrt-launch"), cfg, "--resume"});
+  const auto rc = resume.wait_exit(120);
+  INFO(resume.output());
+  CHECK(rc == 0);
+  CHECK_THAT(resume.output(), Catch::Contains(newest + " rejected: checksum mismatch"));
+  CHECK_THAT(resume.output(), Catch::Contains("resuming from the checkpoint of iteration 15"));
 }
