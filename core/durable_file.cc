@@ -69,10 +69,12 @@ Status write_durably(const std::string& path, std::span<const uint8_t> bytes) {
 
 Result<std::vector<uint8_t>> read_whole_file(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) return Status::error(path + ": not a regular file");
+  if (!std::filesystem::is_regular_file(path, ec))
+    return Status::error(path + ": not a regular file");
   std::ifstream in(path, std::ios::binary);
   if (!in) return Status::error(path + ": cannot open");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   if (in.bad()) return Status::error(path + ": read error");
   return bytes;
 }

@@ -51,14 +51,16 @@ std::vector<uint8_t> encode_checkpoint(const ShardSnapshot& s) {
   return w.take();
 }
 
-Result<ShardSnapshot> decode_checkpoint(const std::vector<uint8_t>& bytes, const std::string& path) {
+Result<ShardSnapshot> decode_checkpoint(const std::vector<uint8_t>& bytes,
+                                        const std::string& path) {
   auto bad = [&](const std::string& why) {
     return Status::error("checkpoint " + path + " rejected: " + why);
   };
   if (bytes.size() < sizeof kMagic + 8 || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0) {
     return bad("not a psrt checkpoint (no PSRTCKPT header)");
   }
-  ByteReader r(std::span<const uint8_t>(bytes).subspan(sizeof kMagic, bytes.size() - sizeof kMagic - 4));
+  ByteReader r(
+      std::span<const uint8_t>(bytes).subspan(sizeof kMagic, bytes.size() - sizeof kMagic - 4));
   const auto version = r.get<uint32_t>();
   if (version != kCheckpointVersion) {
     return bad("format version " + std::to_string(version) + ", this build reads version " +
@@ -80,7 +82,8 @@ Result<ShardSnapshot> decode_checkpoint(const std::vector<uint8_t>& bytes, const
   s.iteration = r.get<uint64_t>();
   const auto n = r.get<uint32_t>();
   // Each chunk takes at least 68 bytes: a count the file cannot hold is rejected unallocated.
-  if (r.failed() || n > r.left() / 68) return bad("chunk count " + std::to_string(n) + " does not fit");
+  if (r.failed() || n > r.left() / 68)
+    return bad("chunk count " + std::to_string(n) + " does not fit");
   s.chunks.resize(n);
   for (auto& c : s.chunks) {
     c.key = r.get<uint32_t>();
@@ -101,7 +104,8 @@ Result<ShardSnapshot> decode_checkpoint(const std::vector<uint8_t>& bytes, const
 
 Status write_checkpoint(const std::string& path, const ShardSnapshot& s) {
   const std::vector<uint8_t> bytes = encode_checkpoint(s);
-  if (Status st = write_durably(path, bytes); !st) return Status::error("checkpoint " + st.message());
+  if (Status st = write_durably(path, bytes); !st)
+    return Status::error("checkpoint " + st.message());
   return Status::ok();
 }
 

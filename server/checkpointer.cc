@@ -59,9 +59,8 @@ std::vector<uint64_t> Checkpointer::start() {
     usable.push_back(iteration);
   }
   if (usable.empty()) {
-    throw ConfigError("--resume: no usable checkpoint of server " + std::to_string(rank_) +
-                      " in " + config_.dir +
-                      (first_error.empty() ? std::string() : ": " + first_error));
+    throw ConfigError("--resume: no usable checkpoint of server " + std::to_string(rank_) + " in " +
+                      config_.dir + (first_error.empty() ? std::string() : ": " + first_error));
   }
   spdlog::info("checkpoints of server {} in {}: iterations {} to {} ({} usable)", rank_,
                config_.dir, usable.front(), usable.back(), usable.size());
@@ -84,7 +83,8 @@ bool Checkpointer::wanted(uint64_t iteration) {
   // The first chunk to reach an iteration decides for all of them.
   bool yes = config_.every > 0 && iteration % uint64_t(config_.every) == 0;
   const auto now = Clock::now();
-  if (config_.every_s > 0 && now - last_ >= std::chrono::duration<double>(config_.every_s)) yes = true;
+  if (config_.every_s > 0 && now - last_ >= std::chrono::duration<double>(config_.every_s))
+    yes = true;
   if (yes) last_ = now;
   wanted_[iteration] = yes;
   // A server's chunks are never more than one iteration apart.
@@ -131,7 +131,9 @@ Status Checkpointer::restore(ChunkTable& table, uint64_t iteration) {
   for (uint32_t i = 0; i < table.size(); ++i) {
     ChunkSnapshot& k = s->chunks[i];
     ChunkState& c = table.at(i);
-    const auto sized = [&](const std::vector<float>& v) { return v.empty() || v.size() == c.desc.length; };
+    const auto sized = [&](const std::vector<float>& v) {
+      return v.empty() || v.size() == c.desc.length;
+    };
     if (k.key != c.desc.key || k.offset != c.desc.offset || k.length != c.desc.length ||
         k.iteration != iteration || !sized(k.opt.m) || !sized(k.opt.v) || !sized(k.published)) {
       return bad("chunk " + std::to_string(i) + " is (" + std::to_string(k.key) + ", " +

@@ -50,9 +50,10 @@ std::vector<uint64_t> EncoderCheckpointer::start() {
   }
   if (usable.empty()) {
     // The job can still resume from the servers' checkpoints, just not bit for bit.
-    spdlog::warn("--resume: no usable checkpoint of this worker's compression state in {}{}; it "
-                 "restarts empty, so the run will not match an uninterrupted one bit for bit",
-                 config_.dir, first_error.empty() ? std::string() : " (" + first_error + ")");
+    spdlog::warn(
+        "--resume: no usable checkpoint of this worker's compression state in {}{}; it "
+        "restarts empty, so the run will not match an uninterrupted one bit for bit",
+        config_.dir, first_error.empty() ? std::string() : " (" + first_error + ")");
   }
   return usable;
 }

@@ -24,12 +24,12 @@ constexpr int kWorkers = 3;
 constexpr int kEvery = 5;  // checkpoint.every
 
 struct Job {
-  std::string model;    // the `model:` mapping
+  std::string model;  // the `model:` mapping
   int iterations;
   int batch;
   int train_limit;
-  int kill_after;       // server 1 is killed once it wrote this iteration's checkpoint
-  std::string extra;    // more config (compression)
+  int kill_after;     // server 1 is killed once it wrote this iteration's checkpoint
+  std::string extra;  // more config (compression)
 };
 
 // The MLP: SGD momentum with weight decay and a learning-rate decay, several epochs (a reshuffle
@@ -40,17 +40,24 @@ const Job kVgg{"{backend: native, arch: vgg-small, dropout: 0.5}", 40, 8, 400, 1
 std::string job_config(const std::string& dir, const Job& job) {
   const std::string cfg = dir + "/job.yaml";
   test::write_file(
-      cfg, "job: {id: ckpt, iterations: " + std::to_string(job.iterations) + ", batch_size: " +
-               std::to_string(job.batch) + ", seed: 11, log_every: 0, evaluate: false, "
-               "dump_params: '" + dir + "/params-{rank}.bin'}\n"
+      cfg, "job: {id: ckpt, iterations: " + std::to_string(job.iterations) +
+               ", batch_size: " + std::to_string(job.batch) +
+               ", seed: 11, log_every: 0, evaluate: false, "
+               "dump_params: '" +
+               dir +
+               "/params-{rank}.bin'}\n"
                "cluster: {servers: 2, workers: 3, heartbeat_s: 0.2, peer_timeout_s: 5}\n"
-               "model: " + job.model + "\n"
-               "data: {train_limit: " + std::to_string(job.train_limit) + "}\n"
+               "model: " +
+               job.model +
+               "\n"
+               "data: {train_limit: " +
+               std::to_string(job.train_limit) +
+               "}\n"
                "optimizer: {type: sgd, lr: 0.02, momentum: 0.9, weight_decay: 0.0005, "
                "lr_decay: 0.9, lr_decay_every: 50}\n"
                "scheduler: {mode: preemptive, chunk_bytes: 8192, credit_bytes: 32768}\n"
-               "checkpoint: {dir: " + dir + "/ckpt, every: " + std::to_string(kEvery) + ", keep: 2}\n" +
-               job.extra);
+               "checkpoint: {dir: " +
+               dir + "/ckpt, every: " + std::to_string(kEvery) + ", keep: 2}\n" + job.extra);
   return cfg;
 }
 
@@ -114,8 +121,8 @@ void kill_and_resume(const Job& job) {
   const auto rc = resume.wait_exit(180);
   INFO(resume.output());
   REQUIRE(rc == 0);
-  CHECK_THAT(resume.output(),
-             Catch::Contains("resuming from the checkpoint of iteration " + std::to_string(common)));
+  CHECK_THAT(resume.output(), Catch::Contains("resuming from the checkpoint of iteration " +
+                                              std::to_string(common)));
   const auto resumed = params(dir);
   for (int w = 0; w < kWorkers; ++w) {
     const auto& got = resumed[std::size_t(w)];
@@ -145,7 +152,8 @@ TEST_CASE("with compression the workers' codec state is checkpointed too, bit-id
   kill_and_resume(topk);
   Job laco = kMlp;
   laco.iterations = 300;
-  laco.extra = "compression: {codec: laco, density: 0.05, calibration_iters: 3, warmup_iters: 20}\n";
+  laco.extra =
+      "compression: {codec: laco, density: 0.05, calibration_iters: 3, warmup_iters: 20}\n";
   kill_and_resume(laco);
 }
 
@@ -154,7 +162,8 @@ TEST_CASE("a resumed vgg-small continues its dropout masks, bit-identical",
   kill_and_resume(kVgg);
 }
 
-TEST_CASE("a truncated or foreign checkpoint is refused naming the file", "[integration][issue17][checkpoint]") {
+TEST_CASE("a truncated or foreign checkpoint is refused naming the file",
+          "[integration][issue17][checkpoint]") {
   const std::string dir = test::temp_dir("ckpt-bad");
   const std::string cfg = job_config(dir, kMlp);
   // A real checkpoint of a short run.
@@ -166,7 +175,8 @@ TEST_CASE("a truncated or foreign checkpoint is refused naming the file", "[inte
   const std::string older = files.begin()->second;
   std::filesystem::resize_file(newest, std::filesystem::file_size(newest) - 7);
   std::filesystem::remove(older);
-  test::Proc server("server", {test::bin("psrt-server"), "--config", cfg, "--rank", "1", "--resume"});
+  test::Proc server("server",
+                    {test::bin("psrt-server"), "--config", cfg, "--rank", "1", "--resume"});
   CHECK(server.wait_exit(30) == 2);
   CHECK_THAT(server.output(), Catch::Contains(newest + " rejected: checksum mismatch"));
 
@@ -175,8 +185,8 @@ TEST_CASE("a truncated or foreign checkpoint is refused naming the file", "[inte
   REQUIRE(again.wait_exit(120) == 0);
   const std::string copy = checkpoint_path(dir + "/ckpt", "other", 1, 10);
   std::filesystem::copy_file(list_checkpoints(dir + "/ckpt", "ckpt", 1).at(10), copy);
-  test::Proc foreign("server", {test::bin("psrt-server"), "--config", cfg, "--rank", "1", "--resume",
-                                "--set", "job.id=other"});
+  test::Proc foreign("server", {test::bin("psrt-server"), "--config", cfg, "--rank", "1",
+                                "--resume", "--set", "job.id=other"});
   CHECK(foreign.wait_exit(30) == 2);
   CHECK_THAT(foreign.output(), Catch::Contains(copy + " rejected: written by job 'ckpt'"));
   // A fresh start (no --resume) of job 'other' removes its own old files only. Alone it gives up

@@ -59,7 +59,8 @@ TEST_CASE("a checkpoint round-trips through its encoding", "[unit][checkpoint]")
   require_equal(*back, s);
 }
 
-TEST_CASE("every truncation and every flipped byte of a checkpoint is rejected", "[unit][checkpoint]") {
+TEST_CASE("every truncation and every flipped byte of a checkpoint is rejected",
+          "[unit][checkpoint]") {
   const auto bytes = encode_checkpoint(sample());
   for (std::size_t n = 0; n < bytes.size(); ++n) {
     auto cut = std::vector<uint8_t>(bytes.begin(), bytes.begin() + std::ptrdiff_t(n));
