@@ -69,14 +69,18 @@ std::vector<std::vector<float>> params(const std::string& dir) {
   return out;
 }
 
-// The newest iteration for which every server has a checkpoint file.
-uint64_t newest_common(const std::string& dir) {
+// The newest iteration for which every server (and with compression every worker, which
+// checkpoints its codec state) has a checkpoint file.
+uint64_t newest_common(const std::string& dir, bool workers) {
   std::map<uint64_t, int> count;
   for (uint32_t s = 0; s < 2; ++s)
     for (const auto& [it, path] : list_checkpoints(dir, "ckpt", s)) ++count[it];
+  for (uint32_t w = 0; workers && w < kWorkers; ++w)
+    for (const auto& [it, path] : list_checkpoint_files(dir, "ckpt", "worker", w)) ++count[it];
+  const int all = 2 + (workers ? kWorkers : 0);
   uint64_t best = 0;
   for (const auto& [it, n] : count)
-    if (n == 2) best = it;
+    if (n == all) best = it;
   return best;
 }
 
@@ -112,8 +116,10 @@ void kill_and_resume(const Job& job) {
   // At most the iterations since the last checkpoint every server completed are lost: server 1
   // wrote kill_after; the other server is at most one iteration behind it, so it completed the
   // checkpoint before (kill_after - every) at least, maybe kill_after too.
-  const uint64_t common = newest_common(dir + "/ckpt");
-  INFO("newest checkpoint every server has: iteration " << common);
+  // A worker writes its file after its last push of the iteration before, so a server may have
+  // written one that a worker, stopped in between, has not.
+  const uint64_t common = newest_common(dir + "/ckpt", !job.extra.empty());
+  INFO("newest checkpoint every process has: iteration " << common);
   CHECK(common + kEvery >= uint64_t(job.kill_after));
   CHECK(common < uint64_t(job.iterations));
 
