@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "compress/moments.h"
+#include "core/byte_io.h"
 #include "core/status.h"
 
 namespace psrt::compress {
@@ -95,6 +96,15 @@ class Codec {
 
   // Counters of a state made by this codec.
   virtual EncodeStats stats(const CodecState& state) const = 0;
+
+  // Checkpoints: what `state` carries from one encode to the next (residuals, momentum, LACO's
+  // calibration), without scratch or counters. load_state() restores it into a state this codec
+  // made for the same tensor; an error (and the state unusable) when the bytes do not fit it.
+  // Default: nothing to carry.
+  virtual void save_state(const CodecState& /*state*/, ByteWriter& /*out*/) const {}
+  virtual Status load_state(CodecState& /*state*/, ByteReader& /*in*/) const {
+    return Status::ok();
+  }
 };
 
 }  // namespace psrt::compress

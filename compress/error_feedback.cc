@@ -77,6 +77,27 @@ Status ErrorFeedback::encode(CodecState& state, const ChunkInput& chunk,
   return Status::ok();
 }
 
+void ErrorFeedback::save_state(const CodecState& state, ByteWriter& out) const {
+  const auto& s = dynamic_cast<const ResidualState&>(state);
+  out.floats(s.residual_);
+  out.floats(s.momentum_);
+  inner_->save_state(*s.inner_, out);
+}
+
+Status ErrorFeedback::load_state(CodecState& state, ByteReader& in) const {
+  auto* s = dynamic_cast<ResidualState*>(&state);
+  if (s == nullptr) return Status::error("error feedback: state made by another codec");
+  std::vector<float> residual, momentum;
+  if (!in.floats(residual, s->residual_.size()) || residual.size() != s->residual_.size() ||
+      !in.floats(momentum, s->momentum_.size()) || momentum.size() != s->momentum_.size()) {
+    return Status::error("error feedback: the saved residual does not fit this tensor (" +
+                         std::to_string(s->residual_.size()) + " elements)");
+  }
+  s->residual_ = std::move(residual);
+  s->momentum_ = std::move(momentum);
+  return inner_->load_state(*s->inner_, in);
+}
+
 EncodeStats ErrorFeedback::stats(const CodecState& state) const {
   const auto* s = dynamic_cast<const ResidualState*>(&state);
   return s != nullptr ? inner_->stats(*s->inner_) : EncodeStats{};

@@ -45,6 +45,8 @@ class ErrorFeedback final : public Codec {
     inner_->finish_aggregate(sum, num_payloads);
   }
   EncodeStats stats(const CodecState& state) const override;
+  void save_state(const CodecState& state, ByteWriter& out) const override;
+  Status load_state(CodecState& state, ByteReader& in) const override;
 
   const Codec& inner() const { return *inner_; }
   float momentum() const { return momentum_; }

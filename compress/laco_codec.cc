@@ -169,4 +169,21 @@ Status LacoCodec::decode_accumulate(std::span<const uint8_t> payload, std::span<
 
 EncodeStats LacoCodec::stats(const CodecState& state) const { return basic_stats(state); }
 
+void LacoCodec::save_state(const CodecState& state, ByteWriter& out) const {
+  const auto& s = dynamic_cast<const LacoState&>(state);
+  s.histogram_.save(out);
+  out.put<int64_t>(s.recorded_iteration_);
+  out.put<double>(s.correction_);
+}
+
+Status LacoCodec::load_state(CodecState& state, ByteReader& in) const {
+  auto* s = dynamic_cast<LacoState*>(&state);
+  if (s == nullptr) return Status::error("laco: state made by another codec");
+  const bool ok = s->histogram_.load(in);
+  s->recorded_iteration_ = in.get<int64_t>();
+  s->correction_ = in.get<double>();
+  if (!ok || in.failed()) return Status::error("laco: the saved calibration is truncated");
+  return Status::ok();
+}
+
 }  // namespace psrt::compress

@@ -39,6 +39,8 @@ class LacoCodec final : public Codec {
   Status subtract_sent(const CodecState& state, std::span<const uint8_t> payload,
                        std::span<float> residual) const override;
   EncodeStats stats(const CodecState& state) const override;
+  void save_state(const CodecState& state, ByteWriter& out) const override;
+  Status load_state(CodecState& state, ByteReader& in) const override;
 
   // The alpha a state currently uses at `iteration` (0 during calibration and for dense tensors).
   double alpha(const CodecState& state, int64_t iteration) const;

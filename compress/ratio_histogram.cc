@@ -67,4 +67,14 @@ double RatioHistogram::alpha_for(double density) const {
   return 0.0;
 }
 
+void RatioHistogram::save(ByteWriter& out) const {
+  out.put<uint64_t>(total_);
+  out.bytes(counts_.data(), sizeof counts_);
+}
+
+bool RatioHistogram::load(ByteReader& in) {
+  total_ = in.get<uint64_t>();
+  return in.take(counts_.data(), sizeof counts_);
+}
+
 }  // namespace psrt::compress

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <span>
 
+#include "core/byte_io.h"
+
 namespace psrt::compress {
 
 class RatioHistogram {
@@ -21,6 +23,9 @@ class RatioHistogram {
   // The ratio alpha above which a fraction `density` of the recorded elements lies. 0 when empty
   // or density >= 1.
   double alpha_for(double density) const;
+  // Checkpoints (Codec::save_state).
+  void save(ByteWriter& out) const;
+  bool load(ByteReader& in);
 
  private:
   std::array<uint64_t, kBins> counts_{};

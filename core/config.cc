@@ -16,6 +16,10 @@ namespace psrt {
 namespace {
 
 constexpr int64_t kMaxInt = 1ll << 40;
+constexpr std::size_t kMaxJobId = 128;
+constexpr int64_t kMaxHidden = 1 << 16;
+constexpr int64_t kMaxModelWeights = 1ll << 30;  // 4 GiB of fp32
+constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;
 
 void apply_set(YAML::Node& root, const std::string& set, const std::string& where) {
   const auto eq = set.find('=');
@@ -83,8 +87,10 @@ PlacementConfig parse_placement(const YamlReader& r, const std::string& base_dir
 
 }  // namespace
 
-Config parse_config(const std::string& yaml_text, const std::string& where,
-                    const std::vector<std::string>& sets, const std::string& base_dir) {
+namespace {
+
+Config parse_yaml(const std::string& yaml_text, const std::string& where,
+                  const std::vector<std::string>& sets, const std::string& base_dir) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -143,6 +149,15 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
   const YamlReader job = top.child("job");
   c.job.id = job.get_string("id", c.job.id);
   if (c.job.id.empty()) job.fail("id", "must not be empty");
+  if (c.job.id.size() > kMaxJobId) {
+    job.fail("id", "is " + std::to_string(c.job.id.size()) + " bytes; at most " +
+                       std::to_string(kMaxJobId) + " allowed");
+  }
+  for (char ch : c.job.id) {
+    if (ch < 0x21 || ch > 0x7e) {
+      job.fail("id", "may hold printable ASCII only (no spaces, control or non-ASCII bytes)");
+    }
+  }
   c.job.iterations = job.get_int("iterations", 0, 0, kMaxInt);
   c.job.epochs = job.get_double("epochs", c.job.epochs, 0, 1e6);
   if (c.job.iterations == 0 && c.job.epochs <= 0) {
@@ -163,7 +178,18 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
   c.model.arch = model.get_choice("arch", "mlp", {"mlp", "lenet5", "vgg-small"});
   if (model.has("hidden")) {
     c.model.hidden.clear();
-    for (auto h : model.get_int_list("hidden", 1, 1 << 20)) c.model.hidden.push_back(int(h));
+    for (auto h : model.get_int_list("hidden", 1, kMaxHidden)) c.model.hidden.push_back(int(h));
+    // Bound the fully connected weights before anyone allocates them (784 inputs, 10 classes).
+    double weights = 0, in = 784;
+    for (int h : c.model.hidden) {
+      weights += in * h;
+      in = h;
+    }
+    weights += in * 10;
+    if (weights > double(kMaxModelWeights)) {
+      model.fail("hidden", "these layer sizes make " + std::to_string(int64_t(weights)) +
+                               " weights; at most " + std::to_string(kMaxModelWeights) + " allowed");
+    }
   } else {
     model.mark_used("hidden");
   }
@@ -247,6 +273,20 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
 
   parse_security_and_limits(top, c, [&](const std::string& p) { return resolve(p, base_dir); });
   c.placement = parse_placement(top.child("placement"), base_dir);
+  const YamlReader ckpt = top.child("checkpoint");
+  c.checkpoint.dir = resolve(ckpt.get_string("dir", ""), base_dir);
+  c.checkpoint.every = ckpt.get_int("every", 0, 0, kMaxInt);
+  c.checkpoint.every_s = ckpt.get_double("every_s", 0, 0, 1e7);
+  // Two at least: the servers are up to one iteration apart, so when one was killed right after
+  // writing a checkpoint the other may not have written it yet, and the one before is common.
+  c.checkpoint.keep = int(ckpt.get_int("keep", 2, 2, 1000));
+  if (c.checkpoint.dir.empty() && (c.checkpoint.every > 0 || c.checkpoint.every_s > 0)) {
+    ckpt.fail("dir", "must be set when checkpoint.every or checkpoint.every_s is");
+  }
+  if (!c.checkpoint.dir.empty() && c.checkpoint.every == 0 && c.checkpoint.every_s == 0) {
+    ckpt.fail("every", "checkpoint.dir is set but neither every nor every_s is > 0");
+  }
+  ckpt.reject_unknown();
 
   c.log_level = top.get_choice("log_level", "info", {"trace", "debug", "info", "warn", "error"});
   c.timeline = top.get_string("timeline", "");
@@ -254,10 +294,38 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
   return c;
 }
 
+}  // namespace
+
+Config parse_config(const std::string& yaml_text, const std::string& where,
+                    const std::vector<std::string>& sets, const std::string& base_dir) {
+  try {
+    return parse_yaml(yaml_text, where, sets, base_dir);
+  } catch (const std::bad_alloc&) {
+    throw ConfigError(where + ": out of memory while parsing the config (a value far too large?)");
+  } catch (const YAML::Exception& e) {  // anything yaml-cpp throws past the checks above
+    throw ConfigError(where + ": " + e.what());
+  }
+}
+
 Config load_config(const std::string& path, const std::vector<std::string>& sets) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw ConfigError(path + ": is a directory, not a config file");
+  }
   std::ifstream in(path);
   if (!in) throw ConfigError(path + ": cannot open config file");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > kMaxConfigBytes) {
+    throw ConfigError(path + ": " + std::to_string(size) + " bytes; a config file may hold at most " +
+                      std::to_string(kMaxConfigBytes) + " bytes");
+  }
+  std::string text(kMaxConfigBytes + 1, '\0');  // bounded, also for a pipe or a device
+  in.read(text.data(), std::streamsize(text.size()));
+  text.resize(std::size_t(in.gcount()));
+  if (text.size() > kMaxConfigBytes) {
+    throw ConfigError(path + ": more than " + std::to_string(kMaxConfigBytes) +
+                      " bytes; a config file may hold at most that");
+  }
   const auto dir = std::filesystem::path(path).parent_path().string();
   return parse_config(text, path, sets, dir.empty() ? "." : dir);
 }

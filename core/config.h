@@ -129,6 +129,15 @@ struct PlacementConfig {
   DeviceSet devices;                  // from `devices`, `link`, `server_link`, `link_pairs`
 };
 
+// Server checkpoints (README "Checkpoints"); off while `dir` is empty.
+struct CheckpointConfig {
+  std::string dir;      // each server writes server-RANK-ITERATION.ckpt here
+  int64_t every = 0;    // every N iterations (0: not by count)
+  double every_s = 0;   // and/or at the first iteration after N seconds (0: not by time)
+  int keep = 2;         // newest checkpoints kept per server
+  bool resume = false;  // not a YAML key: the daemons' --resume
+};
+
 struct Config {
   std::string source;  // the file it came from
   ClusterConfig cluster;
@@ -142,6 +151,7 @@ struct Config {
   SecurityConfig security;
   LimitsConfig limits;
   PlacementConfig placement;
+  CheckpointConfig checkpoint;
   std::string log_level = "info";
   std::string timeline;  // Chrome trace output path prefix; empty: off
 };

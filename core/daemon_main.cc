@@ -19,8 +19,11 @@ int daemon_main(int argc, char** argv, const std::string& role,
   DaemonArgs args;
   int rank_flag = -1;
   app.add_option("-c,--config", args.config_path, "job configuration (YAML)")->required();
-  app.add_option("-r,--rank", rank_flag,
-                 "rank (default: PSRT_RANK, RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, else 0)");
+  auto* rank_opt = app.add_option(
+      "-r,--rank", rank_flag,
+      "rank (default: PSRT_RANK, RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, else 0)");
+  app.add_flag("--resume", args.resume,
+               "restart from the newest checkpoint every server has (checkpoint.dir)");
   app.add_option("-s,--set", args.sets, "override a config key: a.b=value (repeatable)");
   try {
     app.parse(argc, argv);
@@ -33,15 +36,22 @@ int daemon_main(int argc, char** argv, const std::string& role,
     if (!env_role.empty() && env_role != role) {
       throw ConfigError("PSRT_ROLE=" + env_role + " but this is psrt-" + role);
     }
+    if (rank_opt->count() > 0 && rank_flag < 0) {
+      throw ConfigError("--rank " + std::to_string(rank_flag) + ": must be a non-negative integer");
+    }
     args.rank = resolve_rank(rank_flag).value_or(0);
     // The environment's cluster addresses (a cluster manager sets them) come before --set.
     std::vector<std::string> sets = cluster_sets_from_env();
     sets.insert(sets.end(), args.sets.begin(), args.sets.end());
-    const Config config = load_config(args.config_path, sets);
+    Config config = load_config(args.config_path, sets);
     const int count = role == "server" ? config.cluster.servers : config.cluster.workers;
     if (args.rank >= count) {
       throw ConfigError(role + " rank " + std::to_string(args.rank) + " is outside the job: " +
                         config.source + " has cluster." + role + "s = " + std::to_string(count));
+    }
+    config.checkpoint.resume = args.resume;
+    if (args.resume && config.checkpoint.dir.empty()) {
+      throw ConfigError("--resume: checkpoint.dir is not set in " + args.config_path);
     }
     init_logging(role, args.rank, config.log_level);
     body(config, args);

@@ -14,6 +14,7 @@ struct DaemonArgs {
   std::string config_path;
   std::vector<std::string> sets;
   int rank = 0;
+  bool resume = false;  // --resume: restart from the last common checkpoint
 };
 
 // Parses argv, loads the config, sets up logging and BLAS threads, and runs `body`. Returns the

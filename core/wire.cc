@@ -167,6 +167,9 @@ bool parse_routing_id(const std::string& id, wire::Role& role, uint32_t& rank) {
   }
   const char* first = id.data() + 1;
   const char* last = id.data() + id.size();
+  // Canonical digits only: "w06" would otherwise be a second identity for worker 6 (found by
+  // tests/fuzz/fuzz_header).
+  if (*first == '0' && id.size() > 2) return false;
   auto [ptr, ec] = std::from_chars(first, last, rank);
   return ec == std::errc() && ptr == last;
 }

@@ -1,6 +1,7 @@
 #include "core/yaml_reader.h"
 
 #include <cmath>
+#include <set>
 
 #include "core/status.h"
 
@@ -12,6 +13,21 @@ YamlReader::YamlReader(YAML::Node node, std::string path, std::string where)
     throw ConfigError(where_ + ": " + (path_.empty() ? std::string("document") : path_) +
                       " must be a mapping");
   }
+  // yaml-cpp keeps both entries of a repeated key and reads the first: refuse it instead.
+  if (!node_.IsMap()) return;
+  std::set<std::string> seen;
+  for (const auto& kv : node_) {
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("<not a scalar>");
+    if (!seen.insert(key).second) fail(key, "appears twice in this mapping; keep one");
+  }
+}
+
+std::optional<YAML::Node> YamlReader::value(const std::string& key) const {
+  used_.insert(key);
+  if (!node_.IsMap() || !node_[key]) return std::nullopt;
+  const YAML::Node v = node_[key];
+  if (v.IsNull()) fail(key, "has no value (leave the key out for its default)");
+  return v;
 }
 
 std::string YamlReader::full(const std::string& key) const {
@@ -34,10 +50,14 @@ YamlReader YamlReader::child(const std::string& key) const {
 }
 
 std::string YamlReader::get_string(const std::string& key, const std::string& fallback) const {
-  used_.insert(key);
-  if (!has(key)) return fallback;
-  const YAML::Node v = node_[key];
+  const auto found = value(key);
+  if (!found) return fallback;
+  const YAML::Node& v = *found;
   if (!v.IsScalar()) fail(key, "must be a string");
+  if (v.Scalar().size() > kMaxStringBytes) {
+    fail(key, "a string of " + std::to_string(v.Scalar().size()) + " bytes; at most " +
+                  std::to_string(kMaxStringBytes) + " allowed");
+  }
   return v.Scalar();
 }
 
@@ -53,9 +73,9 @@ std::string YamlReader::get_choice(const std::string& key, const std::string& fa
 
 int64_t YamlReader::get_int(const std::string& key, int64_t fallback, int64_t min,
                             int64_t max) const {
-  used_.insert(key);
-  if (!has(key)) return fallback;
-  const YAML::Node v = node_[key];
+  const auto found = value(key);
+  if (!found) return fallback;
+  const YAML::Node& v = *found;
   int64_t x = 0;
   if (!v.IsScalar() || !YAML::convert<int64_t>::decode(v, x)) {
     fail(key, "'" + (v.IsScalar() ? v.Scalar() : std::string("<not a scalar>")) +
@@ -70,9 +90,9 @@ int64_t YamlReader::get_int(const std::string& key, int64_t fallback, int64_t mi
 
 double YamlReader::get_double(const std::string& key, double fallback, double min,
                               double max) const {
-  used_.insert(key);
-  if (!has(key)) return fallback;
-  const YAML::Node v = node_[key];
+  const auto found = value(key);
+  if (!found) return fallback;
+  const YAML::Node& v = *found;
   double x = 0;
   if (!v.IsScalar() || !YAML::convert<double>::decode(v, x) || !std::isfinite(x)) {
     fail(key, "'" + (v.IsScalar() ? v.Scalar() : std::string("<not a scalar>")) +
@@ -86,9 +106,9 @@ double YamlReader::get_double(const std::string& key, double fallback, double mi
 }
 
 bool YamlReader::get_bool(const std::string& key, bool fallback) const {
-  used_.insert(key);
-  if (!has(key)) return fallback;
-  const YAML::Node v = node_[key];
+  const auto found = value(key);
+  if (!found) return fallback;
+  const YAML::Node& v = *found;
   bool b = false;
   if (!v.IsScalar() || !YAML::convert<bool>::decode(v, b)) {
     fail(key, "'" + (v.IsScalar() ? v.Scalar() : std::string("<not a scalar>")) +
@@ -99,11 +119,15 @@ bool YamlReader::get_bool(const std::string& key, bool fallback) const {
 
 std::vector<int64_t> YamlReader::get_int_list(const std::string& key, int64_t min,
                                               int64_t max) const {
-  used_.insert(key);
   std::vector<int64_t> out;
-  if (!has(key)) return out;
-  const YAML::Node v = node_[key];
+  const auto found = value(key);
+  if (!found) return out;
+  const YAML::Node& v = *found;
   if (!v.IsSequence()) fail(key, "must be a list of integers");
+  if (v.size() > kMaxListLength) {
+    fail(key, "a list of " + std::to_string(v.size()) + " entries; at most " +
+                  std::to_string(kMaxListLength) + " allowed");
+  }
   for (std::size_t i = 0; i < v.size(); ++i) {
     int64_t x = 0;
     if (!v[i].IsScalar() || !YAML::convert<int64_t>::decode(v[i], x) || x < min || x > max) {
@@ -118,7 +142,8 @@ std::vector<int64_t> YamlReader::get_int_list(const std::string& key, int64_t mi
 void YamlReader::reject_unknown() const {
   if (!node_.IsMap()) return;
   for (const auto& kv : node_) {
-    const std::string key = kv.first.as<std::string>();
+    // A key that is a list or a mapping (`? [a, b]: 1`) is no key of ours (found by fuzz_config).
+    const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("<not a scalar>");
     if (used_.count(key)) continue;
     std::string value = kv.second.IsScalar() ? "'" + kv.second.Scalar() + "'" : "a " +
                         std::string(kv.second.IsMap() ? "mapping" : "list");

@@ -5,6 +5,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -13,6 +14,8 @@ namespace psrt {
 
 class YamlReader {
  public:
+  static constexpr std::size_t kMaxStringBytes = 4096;  // any string value (paths included)
+  static constexpr std::size_t kMaxListLength = 4096;   // any list
   // `path` is the dotted prefix used in messages ("scheduler"); `where` names the file.
   YamlReader(YAML::Node node, std::string path, std::string where);
 
@@ -38,6 +41,9 @@ class YamlReader {
 
  private:
   const YAML::Node* find(const std::string& key) const;
+  // The key's value, marked as read; an empty node when absent; a ConfigError when present
+  // without a value (`key:` or `--set key=`).
+  std::optional<YAML::Node> value(const std::string& key) const;
 
   YAML::Node node_;
   std::string path_;

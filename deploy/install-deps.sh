@@ -12,6 +12,7 @@ packages=(
   dataset-fashion-mnist
   iproute2 gnuplot-nox
   prometheus-cpp-dev python3-yaml
+  clang-14 libclang-rt-14-dev  # libFuzzer harnesses (tests/fuzz), built only where clang is found
 )
 
 missing=()

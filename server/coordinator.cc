@@ -156,12 +156,45 @@ const wire::Membership& Coordinator::membership() {
     ci->set_length(c.length);
     ci->set_server(c.server);
   }
+  set_resume_point(m);
   membership_ = std::move(m);
   return *membership_;
 }
 
 void Coordinator::refresh(Clock::time_point now) {
   for (auto& [peer, t] : last_seen_) t = now;
+}
+
+void Coordinator::set_resume_point(wire::Membership& m) const {
+  const wire::Register& self_reg = registrations_.at(self());
+  std::set<uint64_t> common(self_reg.checkpoints().begin(), self_reg.checkpoints().end());
+  std::string have;
+  // Every server, and the workers that checkpoint their compression state.
+  for (const auto& [peer, r] : registrations_) {
+    if (peer.role == wire::SERVER && r.resume() != self_reg.resume()) {
+      throw std::runtime_error("server 0 was started " +
+                               std::string(self_reg.resume() ? "with" : "without") +
+                               " --resume, " + describe(peer) + " was not");
+    }
+    if (peer.role != wire::SERVER && !(peer.role == wire::WORKER && r.codec_state())) continue;
+    std::set<uint64_t> both;
+    for (uint64_t it : r.checkpoints())
+      if (common.count(it)) both.insert(it);
+    common.swap(both);
+    have += (have.empty() ? "" : "; ") + describe(peer) + ": " +
+            std::to_string(r.checkpoints_size()) + " checkpoint(s)" +
+            (r.checkpoints_size() ? " up to iteration " +
+                                        std::to_string(*std::max_element(r.checkpoints().begin(),
+                                                                         r.checkpoints().end()))
+                                  : std::string());
+  }
+  if (!self_reg.resume()) return;
+  if (common.empty()) {
+    throw std::runtime_error("cannot resume: no checkpoint iteration is common to every server "
+                             "(and worker with compression state): " + have);
+  }
+  m.set_resume(true);
+  m.set_resume_iteration(*common.rbegin());
 }
 
 void Coordinator::seen(PeerId peer, Clock::time_point now) {

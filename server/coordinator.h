@@ -76,6 +76,8 @@ class Coordinator {
  private:
   std::vector<PeerId> expected(const std::string& barrier) const;
   std::optional<WireError> check_worker(PeerId peer, const wire::Register& reg) const;
+  // With --resume: the newest iteration every server holds a checkpoint of (throws if none).
+  void set_resume_point(wire::Membership& m) const;
 
   int servers_;
   int workers_;

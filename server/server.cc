@@ -38,6 +38,7 @@ Server::Server(const Config& config, uint32_t rank)
       zap_(zap_handler(ctx_, curve_)),
       router_(make_router(ctx_, socket_options())),
       optimizer_(make_optimizer(config.optimizer)),
+      checkpointer_(config, rank),
       log_(config.limits.log_lines_per_s),
       error_budget_(config.limits.error_replies_per_s),
       timeline_(config.timeline, "server-" + std::to_string(rank), 1 + int(rank)),
@@ -66,6 +67,8 @@ Server::Server(const Config& config, uint32_t rank)
   last_loop_ = last_progress_ = started_at_;
   wire::Register reg;
   reg.set_address(endpoint_);
+  reg.set_resume(config.checkpoint.resume);
+  for (uint64_t it : checkpointer_.start()) reg.add_checkpoints(it);
   if (rank == 0) {
     const RegisterLimits limits{server_memory_cap(config.limits), bytes_per_element(),
                                 std::size_t(config.limits.max_string_bytes)};

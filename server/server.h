@@ -22,6 +22,7 @@
 #include "core/timeline.h"
 #include "core/transport.h"
 #include "core/wire.h"
+#include "server/checkpointer.h"
 #include "server/chunk_table.h"
 #include "server/coordinator.h"
 #include "server/optimizer.h"
@@ -91,6 +92,7 @@ class Server {
   void send_params(const std::string& identity, const ChunkState& c, uint64_t seq, bool dense);
   // compression.replies: compressed (server_replies.cc)
   void publish_initial(ChunkState& c);  // after INIT: the workers' values are the server's
+  void publish_restored(ChunkState& c);  // after a checkpoint restore: its `published` values
   void encode_reply(ChunkState& c);     // after an update, in the pool or inline
   zmq::message_t reply_frame(const ChunkState& c, bool dense, wire::Header& h) const;
   void reply_error(const std::string& identity, const wire::Header* about, const WireError& e);
@@ -114,6 +116,8 @@ class Server {
   std::unique_ptr<UpdatePool> pool_;
   std::optional<Coordinator> coordinator_;  // server 0 only
   ChunkTable chunks_;
+  Checkpointer checkpointer_;
+  bool resumed_ = false;  // chunks restored from a checkpoint: INIT values are ignored
   struct ReplyLink {
     PushQueue queue;
     std::map<uint64_t, uint64_t> unacked;  // seq -> bytes

@@ -31,7 +31,7 @@ void Server::on_control(const std::string& identity, PeerId from, const wire::He
         try {
           *out.mutable_membership() = coordinator_->membership();
         } catch (const std::exception& e) {
-          abort_job(std::string("cannot build the membership for this model: ") + e.what());
+          abort_job(std::string("cannot build the membership: ") + e.what());
         }
         // Servers first: a worker may send a chunk to a server the moment it knows the
         // membership, so the workers get it once every server holds its chunk table.
@@ -122,6 +122,13 @@ void Server::on_membership(const wire::Membership& m) {
   } catch (const std::bad_alloc&) {
     abort_job("server " + std::to_string(rank_) + " has not enough memory for its " +
               "share of the model");
+  }
+  if (m.resume()) {
+    if (Status st = checkpointer_.restore(chunks_, m.resume_iteration()); !st) abort_job(st.message());
+    resumed_ = true;
+    if (reply_codec_) {
+      for (uint32_t i = 0; i < chunks_.size(); ++i) publish_restored(chunks_.at(i));
+    }
   }
   replies_.clear();
   for (uint32_t w = 0; w < m.num_workers(); ++w) {

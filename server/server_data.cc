@@ -94,9 +94,11 @@ void Server::on_tensor(const std::string& identity, PeerId from, const wire::Hea
         reply_error(identity, &h, {ErrorCode::kBadPayload, "INIT must be one uncompressed frame"});
         return;
       }
-      std::memcpy(c->params->data(), payload[0].data(), c->desc.bytes());
-      c->initialized = true;
-      if (reply_codec_) publish_initial(*c);
+      if (!resumed_) {  // a resumed job keeps its checkpoint's values
+        std::memcpy(c->params->data(), payload[0].data(), c->desc.bytes());
+        c->initialized = true;
+        if (reply_codec_) publish_initial(*c);
+      }
       wire::Header ack = make_header(self_, wire::ACK);
       ack.set_key(h.key());
       ack.set_offset(h.offset());
@@ -275,6 +277,7 @@ void Server::complete_update(ChunkState& c) {
   c.updating = false;
   ++c.iteration;
   ++stats_.updates;
+  checkpointer_.on_update(c, chunks_);
   for (auto& m : c.pushes) m.rebuild();
   std::fill(c.arrived.begin(), c.arrived.end(), 0);
   c.arrived_count = 0;

@@ -17,6 +17,12 @@ void Server::publish_initial(ChunkState& c) {
   c.reply.reset();
 }
 
+void Server::publish_restored(ChunkState& c) {
+  std::vector<float> published = std::move(c.published);
+  publish_initial(c);  // a fresh codec state: the reply codec's own state is not checkpointed
+  if (published.size() == c.desc.length) c.published = std::move(published);
+}
+
 void Server::encode_reply(ChunkState& c) {
   const std::vector<float>& now = *c.params;
   std::vector<float> change(now.size());

@@ -34,6 +34,10 @@ class Backend {
   virtual void params_ready(std::size_t /*layer*/) {}
 
   virtual void begin_iteration(uint64_t iteration) = 0;  // loads the iteration's batch
+  // A resumed job starts at `iteration`: randomness that advances each iteration (dropout masks)
+  // moves to where an uninterrupted run would have it. The batches are a function of the
+  // iteration already (data::BatchSampler).
+  virtual void resume_at(uint64_t /*iteration*/) {}
   virtual void forward_layer(std::size_t layer) = 0;
   virtual void backward_layer(std::size_t layer) = 0;
   virtual std::optional<double> loss() const = 0;  // none for backends without a real loss

@@ -48,6 +48,36 @@ GradEncoder::GradEncoder(const CompressionConfig& config, const ModelDesc& model
 
 GradEncoder::~GradEncoder() = default;
 
+Status GradEncoder::save_state(ByteWriter& out) const {
+  out.put<uint32_t>(uint32_t(states_.size()));
+  for (std::size_t key = 0; key < states_.size(); ++key) {
+    if (where_[key] == Where::kDevice) {
+      return Status::error("tensor " + std::to_string(key) +
+                           "'s residual is on the GPU, where it is not checkpointed");
+    }
+    out.put<uint8_t>(states_[key] ? 1 : 0);
+    if (states_[key]) codec_->save_state(*states_[key], out);
+  }
+  return Status::ok();
+}
+
+Status GradEncoder::load_state(ByteReader& in) {
+  if (in.get<uint32_t>() != states_.size()) {
+    return Status::error("the saved codec state is for " + std::to_string(states_.size()) +
+                         " tensors' worth of another model");
+  }
+  for (std::size_t key = 0; key < states_.size(); ++key) {
+    const auto present = in.get<uint8_t>();
+    if (in.failed() || present > 1) return Status::error("the saved codec state is truncated");
+    if (!present) continue;
+    states_[key] = codec_->make_state(tensors_[key]);
+    where_[key] = Where::kHost;
+    if (Status st = codec_->load_state(*states_[key], in); !st) return st;
+  }
+  if (in.failed() || in.left() != 0) return Status::error("the saved codec state does not fit");
+  return Status::ok();
+}
+
 void GradEncoder::encode_at(uint32_t key, Where where) {
   if (where_[key] == where) return;
   if (where_[key] != Where::kNotYet) {

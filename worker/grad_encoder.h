@@ -27,6 +27,10 @@ class GradEncoder {
   GradEncoder& operator=(const GradEncoder&) = delete;
 
   bool compresses() const { return codec_ != nullptr; }
+  // Checkpoints: every tensor's codec state (residuals, momentum, LACO's calibration). An error
+  // for a residual kept on the GPU (encode_device), which is not checkpointed.
+  Status save_state(ByteWriter& out) const;
+  Status load_state(ByteReader& in);
   wire::Codec wire_codec() const { return wire_codec_; }
   // Encodes chunk `c` of its tensor's gradient `grad` (the whole tensor) for `iteration`.
   std::shared_ptr<const std::vector<uint8_t>> encode(const ChunkDesc& c, uint64_t iteration,

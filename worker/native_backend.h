@@ -18,6 +18,7 @@ class NativeBackend final : public Backend {
   std::span<float> param(uint32_t key) override { return net_->param(key); }
   std::span<const float> grad(uint32_t key) const override { return net_->grad(key); }
   void begin_iteration(uint64_t iteration) override;
+  void resume_at(uint64_t iteration) override { net_->skip_random_steps(iteration); }
   void forward_layer(std::size_t layer) override { net_->forward_layer(layer); }
   void backward_layer(std::size_t layer) override { net_->backward_layer(layer); }
   std::optional<double> loss() const override { return net_->loss(); }

@@ -18,6 +18,7 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
       params_(std::move(params)),
       timeline_(timeline),
       encoder_(config.compression, model),
+      encoder_ckpt_(config, rank),
       replies_(config.compression),
       metrics_(Metrics::serve(config.metrics, "worker", int(rank), config.cluster.servers + int(rank))),
       curve_(config.security.curve ? std::optional(load_curve_keys(config.security)) : std::nullopt),
@@ -43,6 +44,7 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
     }
   }
   queue_.expect_tensors(uint32_t(model.tensors.size()));
+  encoder_checkpoints_ = encoder_ckpt_.start();
   dealers_.push_back(new_dealer());
   dealers_[0].connect(config.cluster.coordinator);
   if (metrics_.enabled()) {
@@ -84,6 +86,15 @@ void PsClient::wait_for(Pred pred) {
 
 void PsClient::start() {
   wait_for([&] { return started_; });
+  const uint64_t first = start_iteration();
+  if (first > 0 && encoder_ckpt_.enabled() && !encoder_checkpoints_.empty()) {
+    if (Status st = encoder_ckpt_.restore(first, encoder_); !st) throw JobError(st.message());
+  }
+}
+
+uint64_t PsClient::start_iteration() const {
+  std::lock_guard lock(mu_);
+  return start_iteration_;
 }
 
 bool PsClient::layer_ready(uint32_t layer, uint64_t iteration) const {

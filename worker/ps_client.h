@@ -32,6 +32,7 @@
 #include "core/transport.h"
 #include "core/wire.h"
 #include "scheduler/push_queue.h"
+#include "worker/encoder_checkpoint.h"
 #include "worker/grad_encoder.h"
 #include "worker/reply_decoder.h"
 
@@ -59,6 +60,11 @@ class PsClient {
   // Registers, receives the membership, initialises the servers (worker 0), passes the start
   // barrier and asks for the first parameters. Throws JobError on timeout or abort.
   void start();
+  // The iteration training starts at: 0, or the checkpoint's when the servers resumed one.
+  uint64_t start_iteration() const;
+  // At the top of iteration `iteration` (and after the last): the worker's own checkpoint of its
+  // compression state, when this is a checkpoint iteration (EncoderCheckpointer).
+  void checkpoint(uint64_t iteration) { encoder_ckpt_.maybe_write(iteration, encoder_); }
   // Blocks until every chunk of `layer`'s tensors holds the values for `iteration`.
   void wait_layer(uint32_t layer, uint64_t iteration);
   void wait_all(uint64_t iteration);
@@ -140,6 +146,8 @@ class PsClient {
   Timeline* timeline_;
   std::vector<uint32_t> priority_;  // by tensor key
   GradEncoder encoder_;             // compute thread only
+  EncoderCheckpointer encoder_ckpt_;
+  std::vector<uint64_t> encoder_checkpoints_;  // --resume: iterations of this worker's files
   ReplyDecoder replies_;            // I/O thread (stateless)
   Metrics metrics_;
 
@@ -177,6 +185,7 @@ class PsClient {
   int64_t waiting_layer_ = -1;
   uint64_t waiting_iteration_ = 0;
   std::vector<int64_t> version_;  // by chunk id; -1: none yet
+  uint64_t start_iteration_ = 0;
   ClientStats stats_;
 
   Wakeup wakeup_;

@@ -54,6 +54,12 @@ void PsClient::io_loop() {
       ti->set_layer(t.layer);
     }
     reg.mutable_register_()->set_pid(uint32_t(::getpid()));
+    reg.mutable_register_()->set_resume(config_.checkpoint.resume);
+    // Constrains the resume point only if it has something to restore.
+    reg.mutable_register_()->set_codec_state(encoder_ckpt_.enabled() &&
+                                             (!config_.checkpoint.resume ||
+                                              !encoder_checkpoints_.empty()));
+    for (uint64_t it : encoder_checkpoints_) reg.mutable_register_()->add_checkpoints(it);
     send_to(0, reg);
 
     Envelope env;
@@ -197,9 +203,11 @@ void PsClient::on_membership(const wire::Membership& m) {
     std::lock_guard lock(mu_);
     version_.assign(shards_.chunks().size(), -1);
     have_membership_ = true;
+    start_iteration_ = m.resume() ? m.resume_iteration() : 0;
   }
   spdlog::info("membership: {} servers, {} chunks", m.num_servers(), shards_.chunks().size());
-  if (rank_ == 0) {
+  // A resumed job's servers hold their checkpoint's values: nothing to initialise.
+  if (rank_ == 0 && !m.resume()) {
     send_init();
   } else {
     send_barrier("start");

@@ -74,6 +74,23 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
   const bool on_device = !model.tensors.empty() && backend.device_grad(0) != nullptr;
 
   client.start();
+  const uint64_t first = client.start_iteration();
+  if (first > 0) {
+    if (first > total) {
+      throw JobError("the servers resumed iteration " + std::to_string(first) +
+                     ", but this job runs " + std::to_string(total) + " iterations");
+    }
+    backend.resume_at(first);
+    if (rank == 0) {
+      spdlog::info("resuming from the checkpoint of iteration {}", first);
+      if (config.compression.codec != "none" && config.checkpoint.every == 0) {
+        spdlog::warn("the workers' {} state (error-feedback residuals, momentum correction, "
+                     "LACO's calibration) is checkpointed with checkpoint.every only: it restarts "
+                     "empty, so this run will not match an uninterrupted one bit for bit",
+                     config.compression.codec);
+      }
+    }
+  }
   if (rank == 0) {
     spdlog::info("training {} for {} iterations ({} workers x batch {}, mode {})", model.name,
                  total, config.cluster.workers, config.job.batch_size,
@@ -94,12 +111,13 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
   auto window_start = t0;
   double loss_sum = 0;
   int loss_count = 0;
-  const uint64_t warmup = total > 1 ? std::max<uint64_t>(1, total / 10) : 0;
+  const uint64_t warmup = first + (total - first > 1 ? std::max<uint64_t>(1, (total - first) / 10) : 0);
   auto steady_start = t0;
   auto iteration_start = t0;
-  for (uint64_t t = 0; t < total; ++t) {
+  for (uint64_t t = first; t < total; ++t) {
     if (t == warmup) steady_start = Clock::now();
-    if (t > 0) {
+    if (t > first) {
+      client.checkpoint(t);  // the compression state after iteration t - 1
       const auto now = Clock::now();
       client.metrics().iteration(std::chrono::duration<double>(now - iteration_start).count());
       iteration_start = now;
@@ -169,7 +187,7 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
                                      : done % uint64_t(config.job.log_every);
       const double samples_per_s = double(in_window) * config.job.batch_size *
                                    config.cluster.workers / std::max(window, 1e-9);
-      const double eta = elapsed / double(done) * double(total - done);
+      const double eta = elapsed / double(done - first) * double(total - done);
       const auto lvl = rank == 0 ? spdlog::level::info : spdlog::level::debug;
       const std::string epoch =
           per_epoch > 0 ? std::to_string(t / uint64_t(per_epoch) + 1) : std::string("-");
@@ -185,6 +203,7 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
       loss_count = 0;
     }
   }
+  if (total > first) client.checkpoint(total);
   client.wait_all(total);  // the final parameters
   const auto end = Clock::now();
   result.iterations = total;

@@ -198,4 +198,44 @@ TEST_CASE("every chunk's payload decodes alone, in any order", "[compress][chunk
   }
 }
 
+TEST_CASE("a saved and reloaded state encodes the next iterations like the original",
+          "[compress][checkpoint]") {
+  const size_t n = 5000;
+  for (const char* name : testing::kAllCodecs) {
+    for (bool momentum : {false, true}) {
+      if (momentum && std::string_view(name) == "none") continue;  // config: needs a codec
+      INFO(name << (momentum ? " with momentum correction" : ""));
+      CodecConfig c = testing::config_for(name);
+      c.calibration_iters = 2;
+      c.warmup_iters = 3;
+      if (momentum) c.momentum = 0.9;
+      auto codec = testing::make(c);
+      const TensorInfo info{.num_elements = static_cast<int64_t>(n)};
+      auto original = codec->make_state(info);
+      std::vector<uint8_t> a, b;
+      for (int64_t t = 0; t < 4; ++t) {
+        const auto g = testing::gaussian(n, uint64_t(10 + t));
+        REQUIRE(codec->encode(*original, ChunkInput{.values = g, .iteration = t}, a).is_ok());
+      }
+      ByteWriter w;
+      codec->save_state(*original, w);
+      auto reloaded = codec->make_state(info);
+      const auto bytes = w.take();
+      ByteReader r(bytes);
+      REQUIRE(codec->load_state(*reloaded, r).is_ok());
+      CHECK(r.left() == 0);
+      for (int64_t t = 4; t < 10; ++t) {
+        const auto g = testing::gaussian(n, uint64_t(10 + t));
+        REQUIRE(codec->encode(*original, ChunkInput{.values = g, .iteration = t}, a).is_ok());
+        REQUIRE(codec->encode(*reloaded, ChunkInput{.values = g, .iteration = t}, b).is_ok());
+        REQUIRE(a == b);
+      }
+      // Bytes that do not fit are an error, not a crash.
+      ByteReader cut(std::span<const uint8_t>(bytes).first(bytes.size() / 2));
+      auto other = codec->make_state(info);
+      if (bytes.size() > 1) CHECK_FALSE(codec->load_state(*other, cut).is_ok());
+    }
+  }
+}
+
 }  // namespace psrt::compress

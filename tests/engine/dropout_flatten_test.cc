@@ -89,3 +89,19 @@ TEST_CASE("Flatten copies forward and backward", "[engine][flatten]") {
   layer.backward(x.data(), y.data(), r.data(), dx.data(), 2);
   CHECK(dx == r);
 }
+
+TEST_CASE("Dropout after skip_random_steps(k) draws the masks of an uninterrupted run's step k",
+          "[engine][dropout]") {
+  // A resumed job (checkpoint at iteration k) must drop what the uninterrupted job drops.
+  constexpr std::size_t kSize = 257;
+  Dropout uninterrupted("d", kSize, 0.4f), resumed("d", kSize, 0.4f), fresh("d", kSize, 0.4f);
+  for (Dropout* d : {&uninterrupted, &resumed, &fresh}) d->reseed_randomness(99);
+  std::vector<float> in(kSize, 1.0f), a(kSize), b(kSize), c(kSize);
+  for (int step = 0; step < 7; ++step) uninterrupted.forward(in.data(), a.data(), 1, true);
+  resumed.skip_random_steps(6);
+  resumed.forward(in.data(), b.data(), 1, true);
+  fresh.forward(in.data(), c.data(), 1, true);
+  CHECK(resumed.step_seed() == uninterrupted.step_seed());
+  CHECK(b == a);
+  CHECK(c != a);  // without the skip the masks differ
+}

@@ -114,3 +114,56 @@ TEST_CASE("daemons exit 2 on a bad rank variable or a role mismatch", "[integrat
   // Without --config: a usage error, exit code 2.
   CHECK(run({bin("psrt-server")}).rc == 2);
 }
+
+// Issue 17, row 5: configs that were accepted and silently wrong, or ended in "internal error".
+TEST_CASE("duplicate keys, empty ids, negative ranks, oversize values and a directory are config "
+          "errors", "[integration][exit][issue17]") {
+  const std::string dir = temp_dir("exit");
+  write_file(dir + "/ok.yaml", replay_yaml());
+  write_file(dir + "/dup.yaml", replay_yaml("cluster: {servers: 1}\ncluster: {servers: 2}\n"));
+  write_file(dir + "/dupinner.yaml", replay_yaml("cluster: {workers: 1, workers: 2}\n"));
+  write_file(dir + "/noid.yaml", "job: {id: , iterations: 1}\n");
+  write_file(dir + "/longid.yaml",
+             "job: {id: " + std::string(300, 'x') + ", iterations: 1}\nmodel: {backend: replay}\n");
+  write_file(dir + "/hugeid.yaml", "job: {id: " + std::string(5 << 20, 'x') + "}\n");
+  write_file(dir + "/hidden.yaml", "model: {hidden: [1048576, 1048576]}\n");
+  write_file(dir + "/hidden2.yaml", "model: {hidden: [60000, 60000, 60000]}\n");
+  std::string list = "scheduler: {priority: [0";
+  for (int i = 0; i < 5000; ++i) list += ", 1";
+  write_file(dir + "/list.yaml", list + "]}\n");
+  std::string big = "scheduler: {priority: [0";
+  while (big.size() < (3u << 20)) big += ", 1";
+  write_file(dir + "/biglist.yaml", big + "]}\n");
+
+  struct Case {
+    std::vector<std::string> args;
+    std::vector<std::string> names;
+  };
+  const std::vector<Case> cases = {
+      {{"--config", dir + "/dup.yaml"}, {"dup.yaml", "cluster: appears twice"}},
+      {{"--config", dir + "/dupinner.yaml"}, {"cluster.workers: appears twice"}},
+      {{"--config", dir + "/ok.yaml", "--set", "job.id="}, {"job.id: has no value"}},
+      {{"--config", dir + "/noid.yaml"}, {"job.id: has no value"}},
+      {{"--config", dir + "/ok.yaml", "--set", "job.id=''"}, {"job.id: must not be empty"}},
+      {{"--config", dir + "/ok.yaml", "--set", "job.id='a b'"}, {"job.id: may hold printable ASCII"}},
+      {{"--config", dir + "/ok.yaml", "--rank", "-1"}, {"--rank -1: must be a non-negative"}},
+      {{"--config", dir + "/longid.yaml"}, {"job.id: is 300 bytes; at most 128"}},
+      {{"--config", dir + "/hugeid.yaml"}, {"hugeid.yaml", "a config file may hold at most 1048576"}},
+      {{"--config", dir + "/hidden.yaml"}, {"model.hidden[0]", "[1, 65536]"}},
+      {{"--config", dir + "/hidden2.yaml"}, {"model.hidden: these layer sizes make"}},
+      {{"--config", dir + "/list.yaml"}, {"scheduler.priority: a list of 5001 entries; at most 4096"}},
+      {{"--config", dir + "/biglist.yaml"}, {"biglist.yaml", "at most 1048576"}},
+      {{"--config", dir}, {dir + ": is a directory, not a config file"}},
+  };
+  for (const char* daemon : {"psrt-server", "psrt-worker"}) {
+    for (const auto& c : cases) {
+      std::vector<std::string> argv{bin(daemon)};
+      argv.insert(argv.end(), c.args.begin(), c.args.end());
+      INFO(daemon << " " << c.args.back());
+      check_config_error(run(argv), c.names);
+    }
+  }
+  // psrt-launch reads the same config first.
+  check_config_error(run({bin("psrt-launch"), dir + "/dup.yaml"}), {"cluster: appears twice"});
+  check_config_error(run({bin("psrt-launch"), dir}), {"is a directory"});
+}

@@ -16,25 +16,6 @@ using namespace psrt;
 
 namespace {
 
-// Processes whose command line mentions `needle` (this job's unique config path), with their
-// command lines.
-std::vector<std::pair<pid_t, std::string>> processes_with(const std::string& needle) {
-  std::vector<std::pair<pid_t, std::string>> out;
-  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
-    const std::string name = e.path().filename().string();
-    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "cmdline", std::ios::binary);
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    for (auto& c : cmd)
-      if (c == '\0') c = ' ';
-    // Zombies have an empty command line: they are gone as processes.
-    if (cmd.find(needle) != std::string::npos && cmd.find("psrt-launch") == std::string::npos) {
-      out.emplace_back(pid_t(std::stol(name)), cmd);
-    }
-  }
-  return out;
-}
-
 std::string long_job(const std::string& dir) {
   const std::string cfg = dir + "/job.yaml";
   test::write_file(cfg,
@@ -52,13 +33,10 @@ TEST_CASE("psrt-launch stops the job when one process dies and exits non-zero", 
   const std::string cfg = long_job(dir);
   test::Proc launch("launch", {test::bin("psrt-launch"), cfg, "--grace", "3"});
   REQUIRE(launch.wait_line("training tiny", 60));
-  const auto procs = processes_with(cfg);
+  const auto procs = test::processes_with(cfg);
   INFO(launch.output());
   REQUIRE(procs.size() == 4);  // 2 servers, 2 workers
-  pid_t victim = 0;
-  for (const auto& [pid, cmd] : procs)
-    if (cmd.find("psrt-worker") != std::string::npos && cmd.find("--rank 1") != std::string::npos)
-      victim = pid;
+  const pid_t victim = test::daemon_pid(cfg, "psrt-worker", 1);
   REQUIRE(victim > 0);
   ::kill(victim, SIGKILL);
   const auto rc = launch.wait_exit(30);
@@ -66,7 +44,8 @@ TEST_CASE("psrt-launch stops the job when one process dies and exits non-zero", 
   REQUIRE(rc);
   CHECK(*rc != 0);
   CHECK_THAT(launch.output(), Catch::Contains("worker 1 exited with code 137; stopping the others"));
-  CHECK(processes_with(cfg).empty());
+  CHECK_THAT(launch.output(), !Catch::Contains("SIGKILL"));  // the others ended on SIGTERM
+  CHECK(test::processes_with(cfg).empty());
 }
 
 TEST_CASE("Ctrl-C stops every process of the job", "[integration]") {
@@ -74,13 +53,13 @@ TEST_CASE("Ctrl-C stops every process of the job", "[integration]") {
   const std::string cfg = long_job(dir);
   test::Proc launch("launch", {test::bin("psrt-launch"), cfg, "--grace", "3"});
   REQUIRE(launch.wait_line("training tiny", 60));
-  REQUIRE(processes_with(cfg).size() == 4);
+  REQUIRE(test::processes_with(cfg).size() == 4);
   launch.kill(SIGINT);
   const auto rc = launch.wait_exit(30);
   INFO(launch.output());
   CHECK(rc == 130);
   CHECK_THAT(launch.output(), Catch::Contains("stopping every process"));
-  CHECK(processes_with(cfg).empty());
+  CHECK(test::processes_with(cfg).empty());
 }
 
 TEST_CASE("psrt-launch refuses a bad config with exit code 2", "[integration]") {
@@ -128,4 +107,40 @@ TEST_CASE("psrt-launch stops before starting anything when no plan fits", "[inte
   CHECK_THAT(launch.output(), Catch::Contains("bytes missing"));
   CHECK_THAT(launch.output(), Catch::Contains("psrt-launch: placement:"));
   CHECK(processes_with(cfg).empty());
+}
+
+namespace {
+
+// The SigBlk (blocked signals) mask of a process, as /proc shows it (hex).
+std::string blocked_signals(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("SigBlk:", 0) == 0) return line.substr(line.find_first_not_of(" \t", 7));
+  }
+  return "?";
+}
+
+}  // namespace
+
+// Issue 17, row 4: the launcher blocked INT/TERM/CHLD/HUP for its signalfd and the children kept
+// that mask through exec, so every stop waited out the grace period and ended in SIGKILL.
+TEST_CASE("launched daemons block no signals and a stop ends without SIGKILL",
+          "[integration][issue17]") {
+  const std::string dir = test::temp_dir("launch");
+  const std::string cfg = long_job(dir);
+  test::Proc launch("launch", {test::bin("psrt-launch"), cfg, "--grace", "60"});
+  REQUIRE(launch.wait_line("training tiny", 60));
+  const auto procs = test::processes_with(cfg);
+  INFO(launch.output());
+  REQUIRE(procs.size() == 4);
+  for (const auto& [pid, cmd] : procs) {
+    INFO(cmd);
+    CHECK(blocked_signals(pid) == "0000000000000000");
+  }
+  launch.kill(SIGINT);
+  const auto rc = launch.wait_exit(50);  // well inside the 60 s grace: SIGTERM did it
+  INFO(launch.output());
+  CHECK(rc == 130);
+  CHECK_THAT(launch.output(), !Catch::Contains("SIGKILL"));
+  CHECK(test::processes_with(cfg).empty());
 }

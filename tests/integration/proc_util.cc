@@ -5,7 +5,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 namespace psrt::test {
@@ -77,6 +79,32 @@ std::vector<float> read_floats(const std::string& path) {
   in.seekg(0);
   in.read(reinterpret_cast<char*>(v.data()), std::streamsize(bytes));
   return v;
+}
+
+std::vector<std::pair<pid_t, std::string>> processes_with(const std::string& needle) {
+  std::vector<std::pair<pid_t, std::string>> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "cmdline", std::ios::binary);
+    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    for (auto& c : cmd)
+      if (c == '\0') c = ' ';
+    // Zombies have an empty command line: they are gone as processes.
+    if (cmd.find(needle) != std::string::npos && cmd.find("psrt-launch") == std::string::npos) {
+      out.emplace_back(pid_t(std::stol(name)), cmd);
+    }
+  }
+  return out;
+}
+
+pid_t daemon_pid(const std::string& needle, const std::string& program, int rank) {
+  const std::string flag = "--rank " + std::to_string(rank) + " ";
+  for (const auto& [pid, cmd] : processes_with(needle)) {
+    if (cmd.find(program) != std::string::npos && cmd.find(flag) != std::string::npos) return pid;
+  }
+  return 0;
 }
 
 }  // namespace psrt::test

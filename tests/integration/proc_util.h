@@ -2,10 +2,13 @@
 // (poll on its pipes, never sleep), collect everything it printed.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tools/launch/child.h"
@@ -30,6 +33,12 @@ class Proc {
   std::string output_;
   std::size_t scanned_ = 0;
 };
+
+// Processes whose command line mentions `needle` (a job's unique config path), psrt-launch
+// itself excepted, with their command lines.
+std::vector<std::pair<pid_t, std::string>> processes_with(const std::string& needle);
+// The pid of `program` (psrt-server, psrt-worker) with `--rank rank` among those; 0 if none.
+pid_t daemon_pid(const std::string& needle, const std::string& program, int rank);
 
 std::string bin(const std::string& name);     // path of a built program
 std::string source(const std::string& path);  // path inside the source tree

@@ -201,3 +201,43 @@ TEST_CASE("lost() names a registered peer silent past the timeout", "[coordinato
   c.seen({wire::WORKER, 9}, t0 + 2s);
   CHECK_FALSE(c.is_registered({wire::WORKER, 9}));
 }
+
+namespace {
+
+wire::Register resuming(int port, std::vector<uint64_t> checkpoints, bool resume = true) {
+  wire::Register r = server_reg(port);
+  r.set_resume(resume);
+  for (uint64_t it : checkpoints) r.add_checkpoints(it);
+  return r;
+}
+
+Coordinator with_servers(const wire::Register& s0, const wire::Register& s1) {
+  const auto t0 = Clock::now();
+  Coordinator c(2, 2, chunked(4096));
+  REQUIRE(c.on_register(kS0, s0, t0));
+  REQUIRE(c.on_register(kS1, s1, t0));
+  REQUIRE(c.on_register(kW0, worker_reg(kModel), t0));
+  REQUIRE(c.on_register(kW1, worker_reg(kModel), t0));
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("resume: the membership names the newest checkpoint every server has", "[coordinator]") {
+  auto c = with_servers(resuming(1, {10, 20, 30}), resuming(2, {20, 25}));
+  const auto& m = c.membership();
+  CHECK(m.resume());
+  CHECK(m.resume_iteration() == 20);
+  auto fresh = full(Clock::now());
+  CHECK_FALSE(fresh.membership().resume());
+}
+
+TEST_CASE("resume: no common checkpoint or a server without --resume is refused, saying why",
+          "[coordinator]") {
+  auto none = with_servers(resuming(1, {10}), resuming(2, {15}));
+  CHECK_THROWS_WITH(none.membership(),
+                    Catch::Contains("no checkpoint iteration is common to every server") &&
+                        Catch::Contains("server 1: 1 checkpoint(s) up to iteration 15"));
+  auto mixed = with_servers(resuming(1, {10}), resuming(2, {10}, false));
+  CHECK_THROWS_WITH(mixed.membership(), Catch::Contains("server 1 was not"));
+}

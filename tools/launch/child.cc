@@ -27,7 +27,13 @@ Child::Child(std::string name, const std::vector<std::string>& argv) : name_(std
     // Die with the launcher, whatever kills it; the check closes the race with an early death.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
+    // The launcher blocks INT/TERM/CHLD/HUP for its signalfd; both the mask and the dispositions
+    // survive exec, so the daemon gets the defaults back (else SIGTERM stays pending for good).
+    for (int sig : {SIGTERM, SIGCHLD, SIGHUP, SIGPIPE, SIGQUIT}) ::signal(sig, SIG_DFL);
     ::signal(SIGINT, SIG_IGN);  // Ctrl-C is the launcher's to handle; it stops us with SIGTERM
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(err[1], STDERR_FILENO);
     ::execv(args[0], args.data());

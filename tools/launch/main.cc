@@ -58,8 +58,11 @@ void print_line(const Child& c, const std::string& line, bool err) {
 
 class Launcher {
  public:
-  Launcher(std::string config_path, std::vector<std::string> sets, double grace_s)
-      : config_path_(std::move(config_path)), sets_(std::move(sets)), grace_s_(grace_s) {
+  Launcher(std::string config_path, std::vector<std::string> sets, double grace_s, bool resume)
+      : config_path_(std::move(config_path)),
+        sets_(std::move(sets)),
+        grace_s_(grace_s),
+        resume_(resume) {
     sigset_t mask;
     sigemptyset(&mask);
     sigaddset(&mask, SIGINT);
@@ -104,6 +107,7 @@ class Launcher {
       argv.push_back(s);
     }
     argv.insert(argv.end(), extra.begin(), extra.end());
+    if (resume_) argv.push_back("--resume");
     children_.push_back(std::make_unique<Child>(role + " " + std::to_string(rank), argv));
   }
 
@@ -167,13 +171,20 @@ class Launcher {
       }
     }
     if (kill_at_ && Clock::now() > *kill_at_) {
-      for (auto& c : children_) c->signal(SIGKILL);
+      for (auto& c : children_) {
+        if (c->exit_code()) continue;
+        std::fprintf(stderr, "psrt-launch: %s still running %.1f s after SIGTERM; sending SIGKILL\n",
+                     c->name().c_str(), grace_s_);
+        c->signal(SIGKILL);
+      }
+      kill_at_.reset();
     }
   }
 
   std::string config_path_;
   std::vector<std::string> sets_;
   double grace_s_;
+  bool resume_;
   int sig_fd_ = -1;
   std::vector<std::unique_ptr<Child>> children_;
   std::string endpoint_;
@@ -190,12 +201,15 @@ int main(int argc, char** argv) {
   std::vector<std::string> sets;
   double grace = 5;
   bool check_only = false;
+  bool resume = false;
   app.add_option("config", config_path, "job configuration (YAML)")->required();
   app.add_option("-s,--set", sets, "override a config key: a.b=value (repeatable)");
   app.add_option("--grace", grace, "seconds between SIGTERM and SIGKILL when stopping")
       ->check(CLI::Range(0.0, 3600.0));
   app.add_flag("--check", check_only,
                "validate the job file and print its cluster size; start nothing (cluster scripts use it)");
+  app.add_flag("--resume", resume,
+               "restart the job from the newest checkpoint every server has (checkpoint.dir)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -204,6 +218,9 @@ int main(int argc, char** argv) {
   psrt::Config config;
   try {
     config = psrt::load_config(config_path, sets);
+    if (resume && config.checkpoint.dir.empty()) {
+      throw psrt::ConfigError("--resume: checkpoint.dir is not set in " + config_path);
+    }
   } catch (const psrt::ConfigError& e) {
     std::fprintf(stderr, "psrt-launch: %s\n", e.what());
     return 2;
@@ -234,7 +251,7 @@ int main(int argc, char** argv) {
     }
   }
   ::setenv("PSRT_LAUNCHED", "1", 1);
-  Launcher launcher(config_path, sets, grace);
+  Launcher launcher(config_path, sets, grace, resume);
   const int rc = launcher.run(config);
   if (!secret_dir.empty()) std::filesystem::remove_all(secret_dir);
   std::fprintf(rc == 0 ? stdout : stderr, "psrt-launch: %s\n",

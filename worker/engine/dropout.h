@@ -32,6 +32,7 @@ class Dropout final : public Layer {
 
   void init_params(uint64_t seed) override { reseed(seed); }
   void reseed_randomness(uint64_t seed) override { reseed(seed); }
+  void skip_random_steps(uint64_t steps) override { set_next_step(steps); }
   // Restarts the mask stream: the next training forward is step 0 of `seed`.
   void reseed(uint64_t seed);
   // The next training forward uses step `step` (for tests and replays).

@@ -41,6 +41,9 @@ class Layer {
   // Restarts the layer's own random stream (dropout's masks) from `seed`, leaving its parameters
   // as they are; layers without randomness ignore it.
   virtual void reseed_randomness(uint64_t /*seed*/) {}
+  // Moves the random stream to where `steps` training forwards would have left it (a resumed
+  // job continues the masks of an uninterrupted one).
+  virtual void skip_random_steps(uint64_t /*steps*/) {}
 
   // in: n x in_size(), out: n x out_size(). `training` is false in evaluation (dropout etc.).
   virtual void forward(const float* in, float* out, int n, bool training) = 0;

@@ -60,6 +60,10 @@ void Network::reseed_randomness(uint64_t seed) {
   for (std::size_t i = 0; i < layers_.size(); ++i) layers_[i]->reseed_randomness(mix_seed(seed, i));
 }
 
+void Network::skip_random_steps(uint64_t steps) {
+  for (auto& layer : layers_) layer->skip_random_steps(steps);
+}
+
 std::span<float> Network::param(uint32_t key) {
   return values_.at(key);
 }

@@ -53,6 +53,8 @@ class Network {
   // Parameters stay. Replicas of one job build from the same seed (same initial values) and then
   // reseed with their rank, so that they do not all drop the same units.
   void reseed_randomness(uint64_t seed);
+  // Every layer's random stream as after `steps` training forwards (from a fresh reseed).
+  void skip_random_steps(uint64_t steps);
 
   std::span<float> param(uint32_t key);              // throws std::out_of_range on a bad key
   std::span<const float> param(uint32_t key) const;  // the same, read-only

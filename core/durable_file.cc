@@ -1,0 +1,128 @@
+#include "core/durable_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+namespace psrt {
+
+namespace {
+
+Status sys_error(const std::string& path, const std::string& what) {
+  return Status::error(path + ": " + what + ": " + std::strerror(errno));
+}
+
+// Writes all of `bytes` to `fd` and fsyncs it.
+Status write_all(int fd, std::span<const uint8_t> bytes, const std::string& path) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return sys_error(path, "write");
+    done += std::size_t(n);
+  }
+  return ::fsync(fd) == 0 ? Status::ok() : sys_error(path, "fsync");
+}
+
+}  // namespace
+
+uint32_t crc32_of(std::span<const uint8_t> bytes) {
+  uLong crc = crc32(0L, Z_NULL, 0);
+  const uint8_t* p = bytes.data();
+  std::size_t n = bytes.size();
+  while (n > 0) {
+    const auto step = static_cast<uInt>(std::min<std::size_t>(n, 1u << 30));
+    crc = crc32(crc, p, step);
+    p += step;
+    n -= step;
+  }
+  return uint32_t(crc);
+}
+
+Status write_durably(const std::string& path, std::span<const uint8_t> bytes) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return sys_error(path, "cannot create " + tmp);
+  Status st = write_all(fd, bytes, path);
+  ::close(fd);
+  if (st && ::rename(tmp.c_str(), path.c_str()) != 0) st = sys_error(path, "rename");
+  if (!st) {
+    ::unlink(tmp.c_str());
+    return st;
+  }
+  // The rename is durable once the folder is.
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd < 0) return sys_error(path, "cannot open its folder");
+  const int rc = ::fsync(dfd);
+  ::close(dfd);
+  return rc == 0 ? Status::ok() : sys_error(path, "fsync of its folder");
+}
+
+Result<std::vector<uint8_t>> read_whole_file(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    return Status::error(path + ": not a regular file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(path + ": cannot open");
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  if (in.bad()) return Status::error(path + ": read error");
+  return bytes;
+}
+
+namespace {
+
+std::string file_prefix(const std::string& job_id, const std::string& role, uint32_t rank) {
+  std::string job = job_id;
+  for (char& ch : job) {
+    const bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+                       (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
+    if (!plain) ch = '_';
+  }
+  return job + "-" + role + "-" + std::to_string(rank) + "-";
+}
+
+}  // namespace
+
+std::string checkpoint_file(const std::string& dir, const std::string& job_id,
+                            const std::string& role, uint32_t rank, uint64_t iteration) {
+  char digits[32];
+  std::snprintf(digits, sizeof digits, "%012llu.ckpt", (unsigned long long)iteration);
+  return (std::filesystem::path(dir) / (file_prefix(job_id, role, rank) + digits)).string();
+}
+
+std::map<uint64_t, std::string> list_checkpoint_files(const std::string& dir,
+                                                      const std::string& job_id,
+                                                      const std::string& role, uint32_t rank) {
+  std::map<uint64_t, std::string> out;
+  std::error_code ec;
+  const std::string prefix = file_prefix(job_id, role, rank);
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.size() != prefix.size() + 12 + 5 || name.rfind(prefix, 0) != 0 ||
+        name.substr(name.size() - 5) != ".ckpt") {
+      continue;
+    }
+    const std::string digits = name.substr(prefix.size(), 12);
+    if (digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    out[std::stoull(digits)] = e.path().string();
+  }
+  return out;
+}
+
+void keep_newest_checkpoints(const std::map<uint64_t, std::string>& files, int keep) {
+  std::size_t drop = files.size() > std::size_t(keep) ? files.size() - std::size_t(keep) : 0;
+  std::error_code ec;
+  for (auto it = files.begin(); drop > 0; ++it, --drop) std::filesystem::remove(it->second, ec);
+}
+
+}  // namespace psrt

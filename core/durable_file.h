@@ -1,0 +1,33 @@
+// Files that must survive a crash whole or not at all (checkpoints): written to a temporary file,
+// fsynced, renamed over the final name and the folder fsynced; read back whole; CRC32 (zlib).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace psrt {
+
+uint32_t crc32_of(std::span<const uint8_t> bytes);
+// Errors read "PATH: what: strerror".
+Status write_durably(const std::string& path, std::span<const uint8_t> bytes);
+// The whole regular file; an error for anything else.
+Result<std::vector<uint8_t>> read_whole_file(const std::string& path);
+
+// Checkpoint file names: DIR/JOB-ROLE-RANK-ITERATION.ckpt, JOB being job.id with bytes other than
+// letters, digits, '.', '_' and '-' as '_', the iteration zero-padded so that names sort by it.
+// Jobs sharing a folder do not touch each other's files.
+std::string checkpoint_file(const std::string& dir, const std::string& job_id,
+                            const std::string& role, uint32_t rank, uint64_t iteration);
+// That job's ROLE RANK checkpoint files in `dir` by iteration, from their names only.
+std::map<uint64_t, std::string> list_checkpoint_files(const std::string& dir,
+                                                      const std::string& job_id,
+                                                      const std::string& role, uint32_t rank);
+// Removes all but the `keep` newest of `files` (a list_checkpoint_files result).
+void keep_newest_checkpoints(const std::map<uint64_t, std::string>& files, int keep);
+
+}  // namespace psrt

@@ -1,0 +1,164 @@
+#include "server/checkpointer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "core/durable_file.h"
+
+namespace psrt {
+
+namespace {
+
+std::string quoted(const std::string& id) {
+  return "'" + (id.size() > 64 ? id.substr(0, 64) + "..." : id) + "'";
+}
+
+}  // namespace
+
+Checkpointer::Checkpointer(const Config& config, uint32_t rank)
+    : config_(config.checkpoint),
+      job_id_(config.job.id),
+      rank_(rank),
+      servers_(uint32_t(config.cluster.servers)),
+      workers_(uint32_t(config.cluster.workers)),
+      last_(Clock::now()) {}
+
+std::vector<uint64_t> Checkpointer::start() {
+  if (!enabled()) return {};
+  std::error_code ec;
+  std::filesystem::create_directories(config_.dir, ec);
+  if (ec || !std::filesystem::is_directory(config_.dir)) {
+    throw ConfigError("checkpoint.dir: cannot create the folder '" + config_.dir +
+                      "': " + ec.message());
+  }
+  const auto files = list_checkpoints(config_.dir, job_id_, rank_);
+  if (!config_.resume) {
+    for (const auto& [iteration, path] : files) std::filesystem::remove(path, ec);
+    if (!files.empty()) {
+      spdlog::info("fresh start: removed {} checkpoint(s) of server {} from {}", files.size(),
+                   rank_, config_.dir);
+    }
+    return {};
+  }
+  std::vector<uint64_t> usable;
+  std::string first_error;
+  for (const auto& [iteration, path] : files) {
+    auto s = read_checkpoint(path);
+    Status st = s ? check_identity(*s, path) : s.status();
+    if (st && s->iteration != iteration) {
+      st = Status::error("checkpoint " + path + " rejected: it holds iteration " +
+                         std::to_string(s->iteration));
+    }
+    if (!st) {
+      spdlog::warn("{}", st.message());
+      if (first_error.empty()) first_error = st.message();
+      continue;
+    }
+    usable.push_back(iteration);
+  }
+  if (usable.empty()) {
+    throw ConfigError("--resume: no usable checkpoint of server " + std::to_string(rank_) + " in " +
+                      config_.dir + (first_error.empty() ? std::string() : ": " + first_error));
+  }
+  spdlog::info("checkpoints of server {} in {}: iterations {} to {} ({} usable)", rank_,
+               config_.dir, usable.front(), usable.back(), usable.size());
+  return usable;
+}
+
+Status Checkpointer::check_identity(const ShardSnapshot& s, const std::string& path) const {
+  if (s.job_id == job_id_ && s.rank == rank_ && s.servers == servers_ && s.workers == workers_) {
+    return Status::ok();
+  }
+  return Status::error("checkpoint " + path + " rejected: written by job " + quoted(s.job_id) +
+                       ", server " + std::to_string(s.rank) + " of " + std::to_string(s.servers) +
+                       " servers and " + std::to_string(s.workers) + " workers; this is job " +
+                       quoted(job_id_) + ", server " + std::to_string(rank_) + " of " +
+                       std::to_string(servers_) + " and " + std::to_string(workers_));
+}
+
+bool Checkpointer::wanted(uint64_t iteration) {
+  if (auto it = wanted_.find(iteration); it != wanted_.end()) return it->second;
+  // The first chunk to reach an iteration decides for all of them.
+  bool yes = config_.every > 0 && iteration % uint64_t(config_.every) == 0;
+  const auto now = Clock::now();
+  if (config_.every_s > 0 && now - last_ >= std::chrono::duration<double>(config_.every_s))
+    yes = true;
+  if (yes) last_ = now;
+  wanted_[iteration] = yes;
+  // A server's chunks are never more than one iteration apart.
+  while (wanted_.begin()->first + 4 < iteration) wanted_.erase(wanted_.begin());
+  return yes;
+}
+
+void Checkpointer::on_update(const ChunkState& c, const ChunkTable& table) {
+  if (!enabled() || c.iteration == 0 || !wanted(c.iteration)) return;
+  Pending& p = pending_[c.iteration];
+  if (p.snapshot.chunks.empty()) {
+    p.snapshot = {job_id_, rank_, servers_, workers_, c.iteration, {}};
+    p.snapshot.chunks.resize(table.size());
+  }
+  p.snapshot.chunks.at(c.index) = {c.desc.key, c.desc.offset, c.desc.length, c.iteration,
+                                   *c.params,  c.opt,         c.published};
+  if (++p.copied < table.size()) return;
+  const uint64_t iteration = c.iteration;
+  const std::string path = checkpoint_path(config_.dir, job_id_, rank_, iteration);
+  if (Status st = write_checkpoint(path, p.snapshot); !st) {
+    spdlog::error("{}; the run carries on without it", st.message());
+  } else {
+    ++written_;
+    spdlog::info("checkpoint of iteration {} written to {}", iteration, path);
+    keep_newest_checkpoints(list_checkpoints(config_.dir, job_id_, rank_), config_.keep);
+  }
+  pending_.erase(iteration);
+}
+
+Status Checkpointer::restore(ChunkTable& table, uint64_t iteration) {
+  const std::string path = checkpoint_path(config_.dir, job_id_, rank_, iteration);
+  auto s = read_checkpoint(path);
+  if (!s) return s.status();
+  if (Status st = check_identity(*s, path); !st) return st;
+  auto bad = [&](const std::string& why) {
+    return Status::error("checkpoint " + path + " rejected: " + why);
+  };
+  if (s->iteration != iteration) return bad("it holds iteration " + std::to_string(s->iteration));
+  if (s->chunks.size() != table.size()) {
+    return bad("it holds " + std::to_string(s->chunks.size()) + " chunks, this server's share of " +
+               "the model has " + std::to_string(table.size()) +
+               " (another model or scheduler.chunk_bytes?)");
+  }
+  for (uint32_t i = 0; i < table.size(); ++i) {
+    ChunkSnapshot& k = s->chunks[i];
+    ChunkState& c = table.at(i);
+    const auto sized = [&](const std::vector<float>& v) {
+      return v.empty() || v.size() == c.desc.length;
+    };
+    if (k.key != c.desc.key || k.offset != c.desc.offset || k.length != c.desc.length ||
+        k.iteration != iteration || !sized(k.opt.m) || !sized(k.opt.v) || !sized(k.published)) {
+      return bad("chunk " + std::to_string(i) + " is (" + std::to_string(k.key) + ", " +
+                 std::to_string(k.offset) + ", " + std::to_string(k.length) + ") there, (" +
+                 std::to_string(c.desc.key) + ", " + std::to_string(c.desc.offset) + ", " +
+                 std::to_string(c.desc.length) + ") in this job");
+    }
+  }
+  for (uint32_t i = 0; i < table.size(); ++i) {
+    ChunkSnapshot& k = s->chunks[i];
+    ChunkState& c = table.at(i);
+    c.params = std::make_shared<std::vector<float>>(std::move(k.params));
+    c.opt = std::move(k.opt);
+    c.published = std::move(k.published);
+    c.iteration = iteration;
+    c.initialized = true;
+  }
+  // Later checkpoints belong to the run being replaced; this run writes its own.
+  std::error_code ec;
+  for (const auto& [it, later] : list_checkpoints(config_.dir, job_id_, rank_)) {
+    if (it > iteration) std::filesystem::remove(later, ec);
+  }
+  last_ = Clock::now();
+  spdlog::info("resumed from {} (iteration {})", path, iteration);
+  return Status::ok();
+}
+
+}  // namespace psrt

@@ -1,0 +1,59 @@
+// When and what a server checkpoints, and how it resumes (README "Checkpoints"). Each chunk is
+// copied the moment its update to a checkpoint iteration completes (the chunks of one server
+// reach an iteration at different times, and a fast one may be an iteration further before the
+// slowest arrives); the file is written when the last chunk has been copied. Runs on the I/O
+// thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/status.h"
+#include "server/checkpoint_file.h"
+#include "server/chunk_table.h"
+
+namespace psrt {
+
+class Checkpointer {
+ public:
+  using Clock = std::chrono::steady_clock;
+  Checkpointer(const Config& config, uint32_t rank);
+
+  bool enabled() const { return !config_.dir.empty(); }
+  // Start-up. Fresh run: removes this server's old checkpoint files. --resume: checks every one
+  // of them and returns the iterations of those that are complete and this job's (a rejected file
+  // is logged with the reason). Throws ConfigError when resuming finds none.
+  std::vector<uint64_t> start();
+  // After chunk `c` completed its update to c.iteration: copies it if that iteration is
+  // checkpointed, and writes the file once every chunk of the table has been copied.
+  void on_update(const ChunkState& c, const ChunkTable& table);
+  // Loads this server's checkpoint of `iteration` into `table` (params, optimizer state,
+  // iteration, published) and removes its later checkpoints. The error names the file.
+  Status restore(ChunkTable& table, uint64_t iteration);
+  uint64_t written() const { return written_; }
+
+ private:
+  bool wanted(uint64_t iteration);
+  Status check_identity(const ShardSnapshot& s, const std::string& path) const;
+
+  CheckpointConfig config_;
+  std::string job_id_;
+  uint32_t rank_;
+  uint32_t servers_, workers_;
+  Clock::time_point last_;
+  uint64_t decided_ = 0;  // iterations up to this one have been decided
+  std::map<uint64_t, bool> wanted_;
+  struct Pending {
+    ShardSnapshot snapshot;
+    std::size_t copied = 0;
+  };
+  std::map<uint64_t, Pending> pending_;
+  uint64_t written_ = 0;
+};
+
+}  // namespace psrt

@@ -1,0 +1,25 @@
+// libFuzzer: a checkpoint file's bytes through decode_checkpoint (server/checkpoint_file.h),
+// which a server reads with --resume. It must reject or return a snapshot whose every chunk holds
+// what its header says; re-encoding an accepted snapshot gives the same bytes back.
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "server/checkpoint_file.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::vector<uint8_t> bytes(data, data + size);
+  auto s = psrt::decode_checkpoint(bytes, "fuzz.ckpt");
+  if (!s) {
+    if (s.status().message().empty()) __builtin_trap();  // a rejection must say why
+    return 0;
+  }
+  for (const auto& c : s->chunks) {
+    if (c.params.size() != c.length || c.opt.m.size() > c.length || c.opt.v.size() > c.length ||
+        c.published.size() > c.length) {
+      __builtin_trap();
+    }
+  }
+  if (psrt::encode_checkpoint(*s) != bytes) __builtin_trap();
+  return 0;
+}

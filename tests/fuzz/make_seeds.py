@@ -1,0 +1,144 @@
+#!/usr/bin/python3
+"""Writes the fuzzers' seed corpus (tests/fuzz/corpus/*): valid header frames of every message
+type (encoded by protoc from text), valid compressed payloads of every index and value mode, and
+config files. Re-run after a wire or config change; the output is committed."""
+import os
+import struct
+import subprocess
+import sys
+import zlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+CORPUS = os.path.join(HERE, "corpus")
+
+
+def write(kind, name, data):
+    os.makedirs(os.path.join(CORPUS, kind), exist_ok=True)
+    with open(os.path.join(CORPUS, kind, name), "wb") as f:
+        f.write(data)
+
+
+def header(text):
+    return subprocess.run(["protoc", "--encode=psrt.wire.Header", "-I", os.path.join(ROOT, "proto"),
+                           "psrt.proto"], input=text.encode(), capture_output=True,
+                          check=True).stdout
+
+
+def frames(sizes, hdr):
+    # fuzz_header.cc's input: frame count, u16 sizes, then the header frame.
+    return bytes([len(sizes)]) + b"".join(struct.pack("<H", s) for s in sizes) + hdr
+
+
+def headers():
+    base = 'version: 1 job_id: "fuzz-job" '
+    write("header", "heartbeat", frames([], header(base + "role: WORKER rank: 1 type: HEARTBEAT")))
+    write("header", "register", frames([], header(
+        base + 'role: WORKER rank: 0 type: REGISTER register { address: "tcp://127.0.0.1:5555" '
+        'tensors { key: 0 name: "fc1.w" num_elements: 100 layer: 0 } pid: 7 }')))
+    write("header", "membership", frames([], header(
+        base + 'role: SERVER rank: 0 type: MEMBERSHIP membership { num_servers: 1 num_workers: 1 '
+        'server_addresses: "tcp://127.0.0.1:1" chunks { key: 0 offset: 0 length: 100 server: 0 } }')))
+    write("header", "barrier", frames([], header(
+        base + 'role: WORKER rank: 2 type: BARRIER barrier { name: "start" }')))
+    write("header", "push", frames([400], header(
+        base + "role: WORKER rank: 1 type: PUSH key: 3 offset: 0 length: 100 iteration: 5 "
+        "priority: 3 codec: CODEC_NONE num_elements: 100 payload_bytes: 400 seq: 9")))
+    write("header", "push_topk", frames([64], header(
+        base + "role: WORKER rank: 1 type: PUSH key: 3 offset: 1024 length: 100 iteration: 5 "
+        "codec: CODEC_TOPK num_elements: 100 payload_bytes: 64 seq: 10")))
+    write("header", "params", frames([400], header(
+        base + "role: SERVER rank: 0 type: PARAMS key: 0 offset: 0 length: 100 iteration: 6 "
+        "num_elements: 100 payload_bytes: 400 seq: 1")))
+    write("header", "error", frames([], header(
+        base + 'role: SERVER rank: 1 type: ERROR error { code: 7 message: "out of step" about: PUSH }')))
+    write("header", "routing_id", frames([], b"w12"))
+
+
+def payload(codec, index_mode, value_mode, log_range, length, indices, values, scale=None):
+    count = len(values) if value_mode != 2 else len(values)
+    if index_mode == 0:
+        idx = b""
+    elif index_mode == 1:
+        idx, prev = b"", None
+        for i in indices:
+            v = i if prev is None else i - prev - 1
+            prev = i
+            while True:
+                b = v & 0x7F
+                v >>= 7
+                idx += bytes([b | (0x80 if v else 0)])
+                if not v:
+                    break
+    else:
+        bits = bytearray((length + 7) // 8)
+        for i in indices:
+            bits[i // 8] |= 1 << (i % 8)
+        idx = bytes(bits)
+    out = struct.pack("<BBBBB3xIII", codec, 1, index_mode, value_mode, log_range, length, count,
+                      len(idx)) + idx
+    if value_mode == 0:
+        out += b"".join(struct.pack("<f", v) for v in values)
+    elif value_mode == 1:
+        out += bytes(values)
+    else:
+        signs = bytearray((count + 7) // 8)
+        for j, v in enumerate(values):
+            if v < 0:
+                signs[j // 8] |= 1 << (j % 8)
+        out += bytes(signs)
+    if scale is not None:
+        out += struct.pack("<f", scale)
+    return out
+
+
+def payloads():
+    write("payload", "none_dense", payload(0, 0, 0, 0, 8, [], [0.5, -1, 2, 0, 1e-3, 3, -4, 7]))
+    write("payload", "topk_varint", payload(4, 1, 0, 0, 300, [3, 4, 130, 299], [1, -2, 3.5, 0.25]))
+    write("payload", "graddrop_bitmap", payload(3, 2, 0, 0, 20, [0, 9, 19], [1.5, -2, 3]))
+    write("payload", "signsgd_dense", payload(2, 0, 2, 0, 10, [], [1, -1] * 5, scale=0.01))
+    write("payload", "laco_log8", payload(1, 1, 1, 16, 50, [1, 7, 49], [0x05, 0x87, 0x10], scale=0.5))
+    write("payload", "laco_fp32", payload(1, 0, 0, 0, 4, [], [1, 2, 3, 4]))
+
+
+def checkpoint(job_id, rank, servers, workers, iteration, chunks):
+    # server/checkpoint_file.h's layout; chunks: (key, offset, params, m, v, published).
+    def floats(v):
+        return struct.pack("<Q", len(v)) + b"".join(struct.pack("<f", x) for x in v)
+    out = b"PSRTCKPT" + struct.pack("<I", 1) + struct.pack("<I", len(job_id)) + job_id
+    out += struct.pack("<IIIQI", rank, servers, workers, iteration, len(chunks))
+    for key, offset, params, m, v, published in chunks:
+        out += struct.pack("<IQQQQ", key, offset, len(params), iteration, iteration)
+        out += floats(params) + floats(m) + floats(v) + floats(published)
+    return out + struct.pack("<I", zlib.crc32(out))
+
+
+def checkpoints():
+    write("checkpoint", "sgd", checkpoint(b"ckpt", 1, 2, 3, 40, [
+        (0, 0, [0.5, -1, 2], [0.1, 0.2, 0.3], [], []),
+        (2, 1024, [1, 2, 3, 4, 5], [0, 0, 0, 0, 0], [], [])]))
+    write("checkpoint", "adam_published", checkpoint(b"job-a", 0, 1, 1, 7, [
+        (1, 0, [3, 4], [0.5, 0.5], [1e-3, 2e-3], [3, 4])]))
+    write("checkpoint", "empty", checkpoint(b"x", 0, 1, 1, 1, []))
+
+
+def configs():
+    for name in sorted(os.listdir(os.path.join(ROOT, "examples"))):
+        if name.endswith(".yaml"):
+            with open(os.path.join(ROOT, "examples", name), "rb") as f:
+                write("config", name, f.read())
+    write("config", "flow.yaml", b"cluster: {servers: 2, workers: 3}\njob: {id: x, iterations: 5}\n"
+          b"compression: {codec: laco, density: 0.05, momentum_correction: true}\n"
+          b"checkpoint: {dir: /tmp/psrt-fuzz-ckpt, every: 10, keep: 3}\n"
+          b"scheduler: {mode: preemptive, priority: [3, 2, 1, 0]}\n")
+    write("config", "sets.yaml", b"--set job.id=\n--set model.hidden=[8, 4]\n--set a.b.c=1\n"
+          b"job: {iterations: 3}\n")
+    write("config", "anchors.yaml", b"a: &x {servers: 1}\ncluster: *x\nmodel: {hidden: [1, 2, 3]}\n")
+
+
+if __name__ == "__main__":
+    headers()
+    payloads()
+    checkpoints()
+    configs()
+    sys.exit(0)

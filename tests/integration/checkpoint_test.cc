@@ -1,0 +1,228 @@
+// Issue 17, row 7: checkpoints and restart, with real processes on loopback. A server killed with
+// SIGKILL mid-run loses at most the iterations since the last checkpoint common to every server,
+// and `psrt-launch --resume` then ends with the parameters of an uninterrupted run, bit for bit.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/durable_file.h"
+#include "server/checkpoint_file.h"
+#include "tests/integration/proc_util.h"
+
+using namespace psrt;
+
+namespace {
+
+constexpr int kWorkers = 3;
+constexpr int kEvery = 5;  // checkpoint.every
+
+struct Job {
+  std::string model;  // the `model:` mapping
+  int iterations;
+  int batch;
+  int train_limit;
+  int kill_after;     // server 1 is killed once it wrote this iteration's checkpoint
+  std::string extra;  // more config (compression)
+};
+
+// The MLP: SGD momentum with weight decay and a learning-rate decay, several epochs (a reshuffle
+// each). vgg-small: its dropout masks, which advance every iteration, must continue too.
+const Job kMlp{"{backend: native, arch: mlp, hidden: [64, 32]}", 600, 32, 1500, 40, ""};
+const Job kVgg{"{backend: native, arch: vgg-small, dropout: 0.5}", 40, 8, 400, 10, ""};
+
+std::string job_config(const std::string& dir, const Job& job) {
+  const std::string cfg = dir + "/job.yaml";
+  test::write_file(
+      cfg, "job: {id: ckpt, iterations: " + std::to_string(job.iterations) +
+               ", batch_size: " + std::to_string(job.batch) +
+               ", seed: 11, log_every: 0, evaluate: false, "
+               "dump_params: '" +
+               dir +
+               "/params-{rank}.bin'}\n"
+               "cluster: {servers: 2, workers: 3, heartbeat_s: 0.2, peer_timeout_s: 5}\n"
+               "model: " +
+               job.model +
+               "\n"
+               "data: {train_limit: " +
+               std::to_string(job.train_limit) +
+               "}\n"
+               "optimizer: {type: sgd, lr: 0.02, momentum: 0.9, weight_decay: 0.0005, "
+               "lr_decay: 0.9, lr_decay_every: 50}\n"
+               "scheduler: {mode: preemptive, chunk_bytes: 8192, credit_bytes: 32768}\n"
+               "checkpoint: {dir: " +
+               dir + "/ckpt, every: " + std::to_string(kEvery) + ", keep: 2}\n" + job.extra);
+  return cfg;
+}
+
+std::vector<std::vector<float>> params(const std::string& dir) {
+  std::vector<std::vector<float>> out;
+  for (int w = 0; w < kWorkers; ++w) {
+    out.push_back(test::read_floats(dir + "/params-" + std::to_string(w) + ".bin"));
+  }
+  return out;
+}
+
+// The newest iteration for which every server (and with compression every worker, which
+// checkpoints its codec state) has a checkpoint file.
+uint64_t newest_common(const std::string& dir, bool workers) {
+  std::map<uint64_t, int> count;
+  for (uint32_t s = 0; s < 2; ++s)
+    for (const auto& [it, path] : list_checkpoints(dir, "ckpt", s)) ++count[it];
+  for (uint32_t w = 0; workers && w < kWorkers; ++w)
+    for (const auto& [it, path] : list_checkpoint_files(dir, "ckpt", "worker", w)) ++count[it];
+  const int all = 2 + (workers ? kWorkers : 0);
+  uint64_t best = 0;
+  for (const auto& [it, n] : count)
+    if (n == all) best = it;
+  return best;
+}
+
+void kill_and_resume(const Job& job) {
+  const std::string ref_dir = test::temp_dir("ckpt-ref");
+  {
+    test::Proc launch("launch", {test::bin("psrt-launch"), job_config(ref_dir, job)});
+    const auto rc = launch.wait_exit(180);
+    INFO(launch.output());
+    REQUIRE(rc == 0);
+  }
+  const auto reference = params(ref_dir);
+  REQUIRE(reference[0].size() > 1000);
+  for (const auto& p : reference) REQUIRE((p == reference[0]));
+
+  const std::string dir = test::temp_dir("ckpt-kill");
+  const std::string cfg = job_config(dir, job);
+  {
+    test::Proc launch("launch", {test::bin("psrt-launch"), cfg});
+    REQUIRE(launch.wait_line("checkpoint of iteration " + std::to_string(job.kill_after) +
+                                 " written to " + dir + "/ckpt/ckpt-server-1-",
+                             120));
+    const pid_t victim = test::daemon_pid(cfg, "psrt-server", 1);
+    REQUIRE(victim > 0);
+    ::kill(victim, SIGKILL);
+    const auto rc = launch.wait_exit(60);
+    INFO(launch.output());
+    REQUIRE(rc);
+    REQUIRE(*rc != 0);  // killed mid-run, not after the end
+    CHECK_THAT(launch.output(), Catch::Contains("server 1 exited with code 137"));
+    CHECK(test::processes_with(cfg).empty());
+  }
+  // At most the iterations since the last checkpoint every server completed are lost: server 1
+  // wrote kill_after; the other server is at most one iteration behind it, so it completed the
+  // checkpoint before (kill_after - every) at least, maybe kill_after too.
+  // A worker writes its file after its last push of the iteration before, so a server may have
+  // written one that a worker, stopped in between, has not.
+  const uint64_t common = newest_common(dir + "/ckpt", !job.extra.empty());
+  INFO("newest checkpoint every process has: iteration " << common);
+  CHECK(common + kEvery >= uint64_t(job.kill_after));
+  CHECK(common < uint64_t(job.iterations));
+
+  test::Proc resume("resume", {test::bin("psrt-launch"), cfg, "--resume"});
+  const auto rc = resume.wait_exit(180);
+  INFO(resume.output());
+  REQUIRE(rc == 0);
+  CHECK_THAT(resume.output(), Catch::Contains("resuming from the checkpoint of iteration " +
+                                              std::to_string(common)));
+  const auto resumed = params(dir);
+  for (int w = 0; w < kWorkers; ++w) {
+    const auto& got = resumed[std::size_t(w)];
+    INFO("worker " << w);
+    REQUIRE(got.size() == reference[0].size());
+    std::size_t differ = 0;  // bit for bit: memcmp, so that -0.0 vs 0.0 or NaNs would count too
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      differ += std::memcmp(&got[i], &reference[0][i], sizeof(float)) != 0;
+    }
+    CHECK(differ == 0);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a server killed mid-run resumes from the last common checkpoint, bit-identical (MLP)",
+          "[integration][issue17][checkpoint]") {
+  kill_and_resume(kMlp);
+}
+
+TEST_CASE("with compression the workers' codec state is checkpointed too, bit-identical",
+          "[integration][issue17][checkpoint]") {
+  // Error feedback with momentum correction (top-k), and LACO's calibration and density schedule.
+  Job topk = kMlp;
+  topk.iterations = 300;
+  topk.extra = "compression: {codec: topk, density: 0.05, momentum_correction: true}\n";
+  kill_and_resume(topk);
+  Job laco = kMlp;
+  laco.iterations = 300;
+  laco.extra =
+      "compression: {codec: laco, density: 0.05, calibration_iters: 3, warmup_iters: 20}\n";
+  kill_and_resume(laco);
+}
+
+TEST_CASE("a resumed vgg-small continues its dropout masks, bit-identical",
+          "[integration][issue17][checkpoint]") {
+  kill_and_resume(kVgg);
+}
+
+TEST_CASE("a truncated or foreign checkpoint is refused naming the file",
+          "[integration][issue17][checkpoint]") {
+  const std::string dir = test::temp_dir("ckpt-bad");
+  const std::string cfg = job_config(dir, kMlp);
+  // A real checkpoint of a short run.
+  test::Proc first("launch", {test::bin("psrt-launch"), cfg, "--set", "job.iterations=20"});
+  REQUIRE(first.wait_exit(120) == 0);
+  const auto files = list_checkpoints(dir + "/ckpt", "ckpt", 1);
+  REQUIRE(files.size() == 2);
+  const std::string newest = files.rbegin()->second;
+  const std::string older = files.begin()->second;
+  std::filesystem::resize_file(newest, std::filesystem::file_size(newest) - 7);
+  std::filesystem::remove(older);
+  test::Proc server("server",
+                    {test::bin("psrt-server"), "--config", cfg, "--rank", "1", "--resume"});
+  CHECK(server.wait_exit(30) == 2);
+  CHECK_THAT(server.output(), Catch::Contains(newest + " rejected: checksum mismatch"));
+
+  // An intact file of this job copied under another job's name: its contents say whose it is.
+  test::Proc again("launch", {test::bin("psrt-launch"), cfg, "--set", "job.iterations=10"});
+  REQUIRE(again.wait_exit(120) == 0);
+  const std::string copy = checkpoint_path(dir + "/ckpt", "other", 1, 10);
+  std::filesystem::copy_file(list_checkpoints(dir + "/ckpt", "ckpt", 1).at(10), copy);
+  test::Proc foreign("server", {test::bin("psrt-server"), "--config", cfg, "--rank", "1",
+                                "--resume", "--set", "job.id=other"});
+  CHECK(foreign.wait_exit(30) == 2);
+  CHECK_THAT(foreign.output(), Catch::Contains(copy + " rejected: written by job 'ckpt'"));
+  // A fresh start (no --resume) of job 'other' removes its own old files only. Alone it gives up
+  // waiting for the coordinator.
+  test::Proc fresh("server", {test::bin("psrt-server"), "--config", cfg, "--rank", "1", "--set",
+                              "job.id=other", "--set", "cluster.start_timeout_s=0.5"});
+  CHECK(fresh.wait_exit(30) == 1);
+  CHECK_FALSE(std::filesystem::exists(copy));
+  CHECK(list_checkpoints(dir + "/ckpt", "ckpt", 1).size() == 2);
+}
+
+TEST_CASE("a corrupt worker checkpoint is refused naming it, and the job resumes from an older one",
+          "[integration][issue17][checkpoint]") {
+  const std::string dir = test::temp_dir("ckpt-wbad");
+  Job job = kMlp;
+  job.iterations = 20;
+  job.extra = "compression: {codec: topk, density: 0.05}\n";
+  const std::string cfg = job_config(dir, job);
+  test::Proc first("launch", {test::bin("psrt-launch"), cfg});
+  REQUIRE(first.wait_exit(120) == 0);
+  // Servers keep 2 (15, 20), workers 2 more (5 to 20).
+  REQUIRE(list_checkpoints(dir + "/ckpt", "ckpt", 0).size() == 2);
+  const auto mine = list_checkpoint_files(dir + "/ckpt", "ckpt", "worker", 1);
+  REQUIRE(mine.size() == 4);
+  const std::string newest = mine.at(20);
+  std::filesystem::resize_file(newest, std::filesystem::file_size(newest) - 3);
+  test::Proc resume("resume", {test::bin("psrt-launch"), cfg, "--resume"});
+  const auto rc = resume.wait_exit(120);
+  INFO(resume.output());
+  CHECK(rc == 0);
+  CHECK_THAT(resume.output(), Catch::Contains(newest + " rejected: checksum mismatch"));
+  CHECK_THAT(resume.output(), Catch::Contains("resuming from the checkpoint of iteration 15"));
+}

@@ -1,0 +1,119 @@
+#include "server/checkpoint_file.h"
+
+#include <catch2/catch.hpp>
+
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace psrt;
+
+namespace {
+
+ShardSnapshot sample() {
+  ShardSnapshot s{"job-a", 1, 2, 3, 40, {}};
+  for (uint32_t k = 0; k < 3; ++k) {
+    ChunkSnapshot c;
+    c.key = k;
+    c.offset = 1024u * k;
+    c.length = 5 + k;
+    c.iteration = 40;
+    for (uint32_t i = 0; i < c.length; ++i) c.params.push_back(float(k) + 0.25f * float(i));
+    c.opt.step = 40;
+    c.opt.m.assign(c.length, -0.5f);
+    if (k == 1) c.opt.v.assign(c.length, 1e-3f);
+    if (k == 2) c.published = c.params;
+    s.chunks.push_back(c);
+  }
+  return s;
+}
+
+void require_equal(const ShardSnapshot& a, const ShardSnapshot& b) {
+  REQUIRE(a.job_id == b.job_id);
+  REQUIRE(a.rank == b.rank);
+  REQUIRE(a.servers == b.servers);
+  REQUIRE(a.workers == b.workers);
+  REQUIRE(a.iteration == b.iteration);
+  REQUIRE(a.chunks.size() == b.chunks.size());
+  for (std::size_t i = 0; i < a.chunks.size(); ++i) {
+    const auto &x = a.chunks[i], &y = b.chunks[i];
+    CHECK(x.key == y.key);
+    CHECK(x.offset == y.offset);
+    CHECK(x.length == y.length);
+    CHECK(x.iteration == y.iteration);
+    CHECK(x.params == y.params);
+    CHECK(x.opt.m == y.opt.m);
+    CHECK(x.opt.v == y.opt.v);
+    CHECK(x.opt.step == y.opt.step);
+    CHECK(x.published == y.published);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a checkpoint round-trips through its encoding", "[unit][checkpoint]") {
+  const auto s = sample();
+  auto back = decode_checkpoint(encode_checkpoint(s), "x.ckpt");
+  REQUIRE(back);
+  require_equal(*back, s);
+}
+
+TEST_CASE("every truncation and every flipped byte of a checkpoint is rejected",
+          "[unit][checkpoint]") {
+  const auto bytes = encode_checkpoint(sample());
+  for (std::size_t n = 0; n < bytes.size(); ++n) {
+    auto cut = std::vector<uint8_t>(bytes.begin(), bytes.begin() + std::ptrdiff_t(n));
+    auto r = decode_checkpoint(cut, "cut.ckpt");
+    REQUIRE_FALSE(r);
+    REQUIRE_THAT(r.status().message(), Catch::StartsWith("checkpoint cut.ckpt rejected: "));
+  }
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    auto bad = bytes;
+    bad[i] ^= 0x10;
+    REQUIRE_FALSE(decode_checkpoint(bad, "flip.ckpt"));
+  }
+  auto longer = bytes;
+  longer.push_back(0);
+  CHECK_FALSE(decode_checkpoint(longer, "long.ckpt"));
+}
+
+TEST_CASE("a checkpoint of another format version or no checkpoint at all is named as such",
+          "[unit][checkpoint]") {
+  auto bytes = encode_checkpoint(sample());
+  bytes[8] = 9;  // the version field follows the 8-byte magic
+  auto r = decode_checkpoint(bytes, "v.ckpt");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.status().message(), Catch::Contains("format version 9, this build reads version 1"));
+  const std::string text = "cluster: {servers: 2}\n";
+  r = decode_checkpoint(std::vector<uint8_t>(text.begin(), text.end()), "job.yaml");
+  REQUIRE_FALSE(r);
+  CHECK_THAT(r.status().message(), Catch::Contains("job.yaml rejected: not a psrt checkpoint"));
+}
+
+TEST_CASE("checkpoint files are written atomically and listed by iteration", "[unit][checkpoint]") {
+  char tmpl[] = "/tmp/psrt-ckpt-unit-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  auto s = sample();
+  for (uint64_t it : {40u, 7u, 120u}) {
+    s.iteration = it;
+    REQUIRE(write_checkpoint(checkpoint_path(dir, "job-a", 1, it), s));
+  }
+  CHECK(checkpoint_path(dir, "job-a", 1, 40) == dir + "/job-a-server-1-000000000040.ckpt");
+  CHECK(checkpoint_path(dir, "a/b c", 0, 7) == dir + "/a_b_c-server-0-000000000007.ckpt");
+  std::ofstream(dir + "/job-a-server-10-000000000040.ckpt") << "other rank";
+  std::ofstream(dir + "/job-b-server-1-000000000040.ckpt") << "other job";
+  std::ofstream(dir + "/job-a-server-1-000000000050.ckpt.tmp") << "a write that never finished";
+  const auto files = list_checkpoints(dir, "job-a", 1);
+  REQUIRE(files.size() == 3);
+  CHECK(files.begin()->first == 7);
+  CHECK(files.rbegin()->first == 120);
+  auto back = read_checkpoint(files.at(120));
+  REQUIRE(back);
+  require_equal(*back, s);
+  auto missing = read_checkpoint(dir + "/nothing.ckpt");
+  REQUIRE_FALSE(missing);
+  CHECK_THAT(missing.status().message(), Catch::Contains(dir + "/nothing.ckpt"));
+  std::filesystem::remove_all(dir);
+}

@@ -1,0 +1,49 @@
+// A worker's own checkpoint (README "Checkpoints"): the codec state its GradEncoder carries from
+// one iteration to the next (error-feedback residuals, momentum correction, LACO's calibration),
+// written at the top of each checkpointed iteration beside the servers' files as
+// JOB-worker-RANK-ITERATION.ckpt. Only with a compression codec and checkpoint.every (a worker
+// cannot follow the servers' every_s clocks). Layout: "PSRTWKPT", u32 version, string job id,
+// u32 rank, u32 workers, u64 iteration, the encoder's bytes, u32 CRC32 of all before it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "core/byte_io.h"
+#include "core/config.h"
+#include "core/status.h"
+#include "worker/grad_encoder.h"
+
+namespace psrt {
+
+class EncoderCheckpointer {
+ public:
+  EncoderCheckpointer(const Config& config, uint32_t rank);
+
+  // Whether this worker writes checkpoints (and needs one to resume).
+  bool enabled() const { return enabled_; }
+  // Start-up, as Checkpointer::start on the servers: fresh run, removes this worker's old files;
+  // --resume, returns the iterations of its usable files (a rejected one is logged; none at all
+  // is a warning: the job resumes with this worker's codec state empty).
+  std::vector<uint64_t> start();
+  // At the top of iteration `iteration`: writes the encoder's state if it is a checkpoint
+  // iteration. A failure is logged; the run carries on.
+  void maybe_write(uint64_t iteration, const GradEncoder& encoder);
+  // Loads the checkpoint of `iteration` into `encoder`; the error names the file.
+  Status restore(uint64_t iteration, GradEncoder& encoder) const;
+
+ private:
+  // Checks file `path` (magic, CRC, version, job, rank, workers, iteration) and hands a reader
+  // over the encoder's bytes to `use` (if any). The error names the file.
+  Status check(const std::string& path, uint64_t iteration,
+               const std::function<Status(ByteReader&)>& use) const;
+
+  CheckpointConfig config_;
+  std::string job_id_;
+  uint32_t rank_, workers_;
+  bool enabled_;
+};
+
+}  // namespace psrt
