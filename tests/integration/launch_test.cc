@@ -87,7 +87,7 @@ TEST_CASE("psrt-launch asks a psrt-placer it starts when placement.plan is auto"
   REQUIRE(code == std::optional<int>(0));
   CHECK_THAT(launch.output(), Catch::Contains("placement plan written to"));
   CHECK_THAT(launch.output(), Catch::Contains("predicted step"));
-  CHECK(processes_with(cfg).empty());  // the placer is gone too
+  CHECK(test::processes_with(cfg).empty());  // the placer is gone too
 }
 
 TEST_CASE("psrt-launch stops before starting anything when no plan fits", "[integration]") {
@@ -106,7 +106,7 @@ TEST_CASE("psrt-launch stops before starting anything when no plan fits", "[inte
   CHECK(code == std::optional<int>(1));
   CHECK_THAT(launch.output(), Catch::Contains("bytes missing"));
   CHECK_THAT(launch.output(), Catch::Contains("psrt-launch: placement:"));
-  CHECK(processes_with(cfg).empty());
+  CHECK(test::processes_with(cfg).empty());
 }
 
 namespace {
