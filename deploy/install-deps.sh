@@ -10,7 +10,7 @@ packages=(
   libyaml-cpp-dev libspdlog-dev libcli11-dev catch2
   libopenblas-dev zlib1g-dev
   dataset-fashion-mnist
-  iproute2 gnuplot-nox
+  iproute2 gnuplot-nox python3-yaml
 )
 
 missing=()

@@ -242,24 +242,26 @@ def tail(path, n=5):
         return ""
 
 
-def spawn(net, host, argv, logdir, name, cleanup):
+def spawn(net, host, argv, logdir, name, cleanup, keep=psrt_lines):
     """Starts argv on host in its own session; stderr to NAME.err, stdout through a Reader to
-    NAME.out."""
+    NAME.out that keeps the lines keep() accepts."""
     err = open(os.path.join(logdir, name + ".err"), "w")
     p = subprocess.Popen(net.command(host, argv), stdout=subprocess.PIPE, stderr=err,
                          stdin=subprocess.DEVNULL, text=True, start_new_session=True)
     err.close()
     cleanup.children.append(p)
-    r = Reader(p.stdout, os.path.join(logdir, name + ".out"))
+    r = Reader(p.stdout, os.path.join(logdir, name + ".out"), keep)
     r.start()
     return p, r
 
 
-def run_daemons(net, bindir, cfg, logdir, servers, workers, timeout_s, tag, cleanup):
+def run_daemons(net, bindir, cfg, logdir, servers, workers, timeout_s, tag, cleanup,
+                keep=psrt_lines):
     """Runs one job from cfg: servers on hosts 0..S-1 (server 0 the coordinator), workers on
     hosts S..S+W-1, each in its namespace. Waits for all to end (at most timeout_s); a daemon
     that fails raises RuntimeError with the tail of its log. Returns the workers' Readers, worker
-    0's joined. The caller ends the children (cleanup.kill_children) in a finally."""
+    0's joined; the workers' Readers keep the lines keep() accepts. The caller ends the
+    children (cleanup.kill_children) in a finally."""
     server = os.path.join(bindir, "psrt-server")
     worker = os.path.join(bindir, "psrt-worker")
     procs = []
@@ -278,7 +280,7 @@ def run_daemons(net, bindir, cfg, logdir, servers, workers, timeout_s, tag, clea
     readers = []
     for w in range(workers):
         p, r = spawn(net, servers + w, [worker, "--config", cfg, "--rank", str(w)] + coord,
-                     logdir, "worker%d" % w, cleanup)
+                     logdir, "worker%d" % w, cleanup, keep)
         procs.append(("worker%d" % w, p))
         readers.append(r)
     deadline = time.monotonic() + timeout_s
