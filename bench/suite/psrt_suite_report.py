@@ -132,8 +132,8 @@ def write(suite, plan, rows_by_key, out, netns):
         r["model"], r["mode"], int(r["workers"]), int(r["servers"]))])
     with open(os.path.join(out, "summary.md"), "w") as f:
         f.write(summary(suite, plan, rows, netns))
-    print("\n" + target_line(rows))
-    print("summary: %s" % os.path.join(out, "summary.md"))
+    print("\n" + target_line(rows), flush=True)
+    print("summary: %s" % os.path.join(out, "summary.md"), flush=True)
     import psrt_suite_plots
     for png in psrt_suite_plots.plot(suite, rows, out):
-        print("chart: %s" % png)
+        print("chart: %s" % png, flush=True)
