@@ -21,6 +21,7 @@ def tables(rows):
         w = int(r["workers"])
         if w not in ws:
             ws.append(w)
+            cells[w] = int(r["servers"])
         if r["mode"] not in modes:
             modes.append(r["mode"])
         cells[(r["mode"], w)] = r
@@ -31,11 +32,13 @@ def write_data(path, ws, modes, cells, field):
     with open(path, "w") as f:
         f.write("# workers %s (%s)\n" % (" ".join(modes), field))
         for w in sorted(ws):
+            tic = "%d" % w if len(set(cells[x] for x in ws)) == 1 else "%d (%d srv)" % (
+                w, cells[w])
             vals = []
             for m in modes:
                 r = cells.get((m, w))
                 vals.append(r[field] if r and r[field] not in ("", None) else "NaN")
-            f.write("%d %s\n" % (w, " ".join(vals)))
+            f.write("%d \"%s\" %s\n" % (w, tic, " ".join(vals)))
 
 
 def panels(models):
@@ -53,24 +56,24 @@ def chart(gnuplot, out, name, title, ylabel, field, data, kind, extra=""):
     gp = ["set terminal " + term, "set output '%s'" % png,
           "set multiplot layout %d,%d title \"%s\" font ',13'" % (nrows, ncols, title),
           "set grid ytics", "set key top left font ',9' opaque", "set ylabel '%s'" % ylabel,
-          "set xlabel 'workers'", extra]
+          "set xlabel 'workers'", "set offsets 0, 0, graph 0.3, 0",
+          extra]
     for model in models:
         ws, modes, cells = data[model]
         dat = os.path.join(out, "plots", "%s-%s.dat" % (name, model))
         write_data(dat, ws, modes, cells, field)
         gp.append("set title '%s' noenhanced" % model)
         if kind == "lines":
-            gp += ["set logscale x 2", "set xtics (%s)" % ", ".join("'%d' %d" % (w, w)
-                                                                  for w in sorted(ws)),
-                   "set xrange [%g:%g]" % (min(ws) / 1.3, max(ws) * 1.3), "set yrange [0:*]"]
-            plots = ["'%s' using 1:%d with linespoints lw 2 pt 7 lc rgb '%s' title '%s'" % (
-                dat, i + 2, COLORS.get(m, "#ff7f0e"), m) for i, m in enumerate(modes)]
+            gp += ["set logscale x 2", "set xrange [%g:%g]" % (min(ws) / 1.3, max(ws) * 1.3),
+                   "set yrange [0:*]"]
+            plots = ["'%s' using 1:%d:xtic(2) with linespoints lw 2 pt 7 lc rgb '%s' title '%s'"
+                     % (dat, i + 3, COLORS.get(m, "#ff7f0e"), m) for i, m in enumerate(modes)]
         else:
             gp += ["unset logscale x", "set style data histograms",
                    "set style histogram clustered gap 1", "set style fill solid 0.85 border -1",
                    "set boxwidth 0.9", "set xtics auto", "set xrange [*:*]", "set yrange [0:*]"]
-            plots = ["'%s' using %d:xtic(1) lc rgb '%s' title '%s'" % (
-                dat, i + 2, COLORS.get(m, "#ff7f0e"), m) for i, m in enumerate(modes)]
+            plots = ["'%s' using %d:xtic(2) lc rgb '%s' title '%s'" % (
+                dat, i + 3, COLORS.get(m, "#ff7f0e"), m) for i, m in enumerate(modes)]
         gp.append("plot " + ", \\\n     ".join(plots))
     gp.append("unset multiplot")
     script = os.path.join(out, "plots", name + ".gp")

@@ -83,6 +83,12 @@ def summary(suite, plan, rows, netns):
                  stamps[0] if stamps else "-", stamps[-1] if stamps else "-", machine(),
                  len(rows), len(plan)),
              ""]
+    loads = sorted(float(r["load_1min"]) for r in rows if r["load_1min"])
+    if loads:
+        lines += ["The machine's load average (1 min) as the cells started: %.1f to %.1f, median "
+                  "%.1f (%d cores; other processes only ever add time, more to the modes that "
+                  "send more messages)." % (loads[0], loads[-1], loads[len(loads) // 2],
+                                            os.cpu_count() or 1), ""]
     if netns:
         lines.append("Network: every server and worker in its own network namespace behind a "
                      "tbf-shaped %s link each way (deploy/netem/emunet.sh)." % suite["link_rate"])
