@@ -10,6 +10,7 @@ the source tree finds it in ../common. See bench/common/README.md.
 
 import argparse
 import atexit
+import contextlib
 import os
 import re
 import signal
@@ -60,6 +61,17 @@ def fmt_size(b):
 
 
 # ---------------------------------------------------------------- cleanup
+def group_alive(pgid):
+    """Whether any process of the group is left (a zombie counts until it is reaped)."""
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
 class Cleanup:
     """Ends every child (by its process group, which is its own pid) and removes the network.
     One per driver; install() makes SIGINT, SIGTERM, SIGHUP and exit run it."""
@@ -67,7 +79,10 @@ class Cleanup:
     def __init__(self, prog, kill_timeout_s=3.0):
         self.prog = prog
         self.kill_timeout_s = kill_timeout_s
+        self.note = None  # said after "stopping" (e.g. how to resume)
         self.children = []
+        self.holding = 0  # inside hold(): a signal waits until the child is tracked
+        self.pending = None
         self.emunet = None
         self.prefix = None
         self.netns = False
@@ -82,9 +97,10 @@ class Cleanup:
                     pass
         deadline = time.monotonic() + self.kill_timeout_s
         for p in self.children:
-            while p.poll() is None and time.monotonic() < deadline:
+            # the whole group: a daemon under `emunet.sh exec` outlives its wrapper by a moment
+            while (p.poll() is None or group_alive(p.pid)) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            if p.poll() is None:
+            if p.poll() is None or group_alive(p.pid):
                 try:
                     os.killpg(p.pid, signal.SIGKILL)
                 except OSError:
@@ -105,8 +121,24 @@ class Cleanup:
             else:
                 log(self.prog, "network %s removed" % self.prefix)
 
+    @contextlib.contextmanager
+    def hold(self):
+        """Defers SIGINT/SIGTERM/SIGHUP over a start of a child and its entry in children: a
+        signal between the fork and the entry would leave that child running."""
+        self.holding += 1
+        try:
+            yield
+        finally:
+            self.holding -= 1
+            if not self.holding and self.pending:
+                signum, self.pending = self.pending, None
+                self.on_signal(signum, None)
+
     def on_signal(self, signum, _frame):
-        log(self.prog, "signal %d: stopping" % signum)
+        if self.holding:
+            self.pending = signum
+            return
+        log(self.prog, "signal %d: stopping" % signum + ("; " + self.note if self.note else ""))
         self.run()
         sys.exit(128 + signum)
 
@@ -246,10 +278,11 @@ def spawn(net, host, argv, logdir, name, cleanup, keep=psrt_lines):
     """Starts argv on host in its own session; stderr to NAME.err, stdout through a Reader to
     NAME.out that keeps the lines keep() accepts."""
     err = open(os.path.join(logdir, name + ".err"), "w")
-    p = subprocess.Popen(net.command(host, argv), stdout=subprocess.PIPE, stderr=err,
-                         stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+    with cleanup.hold():
+        p = subprocess.Popen(net.command(host, argv), stdout=subprocess.PIPE, stderr=err,
+                             stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+        cleanup.children.append(p)
     err.close()
-    cleanup.children.append(p)
     r = Reader(p.stdout, os.path.join(logdir, name + ".out"), keep)
     r.start()
     return p, r

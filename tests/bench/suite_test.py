@@ -78,7 +78,7 @@ def leftovers(out, prefix):
             except OSError:
                 continue
             if out in cmd and "suite_test" not in cmd:
-                procs.append(pid)
+                procs.append("%s %s" % (pid, cmd.replace("\0", " ")[:160]))
     ns = run(["ip", "netns", "list"]).stdout if os.geteuid() == 0 else ""
     return procs, [line for line in ns.splitlines() if line.startswith(prefix + "-")]
 
