@@ -1,0 +1,391 @@
+"""psrt_bench: what the Python bench drivers (psrt-bench-priority, psrt-bench-convergence,
+psrt-bench-suite) share, written once: cleanup of children and of the emulated network, the
+network itself (deploy/netem/emunet.sh), derived replay profiles, reading a daemon's output,
+starting a job's daemons in their namespaces, bytes per iteration from the workers' timelines,
+psrt-sim, and gnuplot's terminal.
+
+Standard library only. CMake copies this file next to the drivers (build/bin); a driver run from
+the source tree finds it in ../common. See bench/common/README.md.
+"""
+
+import argparse
+import atexit
+import contextlib
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+SUBNET = "10.77.0."
+SIM_COLUMNS = ["iter_ms", "compute_ms", "link_ms", "critical_ms", "bound_ms"]
+
+
+def log(prog, msg):
+    print(prog + ": " + msg, file=sys.stderr, flush=True)
+
+
+def source_dir(here, configured):
+    """The source tree: CMake's @PROJECT_SOURCE_DIR@ when filled in, else two folders up from a
+    driver run in place (bench/NAME/driver)."""
+    if not configured.startswith("@"):
+        return configured
+    return os.path.normpath(os.path.join(here, "..", ".."))
+
+
+# ---------------------------------------------------------------- units
+def parse_size(text):
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(|k|kb|kib|m|mb|mib)\s*", str(text).lower())
+    if not m:
+        raise argparse.ArgumentTypeError("'%s' is not a size (4096, 64KiB, 1MiB)" % text)
+    mult = {"": 1, "k": 1024, "kb": 1000, "kib": 1024, "m": 1 << 20, "mb": 1000000,
+            "mib": 1 << 20}[m.group(2)]
+    return int(float(m.group(1)) * mult)
+
+
+def parse_rate(text):
+    m = re.fullmatch(r"(\d+)(bit|kbit|mbit|gbit)", str(text).lower())
+    if not m:
+        raise argparse.ArgumentTypeError("'%s' is not a tc rate (e.g. 500mbit, 1gbit)" % text)
+    return int(m.group(1)) * {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}[m.group(2)]
+
+
+def fmt_size(b):
+    if b % (1 << 20) == 0:
+        return "%dMiB" % (b >> 20)
+    if b % 1024 == 0:
+        return "%dKiB" % (b >> 10)
+    return "%dB" % b
+
+
+# ---------------------------------------------------------------- cleanup
+def group_alive(pgid):
+    """Whether any process of the group is left (a zombie counts until it is reaped)."""
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+
+
+class Cleanup:
+    """Ends every child (by its process group, which is its own pid) and removes the network.
+    One per driver; install() makes SIGINT, SIGTERM, SIGHUP and exit run it."""
+
+    def __init__(self, prog, kill_timeout_s=3.0):
+        self.prog = prog
+        self.kill_timeout_s = kill_timeout_s
+        self.note = None  # said after "stopping" (e.g. how to resume)
+        self.children = []
+        self.holding = 0  # inside hold(): a signal waits until the child is tracked
+        self.pending = None
+        self.emunet = None
+        self.prefix = None
+        self.netns = False
+        self.done = False
+
+    def kill_children(self):
+        for p in self.children:
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except OSError:
+                    pass
+        deadline = time.monotonic() + self.kill_timeout_s
+        for p in self.children:
+            # the whole group: a daemon under `emunet.sh exec` outlives its wrapper by a moment
+            while (p.poll() is None or group_alive(p.pid)) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if p.poll() is None or group_alive(p.pid):
+                try:
+                    os.killpg(p.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+                p.wait()
+        self.children = []
+
+    def run(self):
+        if self.done:
+            return
+        self.done = True
+        self.kill_children()
+        if self.netns and self.emunet:
+            r = subprocess.run([self.emunet, "down", "--prefix", self.prefix],
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            if r.returncode != 0:
+                log(self.prog, "emunet down failed: " + r.stdout.strip())
+            else:
+                log(self.prog, "network %s removed" % self.prefix)
+
+    @contextlib.contextmanager
+    def hold(self):
+        """Defers SIGINT/SIGTERM/SIGHUP over a start of a child and its entry in children: a
+        signal between the fork and the entry would leave that child running."""
+        self.holding += 1
+        try:
+            yield
+        finally:
+            self.holding -= 1
+            if not self.holding and self.pending:
+                signum, self.pending = self.pending, None
+                self.on_signal(signum, None)
+
+    def on_signal(self, signum, _frame):
+        if self.holding:
+            self.pending = signum
+            return
+        log(self.prog, "signal %d: stopping" % signum + ("; " + self.note if self.note else ""))
+        self.run()
+        sys.exit(128 + signum)
+
+    def install(self):
+        for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(s, self.on_signal)
+        atexit.register(self.run)
+
+
+# ---------------------------------------------------------------- network
+class Net:
+    """HOSTS hosts in network namespaces behind tbf-shaped links (emunet.sh), or loopback."""
+
+    def __init__(self, emunet, hosts, rate, prefix, cleanup):
+        self.emunet = emunet
+        self.hosts = hosts
+        self.rate = rate
+        self.prefix = prefix
+        self.cleanup = cleanup
+        self.netns = False
+        self.goodput = None  # bytes/s measured host 0 -> host 1
+
+    def up(self):
+        c = self.cleanup
+        c.emunet, c.prefix = self.emunet, self.prefix
+        c.netns = True  # down is harmless if nothing was made
+        r = subprocess.run([self.emunet, "up", "--hosts", str(self.hosts), "--rate", self.rate,
+                            "--prefix", self.prefix], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+        if r.returncode != 0:
+            raise RuntimeError("emunet up failed: " + (r.stderr or r.stdout).strip())
+        if "falling back to loopback" in r.stderr:
+            sys.stderr.write(r.stderr)
+            log(c.prog, "WARNING: no network namespaces here: loopback, NOTHING IS SHAPED; the "
+                "figures are functional checks, not bandwidth measurements")
+            self.netns = False
+            c.netns = False
+        else:
+            self.netns = True
+
+    def addr(self, i):
+        return SUBNET + str(i + 1) if self.netns else "127.0.0.1"
+
+    def command(self, i, argv):
+        if not self.netns:
+            return argv
+        return [self.emunet, "exec", "--prefix", self.prefix, str(i), "--"] + argv
+
+    def measure(self, nbytes):
+        if not self.netns:
+            return None
+        r = subprocess.run([self.emunet, "measure", "--prefix", self.prefix, "--bytes",
+                            str(nbytes), "0", "1"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=120)
+        m = re.search(r"([\d.]+) Mbit/s", r.stdout)
+        if r.returncode != 0 or not m:
+            raise RuntimeError("emunet measure failed: " + r.stdout.strip())
+        self.goodput = float(m.group(1)) * 1e6 / 8
+        return r.stdout.strip()
+
+
+# ---------------------------------------------------------------- profiles
+def read_profile(path):
+    text = open(path).read()
+    fwd = [float(x) for x in re.findall(r"^\s*forward_ms:\s*(\S+)", text, re.M)]
+    bwd = [float(x) for x in re.findall(r"^\s*backward_ms:\s*(\S+)", text, re.M)]
+    elems = [int(x) for x in re.findall(r"\{name:\s*[^,]+,\s*elements:\s*(\d+)\}", text)]
+    gflops = re.search(r"^device_gflops:\s*(\S+)", text, re.M)
+    return {"text": text, "compute_ms": sum(fwd) + sum(bwd), "bytes": 4 * sum(elems),
+            "gflops": float(gflops.group(1)) if gflops else None}
+
+
+def derive_profile(src, dst, k, scale, note, prog):
+    """Writes src with every forward/backward time times k and `scale: scale`."""
+    p = read_profile(src)
+    text = p["text"]
+
+    def times(m):
+        return "%s%s" % (m.group(1), repr(float("%.9g" % (float(m.group(2)) * k))))
+
+    text = re.sub(r"^(\s*(?:forward|backward)_ms:\s*)(\S+)", times, text, flags=re.M)
+    text = re.sub(r"^scale:.*$", "scale: %s" % repr(float("%.9g" % scale)), text, flags=re.M)
+    if p["gflops"]:
+        text = re.sub(r"^device_gflops:.*$", "device_gflops: %s" %
+                      repr(float("%.9g" % (p["gflops"] / k))), text, flags=re.M)
+    with open(dst, "w") as f:
+        f.write("# Derived by %s from %s: %s\n" % (prog, src, note) + text)
+
+
+# ---------------------------------------------------------------- children
+def psrt_lines(line):
+    return "PSRT_" in line
+
+
+class Reader(threading.Thread):
+    """Copies a child's stdout to a log file and keeps the lines that matter (keep(line)), each
+    with the monotonic time it arrived."""
+
+    def __init__(self, pipe, path, keep=psrt_lines):
+        super().__init__(daemon=True)
+        self.pipe = pipe
+        self.path = path
+        self.keep = keep
+        self.lines = []
+        self.stamps = []
+        self.event = threading.Event()
+
+    def run(self):
+        with open(self.path, "w") as f:
+            for line in self.pipe:
+                f.write(line)
+                f.flush()
+                if self.keep(line):
+                    self.stamps.append(time.monotonic())
+                    self.lines.append(line.rstrip("\n"))
+                    self.event.set()
+        self.event.set()
+
+    def find(self, pattern):
+        """The first kept line's match of the regular expression, or None."""
+        for line in self.lines:
+            m = re.search(pattern, line)
+            if m:
+                return m
+        return None
+
+
+def tail(path, n=5):
+    try:
+        with open(path) as f:
+            return "".join(f.readlines()[-n:]).strip()
+    except OSError:
+        return ""
+
+
+def spawn(net, host, argv, logdir, name, cleanup, keep=psrt_lines):
+    """Starts argv on host in its own session; stderr to NAME.err, stdout through a Reader to
+    NAME.out that keeps the lines keep() accepts."""
+    err = open(os.path.join(logdir, name + ".err"), "w")
+    with cleanup.hold():
+        p = subprocess.Popen(net.command(host, argv), stdout=subprocess.PIPE, stderr=err,
+                             stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+        cleanup.children.append(p)
+    err.close()
+    r = Reader(p.stdout, os.path.join(logdir, name + ".out"), keep)
+    r.start()
+    return p, r
+
+
+def run_daemons(net, bindir, cfg, logdir, servers, workers, timeout_s, tag, cleanup,
+                keep=psrt_lines):
+    """Runs one job from cfg: servers on hosts 0..S-1 (server 0 the coordinator), workers on
+    hosts S..S+W-1, each in its namespace. Waits for all to end (at most timeout_s); a daemon
+    that fails raises RuntimeError with the tail of its log. Returns the workers' Readers, worker
+    0's joined; the workers' Readers keep the lines keep() accepts. The caller ends the
+    children (cleanup.kill_children) in a finally."""
+    server = os.path.join(bindir, "psrt-server")
+    worker = os.path.join(bindir, "psrt-worker")
+    procs = []
+    p0, r0 = spawn(net, 0, [server, "--config", cfg, "--rank", "0"], logdir, "server0", cleanup)
+    procs.append(("server0", p0))
+    if not r0.event.wait(30) or not r0.find("PSRT_LISTENING"):
+        raise RuntimeError("%s: server 0 did not print PSRT_LISTENING: %s" %
+                           (tag, tail(os.path.join(logdir, "server0.err"))))
+    endpoint = r0.find(r"PSRT_LISTENING\s+(\S+)").group(1)
+    coord = ["--set", "cluster.coordinator=" + endpoint]
+    for s in range(1, servers):
+        p, _ = spawn(net, s, [server, "--config", cfg, "--rank", str(s), "--set",
+                              "cluster.bind_host=" + net.addr(s)] + coord, logdir,
+                     "server%d" % s, cleanup)
+        procs.append(("server%d" % s, p))
+    readers = []
+    for w in range(workers):
+        p, r = spawn(net, servers + w, [worker, "--config", cfg, "--rank", str(w)] + coord,
+                     logdir, "worker%d" % w, cleanup, keep)
+        procs.append(("worker%d" % w, p))
+        readers.append(r)
+    deadline = time.monotonic() + timeout_s
+    for name, p in procs:
+        try:
+            p.wait(timeout=max(deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:
+            raise RuntimeError("%s: %s still running after %.0f s" % (tag, name, timeout_s))
+    bad = [(n, p.returncode) for n, p in procs if p.returncode != 0]
+    if bad:
+        n = bad[0][0]
+        raise RuntimeError("%s: %s exited with %s: %s" % (
+            tag, n, bad[0][1], tail(os.path.join(logdir, n + ".err"))))
+    readers[0].join(5)
+    return readers
+
+
+# ---------------------------------------------------------------- timelines: bytes per iteration
+PUSH_RE = re.compile(r'"cat":"push".*?"bytes":(\d+),"server":\d+,"iteration":(\d+)')
+
+
+def pushed_bytes(timeline_dir, workers):
+    """{worker: {iteration: payload bytes pushed}} from the workers' Chrome traces."""
+    out = {}
+    for w in range(workers):
+        per = {}
+        path = os.path.join(timeline_dir, "worker-%d.json" % w)
+        with open(path) as f:
+            for line in f:
+                m = PUSH_RE.search(line)
+                if m:
+                    it = int(m.group(2))
+                    per[it] = per.get(it, 0) + int(m.group(1))
+        out[w] = per
+    return out
+
+
+def bytes_per_iteration(per_worker, first, last=None):
+    """Mean payload bytes per iteration per worker over iterations [first, last]."""
+    total, n = 0, 0
+    for per in per_worker.values():
+        for it, b in per.items():
+            if it >= first and (last is None or it <= last):
+                total += b
+        n += len([it for it in per if it >= first and (last is None or it <= last)])
+    return total / n if n else float("nan")
+
+
+# ---------------------------------------------------------------- simulator, plots
+def simulate(bindir, profile, workers, servers, bandwidth, mode, chunk, credit, iterations,
+             latency_ms):
+    """psrt-sim's row for mode: iter_ms, compute_ms, link_ms, critical_ms, bound_ms, binding."""
+    argv = [os.path.join(bindir, "psrt-sim"), "--profile", profile, "--workers", str(workers),
+            "--servers", str(servers), "--bandwidth", "%dB/s" % int(bandwidth), "--mode", mode,
+            "--chunk-bytes", str(chunk), "--credit-bytes", str(credit), "--iterations",
+            str(iterations), "--latency-ms", repr(latency_ms)]
+    r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if r.returncode != 0:
+        raise RuntimeError("psrt-sim failed (%s): %s" % (" ".join(argv), r.stderr.strip()))
+    for line in r.stdout.splitlines():
+        f = line.split()
+        if f and f[0] == mode:
+            return dict(zip(SIM_COLUMNS, (float(x) for x in f[1:6])), binding=f[6])
+    raise RuntimeError("psrt-sim printed no row for %s:\n%s" % (mode, r.stdout))
+
+
+def gnuplot_terminal(gnuplot, out, size="960,640"):
+    """The terminal line for out (.svg, else PNG: pngcairo where gnuplot has it)."""
+    if out.endswith(".svg"):
+        return "svg size %s dynamic enhanced font 'sans,12'" % size
+    terms = subprocess.run([gnuplot, "-e", "set terminal"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True).stdout
+    if "pngcairo" in terms:
+        return "pngcairo size %s enhanced font 'sans,11'" % size
+    return "png size %s" % size
