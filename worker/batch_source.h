@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "core/config.h"
-#include "worker/data/idx.h"
-#include "worker/data/sampler.h"
+#include "data/idx.h"
+#include "data/sampler.h"
 
 namespace psrt {
 

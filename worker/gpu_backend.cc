@@ -3,9 +3,9 @@
 #include <string>
 
 #include "core/status.h"
-#include "worker/engine/cuda/device_buffer.h"
-#include "worker/engine/cuda/gpu_network.h"
-#include "worker/engine/network.h"
+#include "engine/cuda/device_buffer.h"
+#include "engine/cuda/gpu_network.h"
+#include "engine/network.h"
 #include "worker/native_backend.h"
 
 namespace psrt {

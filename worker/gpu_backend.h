@@ -14,7 +14,7 @@
 
 #include "worker/backend.h"
 #include "worker/batch_source.h"
-#include "worker/engine/cuda/device_buffer.h"
+#include "engine/cuda/device_buffer.h"
 
 namespace psrt {
 

@@ -1,6 +1,6 @@
 #include "worker/native_backend.h"
 
-#include "worker/engine/init.h"
+#include "engine/init.h"
 
 namespace psrt {
 

@@ -6,7 +6,7 @@
 
 #include "worker/backend.h"
 #include "worker/batch_source.h"
-#include "worker/engine/network.h"
+#include "engine/network.h"
 
 namespace psrt {
 

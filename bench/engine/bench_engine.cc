@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "bench/engine/bench_engine_gpu.h"
-#include "worker/engine/network.h"
+#include "engine/network.h"
 
 namespace {
 

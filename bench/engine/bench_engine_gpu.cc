@@ -6,10 +6,10 @@
 #include <random>
 #include <vector>
 
-#include "worker/engine/network.h"
+#include "engine/network.h"
 #ifdef PSRT_BENCH_CUDA
-#include "worker/engine/cuda/device_buffer.h"
-#include "worker/engine/cuda/gpu_network.h"
+#include "engine/cuda/device_buffer.h"
+#include "engine/cuda/gpu_network.h"
 #endif
 
 namespace psrt::bench {

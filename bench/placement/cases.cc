@@ -3,7 +3,7 @@
 #include <random>
 
 #include "core/profile.h"
-#include "worker/engine/network.h"
+#include "engine/network.h"
 
 namespace psrt::bench {
 

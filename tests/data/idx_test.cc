@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "worker/data/idx.h"
+#include "data/idx.h"
 
 namespace fs = std::filesystem;
 using psrt::data::load_idx;

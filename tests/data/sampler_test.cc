@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "worker/data/sampler.h"
+#include "data/sampler.h"
 
 using psrt::data::BatchSampler;
 

@@ -4,8 +4,8 @@
 
 #include "core/status.h"
 #include "tests/engine/conv_reference.h"
-#include "worker/engine/conv2d.h"
-#include "worker/engine/im2col.h"
+#include "engine/conv2d.h"
+#include "engine/im2col.h"
 
 using namespace psrt::engine;
 using namespace psrt::engine::testing;

@@ -3,9 +3,9 @@
 
 #include "core/status.h"
 #include "tests/engine/conv_reference.h"
-#include "worker/engine/dropout.h"
-#include "worker/engine/dropout_mask.h"
-#include "worker/engine/flatten.h"
+#include "engine/dropout.h"
+#include "engine/dropout_mask.h"
+#include "engine/flatten.h"
 
 using namespace psrt::engine;
 using namespace psrt::engine::testing;

@@ -9,15 +9,15 @@
 #include <string>
 #include <vector>
 
-#include "worker/engine/conv2d.h"
-#include "worker/engine/dropout.h"
-#include "worker/engine/dropout_mask.h"
-#include "worker/engine/flatten.h"
-#include "worker/engine/linear.h"
-#include "worker/engine/maxpool2d.h"
-#include "worker/engine/network.h"
-#include "worker/engine/relu.h"
-#include "worker/engine/softmax_xent.h"
+#include "engine/conv2d.h"
+#include "engine/dropout.h"
+#include "engine/dropout_mask.h"
+#include "engine/flatten.h"
+#include "engine/linear.h"
+#include "engine/maxpool2d.h"
+#include "engine/network.h"
+#include "engine/relu.h"
+#include "engine/softmax_xent.h"
 
 namespace {
 

@@ -6,14 +6,14 @@
 #include <vector>
 
 #include "tests/engine/reference.h"
-#include "worker/engine/conv2d.h"
-#include "worker/engine/cuda/device_buffer.h"
-#include "worker/engine/cuda/gpu_layers.h"
-#include "worker/engine/dropout.h"
-#include "worker/engine/linear.h"
-#include "worker/engine/maxpool2d.h"
-#include "worker/engine/relu.h"
-#include "worker/engine/softmax_xent.h"
+#include "engine/conv2d.h"
+#include "engine/cuda/device_buffer.h"
+#include "engine/cuda/gpu_layers.h"
+#include "engine/dropout.h"
+#include "engine/linear.h"
+#include "engine/maxpool2d.h"
+#include "engine/relu.h"
+#include "engine/softmax_xent.h"
 
 using namespace psrt::engine;
 using namespace psrt::engine::testing;

@@ -18,9 +18,9 @@
 
 #include "tests/engine/reference.h"
 #include "tests/engine/relu_margin.h"
-#include "worker/engine/cuda/device_buffer.h"
-#include "worker/engine/cuda/gpu_network.h"
-#include "worker/engine/network.h"
+#include "engine/cuda/device_buffer.h"
+#include "engine/cuda/gpu_network.h"
+#include "engine/network.h"
 
 using namespace psrt::engine;
 using namespace psrt::engine::testing;

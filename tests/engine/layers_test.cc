@@ -5,9 +5,9 @@
 #include <cmath>
 
 #include "tests/engine/reference.h"
-#include "worker/engine/linear.h"
-#include "worker/engine/relu.h"
-#include "worker/engine/softmax_xent.h"
+#include "engine/linear.h"
+#include "engine/relu.h"
+#include "engine/softmax_xent.h"
 
 using namespace psrt::engine;
 using namespace psrt::engine::testing;

@@ -4,7 +4,7 @@
 
 #include "core/status.h"
 #include "tests/engine/conv_reference.h"
-#include "worker/engine/maxpool2d.h"
+#include "engine/maxpool2d.h"
 
 using namespace psrt::engine;
 using namespace psrt::engine::testing;

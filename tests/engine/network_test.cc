@@ -8,7 +8,7 @@
 
 #include "core/status.h"
 #include "tests/engine/reference.h"
-#include "worker/engine/network.h"
+#include "engine/network.h"
 
 using namespace psrt::engine;
 using namespace psrt::engine::testing;

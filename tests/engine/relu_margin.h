@@ -13,8 +13,8 @@
 #include <limits>
 #include <vector>
 
-#include "worker/engine/layer.h"
-#include "worker/engine/network.h"
+#include "engine/layer.h"
+#include "engine/network.h"
 
 namespace psrt::engine::testing {
 

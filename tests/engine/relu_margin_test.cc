@@ -10,7 +10,7 @@
 
 #include "tests/engine/reference.h"
 #include "tests/engine/relu_margin.h"
-#include "worker/engine/network.h"
+#include "engine/network.h"
 
 using namespace psrt::engine;
 using namespace psrt::engine::testing;

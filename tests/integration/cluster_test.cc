@@ -10,9 +10,9 @@
 #include "core/config.h"
 #include "server/optimizer.h"
 #include "tests/integration/proc_util.h"
-#include "worker/data/idx.h"
-#include "worker/data/sampler.h"
-#include "worker/engine/network.h"
+#include "data/idx.h"
+#include "data/sampler.h"
+#include "engine/network.h"
 #include "worker/native_backend.h"
 
 using namespace psrt;

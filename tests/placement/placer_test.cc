@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "placement/baselines.h"
-#include "worker/engine/network.h"
+#include "engine/network.h"
 #include "placement/placer.h"
 #include "test_graphs.h"
 

@@ -10,7 +10,7 @@
 #include "worker/backend.h"
 
 #if PSRT_WITH_CUDA
-#include "worker/engine/cuda/device_buffer.h"
+#include "engine/cuda/device_buffer.h"
 #endif
 
 using namespace psrt;

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "core/config.h"
-#include "worker/engine/dropout.h"
+#include "engine/dropout.h"
 #include "worker/native_backend.h"
 
 using namespace psrt;

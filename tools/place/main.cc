@@ -22,7 +22,7 @@
 #include "core/yaml_reader.h"
 #include "placement/plan_table.h"
 #include "placement/service/client.h"
-#include "worker/engine/network.h"
+#include "engine/network.h"
 
 namespace {
 

@@ -1,0 +1,145 @@
+#include "data/idx.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cstddef>
+#include <memory>
+
+#include "core/status.h"
+
+namespace psrt::data {
+namespace {
+
+constexpr uint32_t kImagesMagic = 2051;
+constexpr uint32_t kLabelsMagic = 2049;
+constexpr uint64_t kMaxElements = uint64_t{1} << 32;  // 4 Gi pixels: refuse absurd headers
+
+struct GzCloser {
+  void operator()(gzFile_s* f) const { gzclose(f); }
+};
+
+// A gzip-or-plain file, read with zlib; every error is a ConfigError naming the file.
+class IdxReader {
+ public:
+  explicit IdxReader(std::string path) : path_(std::move(path)) {
+    file_.reset(gzopen(path_.c_str(), "rb"));
+    if (!file_) fail("cannot open file");
+    gzbuffer(file_.get(), 1 << 17);
+  }
+
+  [[noreturn]] void fail(const std::string& problem) const {
+    throw ConfigError("IDX file " + path_ + ": " + problem);
+  }
+
+  // Reads up to `size` bytes; returns how many were read (less at end of file).
+  std::size_t read_some(void* dst, std::size_t size) {
+    auto* out = static_cast<unsigned char*>(dst);
+    std::size_t done = 0;
+    while (done < size) {
+      const auto want = static_cast<unsigned>(std::min<std::size_t>(size - done, 1u << 30));
+      const int got = gzread(file_.get(), out + done, want);
+      if (got < 0) {
+        int code = 0;
+        const char* msg = gzerror(file_.get(), &code);
+        fail(std::string("read error: ") + (msg != nullptr ? msg : "unknown"));
+      }
+      if (got == 0) break;
+      done += static_cast<std::size_t>(got);
+    }
+    return done;
+  }
+
+  void read_exact(void* dst, std::size_t size, const char* what) {
+    const std::size_t got = read_some(dst, size);
+    if (got != size) {
+      fail("truncated: expected " + std::to_string(size) + " bytes of " + what + ", got " +
+           std::to_string(got));
+    }
+  }
+
+  uint32_t read_u32(const char* what) {
+    std::array<unsigned char, 4> b{};
+    read_exact(b.data(), b.size(), what);
+    return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) | (uint32_t{b[2]} << 8) | b[3];
+  }
+
+  void expect_end() {
+    unsigned char extra = 0;
+    if (read_some(&extra, 1) != 0) fail("unexpected trailing bytes after the data");
+  }
+
+ private:
+  std::string path_;
+  std::unique_ptr<gzFile_s, GzCloser> file_;
+};
+
+void check_magic(IdxReader& r, uint32_t expected) {
+  const uint32_t magic = r.read_u32("header (magic number)");
+  if (magic != expected) {
+    r.fail("bad magic number " + std::to_string(magic) + " (expected " + std::to_string(expected) +
+           ")");
+  }
+}
+
+int check_dim(IdxReader& r, uint32_t value, const char* what, bool allow_zero) {
+  if ((value == 0 && !allow_zero) || value > static_cast<uint32_t>(INT_MAX)) {
+    r.fail(std::string("bad ") + what + " " + std::to_string(value));
+  }
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+Dataset load_idx(const std::string& images_path, const std::string& labels_path) {
+  Dataset ds;
+  IdxReader images(images_path);
+  check_magic(images, kImagesMagic);
+  ds.n = check_dim(images, images.read_u32("header (image count)"), "image count", true);
+  ds.rows = check_dim(images, images.read_u32("header (rows)"), "row count", false);
+  ds.cols = check_dim(images, images.read_u32("header (columns)"), "column count", false);
+  const uint64_t pixels = uint64_t(ds.n) * uint64_t(ds.rows) * uint64_t(ds.cols);
+  if (pixels > kMaxElements) {
+    images.fail("header says " + std::to_string(pixels) + " pixels, more than this loader takes");
+  }
+
+  IdxReader labels(labels_path);
+  check_magic(labels, kLabelsMagic);
+  const int label_count =
+      check_dim(labels, labels.read_u32("header (label count)"), "label count", true);
+  if (label_count != ds.n) {
+    throw ConfigError("IDX files " + images_path + " and " + labels_path + ": " +
+                      std::to_string(ds.n) + " images but " + std::to_string(label_count) +
+                      " labels");
+  }
+
+  std::vector<unsigned char> raw(static_cast<std::size_t>(pixels));
+  images.read_exact(raw.data(), raw.size(), "pixel data");
+  images.expect_end();
+  ds.images.resize(raw.size());
+  std::transform(raw.begin(), raw.end(), ds.images.begin(),
+                 [](unsigned char p) { return static_cast<float>(p) / 255.0f; });
+
+  raw.assign(static_cast<std::size_t>(ds.n), 0);
+  labels.read_exact(raw.data(), raw.size(), "label data");
+  labels.expect_end();
+  ds.labels.assign(raw.begin(), raw.end());
+  return ds;
+}
+
+Dataset load_fashion_mnist(const std::string& dir, bool train) {
+  const std::string prefix = dir + "/" + (train ? "train" : "t10k");
+  const std::string labels_path = prefix + "-labels-idx1-ubyte.gz";
+  Dataset ds = load_idx(prefix + "-images-idx3-ubyte.gz", labels_path);
+  for (const int32_t label : ds.labels) {
+    if (label < 0 || label > 9) {
+      throw ConfigError("IDX file " + labels_path + ": label " + std::to_string(label) +
+                        " is not a Fashion-MNIST class (0..9)");
+    }
+  }
+  return ds;
+}
+
+}  // namespace psrt::data

@@ -1,0 +1,76 @@
+// build_network: checks a NetSpec and hands it to its architecture's builder. New architectures
+// are added here and in arch_builders.h.
+#include <limits>
+
+#include "core/status.h"
+#include "engine/arch_builders.h"
+#include "engine/linear.h"
+#include "engine/relu.h"
+#include "engine/softmax_xent.h"
+
+namespace psrt::engine {
+namespace {
+
+void check_positive(const char* key, int value) {
+  if (value < 1) {
+    throw ConfigError("network spec: " + std::string(key) + " = " + std::to_string(value) +
+                      " (must be >= 1)");
+  }
+}
+
+}  // namespace
+
+ArchLayers mlp_layers(const NetSpec& spec) {
+  const auto input = static_cast<std::size_t>(spec.channels) *
+                     static_cast<std::size_t>(spec.height) * static_cast<std::size_t>(spec.width);
+  ArchLayers out;
+  out.name = "mlp-" + std::to_string(input);
+  std::size_t width = input;
+  int index = 1;
+  for (const int h : spec.hidden) {
+    check_positive("hidden width", h);
+    const std::string suffix = std::to_string(index++);
+    out.layers.push_back(std::make_unique<Linear>("fc" + suffix, width, static_cast<std::size_t>(h),
+                                                  LinearInit::kHeNormal));
+    out.layers.push_back(std::make_unique<Relu>("relu" + suffix, static_cast<std::size_t>(h)));
+    width = static_cast<std::size_t>(h);
+    out.name += '-';
+    out.name += std::to_string(h);
+  }
+  const auto classes = static_cast<std::size_t>(spec.classes);
+  out.layers.push_back(std::make_unique<Linear>("fc" + std::to_string(index), width, classes,
+                                                LinearInit::kXavierUniform));
+  out.layers.push_back(std::make_unique<SoftmaxXent>("loss", classes));
+  out.name += '-';
+  out.name += std::to_string(classes);
+  return out;
+}
+
+std::unique_ptr<Network> build_network(const NetSpec& spec, uint64_t seed) {
+  check_positive("channels", spec.channels);
+  check_positive("height", spec.height);
+  check_positive("width", spec.width);
+  if (spec.classes < 2) {
+    throw ConfigError("network spec: classes = " + std::to_string(spec.classes) +
+                      " (must be >= 2)");
+  }
+  const auto input = static_cast<std::size_t>(spec.channels) *
+                     static_cast<std::size_t>(spec.height) * static_cast<std::size_t>(spec.width);
+  if (input > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+    throw ConfigError("network spec: input of " + std::to_string(input) + " elements is too large");
+  }
+  ArchLayers arch;
+  if (spec.arch == "mlp") {
+    arch = mlp_layers(spec);
+  } else if (spec.arch == "lenet5") {
+    arch = lenet5_layers(spec);
+  } else if (spec.arch == "vgg-small") {
+    arch = vgg_small_layers(spec);
+  } else {
+    throw ConfigError("network spec: unknown arch '" + spec.arch +
+                      "' (allowed: mlp, lenet5, vgg-small)");
+  }
+  return std::make_unique<Network>(std::move(arch.name), std::move(arch.layers), seed);
+}
+
+}  // namespace psrt::engine
