@@ -214,18 +214,29 @@ void Server::check_progress(Clock::time_point now) {
     last_progress_ = now;  // nobody is being waited for here
     return;
   }
-  if (now - last_progress_ <= seconds(config_.cluster.progress_timeout_s)) return;
-  std::string who;
+  const double limit = config_.cluster.progress_timeout_s;
+  if (now - last_progress_ <= seconds(limit)) return;
+  std::string who, cycle;
+  bool defer = true;  // every worker waited for says it waits for another server: it reports
   for (uint32_t w = 0; w < waiting->arrived.size(); ++w) {
-    if (!waiting->arrived[w]) who += (who.empty() ? "" : ", ") + peer_name(wire::WORKER, w);
+    if (waiting->arrived[w]) continue;
+    who += (who.empty() ? "" : ", ") + peer_name(wire::WORKER, w);
+    const WorkerWait* ww = w < worker_waits_.size() ? &worker_waits_[w] : nullptr;
+    const bool heard = ww && now - ww->at <= seconds(limit);
+    if (!heard || ww->server_plus_one == 0) defer = false;
+    if (heard && ww->server_plus_one == rank_ + 1) {
+      defer = false;
+      cycle += ", and " + peer_name(wire::WORKER, w) + " waits for parameters from this server";
+    }
   }
+  if (defer) return;
   char buf[96];
   std::snprintf(buf, sizeof buf, "no training progress for %.0f s (cluster.progress_timeout_s): ",
-                config_.cluster.progress_timeout_s);
+                limit);
   abort_job(buf + std::string("server ") + std::to_string(rank_) + " waits for the push of " +
             who + " for tensor " + std::to_string(waiting->desc.key) + " offset " +
             std::to_string(waiting->desc.offset) + " iteration " +
-            std::to_string(waiting->iteration));
+            std::to_string(waiting->iteration) + cycle);
 }
 
 void Server::send(const std::string& identity, const wire::Header& h,

@@ -71,6 +71,7 @@ class Server {
   bool admitted(const std::string& identity, PeerId from, const wire::Header& h);
   // cluster.progress_timeout_s: names whom this server has been waiting for, if too long.
   void check_progress(Clock::time_point now);
+  void note_heartbeat(PeerId from, const wire::Header& h);
   double bytes_per_element() const;  // parameters and the state kept beside them
   SocketOptions socket_options() const;
   // data plane (server_data.cc)
@@ -126,6 +127,12 @@ class Server {
   };
   std::vector<ReplyLink> replies_;  // by worker rank
   std::vector<std::string> worker_ids_;  // each worker's registered connection identity
+  // What each worker's last heartbeat said it waits for (1 + server rank; 0: nothing), and when.
+  struct WorkerWait {
+    uint32_t server_plus_one = 0;
+    Clock::time_point at;
+  };
+  std::vector<WorkerWait> worker_waits_;  // by worker rank
   std::vector<ChunkState*> by_id_;
   bool have_membership_ = false;
   bool started_ = false;

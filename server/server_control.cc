@@ -8,6 +8,10 @@
 namespace psrt {
 
 void Server::on_control(const std::string& identity, PeerId from, const wire::Header& h) {
+  if (h.type() == wire::HEARTBEAT) {
+    note_heartbeat(from, h);  // `seen` was recorded by the caller
+    return;
+  }
   if (!coordinator_) {
     reply_error(identity, &h, {ErrorCode::kUnexpected,
                                std::string(wire::MsgType_Name(h.type())) +
@@ -40,8 +44,6 @@ void Server::on_control(const std::string& identity, PeerId from, const wire::He
       }
       return;
     }
-    case wire::HEARTBEAT:
-      return;  // `seen` was recorded by the caller
     case wire::ABORT:  // a process that gives up tells why, and the job ends with its reason
       abort_job(describe(from) + " gave up: " +
                 printable(h.error().message(), std::size_t(config_.limits.max_string_bytes)));
@@ -178,6 +180,15 @@ void Server::broadcast(const wire::Header& h, wire::Role only) {
   for (const auto& peer : coordinator_->registered_peers()) {
     if (only == wire::ROLE_UNSPECIFIED || peer.role == only) send(coordinator_->identity(peer), h);
   }
+}
+
+void Server::note_heartbeat(PeerId from, const wire::Header& h) {
+  if (from.role != wire::WORKER || int64_t(from.rank) >= config_.cluster.workers) return;
+  if (worker_waits_.size() <= from.rank) worker_waits_.resize(std::size_t(config_.cluster.workers));
+  // A server rank outside the job is no claim the watchdog can act on.
+  const uint32_t waits = h.waits_for_server() <= uint32_t(config_.cluster.servers)
+                             ? h.waits_for_server() : 0;
+  worker_waits_[from.rank] = {waits, Clock::now()};
 }
 
 void Server::abort_job(const std::string& why) {

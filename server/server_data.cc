@@ -53,7 +53,10 @@ bool Server::admitted(const std::string& identity, PeerId from, const wire::Head
   }
   // Servers other than 0 learn from the membership which connection each worker registered with.
   if (!have_membership_) {
-    reply_error(identity, &h, {ErrorCode::kNotReady, "membership not known yet"});
+    // A worker's heartbeat may overtake the membership the coordinator sent here: no error.
+    if (h.type() != wire::HEARTBEAT) {
+      reply_error(identity, &h, {ErrorCode::kNotReady, "membership not known yet"});
+    }
     return false;
   }
   if (from.role != wire::WORKER || from.rank >= worker_ids_.size() ||

@@ -119,6 +119,9 @@ class PsClient {
   void take_commands();
   void check_timers();
   void check_progress(std::chrono::steady_clock::time_point now);
+  void send_heartbeats();
+  // The first chunk the compute thread waits for (nullptr: none); under mu_.
+  const ChunkDesc* waited_chunk() const;
   void fail(const std::string& why);
   // fail(), after telling the coordinator why, so that the job ends naming the cause.
   void report(const std::string& why);

@@ -50,7 +50,7 @@ void PsClient::check_timers() {
   log_.flush(now);
   if (now >= next_heartbeat_) {
     next_heartbeat_ = now + seconds(config_.cluster.heartbeat_s);
-    send_to(0, make_header(self_, wire::HEARTBEAT));
+    send_heartbeats();
     check_progress(now);
   }
   bool started = false, membership = false;
@@ -75,21 +75,45 @@ void PsClient::check_timers() {
   }
 }
 
+const ChunkDesc* PsClient::waited_chunk() const {
+  if (!waiting_since_) return nullptr;
+  // The first chunk that has not come, of the layer waited for (or of any layer).
+  for (const auto& c : shards_.chunks()) {
+    if (version_[c.id] >= int64_t(waiting_iteration_)) continue;
+    if (waiting_layer_ >= 0 && model_.tensors[c.key].layer != uint32_t(waiting_layer_)) continue;
+    return &c;
+  }
+  return nullptr;
+}
+
+void PsClient::send_heartbeats() {
+  wire::Header h = make_header(self_, wire::HEARTBEAT);
+  bool membership = false;
+  {
+    std::lock_guard lock(mu_);
+    membership = have_membership_;
+    if (const ChunkDesc* c = waited_chunk()) h.set_waits_for_server(c->server + 1);
+  }
+  // Every server hears it once they are known: one that waits for this worker's push learns
+  // that the worker itself waits for another server, and leaves the diagnosis to the worker.
+  const std::size_t servers = membership ? shards_.num_servers() : 1;
+  for (std::size_t s = 0; s < servers; ++s) send_to(s, h);
+}
+
 void PsClient::check_progress(SteadyClock::time_point now) {
+  // A server that waits for a worker's push reports at the limit; a worker reports a little
+  // later, so the process that knows the stalled peer best speaks first (docs/config.md).
   const double limit = config_.cluster.progress_timeout_s;
   if (limit <= 0) return;
   std::string what;
   {
     std::lock_guard lock(mu_);
-    if (!waiting_since_ || now - *waiting_since_ <= seconds(limit)) return;
-    // The first chunk that has not come, of the layer waited for (or of any layer).
-    for (const auto& c : shards_.chunks()) {
-      if (version_[c.id] >= int64_t(waiting_iteration_)) continue;
-      if (waiting_layer_ >= 0 && model_.tensors[c.key].layer != uint32_t(waiting_layer_)) continue;
-      what = "server " + std::to_string(c.server) + " (tensor " + std::to_string(c.key) +
-             " offset " + std::to_string(c.offset) + ", iteration " +
+    const double grace = 2 * config_.cluster.heartbeat_s;
+    if (!waiting_since_ || now - *waiting_since_ <= seconds(limit + grace)) return;
+    if (const ChunkDesc* c = waited_chunk()) {
+      what = "server " + std::to_string(c->server) + " (tensor " + std::to_string(c->key) +
+             " offset " + std::to_string(c->offset) + ", iteration " +
              std::to_string(waiting_iteration_) + ")";
-      break;
     }
   }
   char buf[96];

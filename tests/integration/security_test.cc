@@ -155,8 +155,10 @@ TEST_CASE("a coordinator stopped and resumed does not blame a healthy server",
   CHECK_THAT(job.procs[0]->output(), Catch::Contains("gave up: lost the coordinator"));
 }
 
-TEST_CASE("a worker that heartbeats but never pushes is named by the progress watchdog",
-          "[integration][security]") {
+namespace {
+// Worker 0 pushes tensor 0 of a one-server job; worker 1 heartbeats, saying it waits for the
+// parameters of server `w1_waits_for` (1 + rank; 0: nothing), and never pushes.
+std::string stalled_by_worker_1(uint32_t w1_waits_for) {
   ServerProc s(
       "job: {id: watch, iterations: 1}\n"
       "cluster: {servers: 1, workers: 2, heartbeat_s: 0.1, peer_timeout_s: 60, "
@@ -188,15 +190,37 @@ TEST_CASE("a worker that heartbeats but never pushes is named by the progress wa
   expect(w0, wire::ACK);
   // Worker 1 stays alive (heartbeats) but never pushes: the stalled link heartbeats cannot see.
   std::optional<int> rc;
-  while (!rc) {
-    w1.send(w1.header(wire::HEARTBEAT));
+  for (int i = 0; i < 150 && !rc; ++i) {  // the watchdog fires after 1 s; 30 s at most
+    wire::Header hb = w1.header(wire::HEARTBEAT);
+    hb.set_waits_for_server(w1_waits_for);
+    w1.send(hb);
     (void)w1.recv(0.1);
     rc = s.proc->wait_exit(0.1);
   }
   INFO(s.proc->output());
+  REQUIRE(rc);
   CHECK(*rc == 1);
-  CHECK_THAT(s.proc->output(), Catch::Contains("no training progress"));
-  CHECK_THAT(s.proc->output(), Catch::Contains("waits for the push of worker 1 for tensor 0"));
+  return s.proc->output();
+}
+}  // namespace
+
+TEST_CASE("a worker that heartbeats but never pushes is named by the progress watchdog",
+          "[integration][security]") {
+  const std::string out = stalled_by_worker_1(0);
+  CHECK_THAT(out, Catch::Contains("no training progress"));
+  CHECK_THAT(out, Catch::Contains("waits for the push of worker 1 for tensor 0"));
+  CHECK_THAT(out, !Catch::Contains("waits for parameters from this server"));
+}
+
+TEST_CASE("a server and a worker that wait for each other are both named",
+          "[integration][security]") {
+  // Worker 1 says it waits for server 0, the very server that waits for its push: a cycle, which
+  // the server reports at once rather than leaving it to the worker. A claim about a server
+  // outside the job (rank 5 of 1) is no claim: the server reports as for a silent worker.
+  const std::string out = stalled_by_worker_1(1);
+  CHECK_THAT(out, Catch::Contains("waits for the push of worker 1 for tensor 0"));
+  CHECK_THAT(out, Catch::Contains("and worker 1 waits for parameters from this server"));
+  CHECK_THAT(stalled_by_worker_1(6), Catch::Contains("waits for the push of worker 1"));
 }
 
 TEST_CASE("a worker that waits for a server that never answers names it",
