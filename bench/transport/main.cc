@@ -5,7 +5,6 @@
 // process aggregates (one worker) and runs plain SGD, then replies with the new values.
 // TCP: a child process of this binary echoes each request back after reading all of it.
 #include <spdlog/spdlog.h>
-#include <poll.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -21,14 +20,14 @@
 #include "bench/transport/tcp_baseline.h"
 #include "core/config.h"
 #include "core/model.h"
+#include "core/process.h"
 #include "core/status.h"
-#include "tools/launch/child.h"
 #include "worker/ps_client.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using psrt::launch::Child;
+using psrt::Process;
 
 struct Row {
   uint64_t bytes;
@@ -43,17 +42,13 @@ std::string self_dir() {
   return std::filesystem::canonical("/proc/self/exe").parent_path().string();
 }
 
-// Starts a child and returns what it printed after "PSRT_LISTENING ".
-std::string wait_listening(Child& child) {
-  while (child.out_fd() >= 0) {
-    for (const auto& line : child.read_lines(child.out_fd())) {
-      if (line.rfind("PSRT_LISTENING ", 0) == 0) return line.substr(15);
-    }
-    if (child.poll_exit()) break;
-    pollfd p{child.out_fd(), POLLIN, 0};
-    ::poll(&p, 1, 200);
-  }
-  throw std::runtime_error(child.name() + " did not start");
+// What a child printed after "PSRT_LISTENING ".
+std::string wait_listening(Process& child) {
+  const std::string prefix = "PSRT_LISTENING ";
+  const auto line =
+      child.wait_line([&](const std::string& l) { return l.rfind(prefix, 0) == 0; }, 60);
+  if (!line) throw std::runtime_error(child.name() + " did not start");
+  return line->substr(prefix.size());
 }
 
 double median(std::vector<double> v) {
@@ -62,15 +57,8 @@ double median(std::vector<double> v) {
 }
 
 // Waits for a child to exit, draining both of its pipes meanwhile.
-void reap(Child& child) {
-  while (!child.poll_exit()) {
-    std::vector<pollfd> fds;
-    for (int fd : {child.out_fd(), child.err_fd()})
-      if (fd >= 0) fds.push_back({fd, POLLIN, 0});
-    ::poll(fds.data(), fds.size(), 50);
-    for (const auto& p : fds)
-      if (p.revents) child.read_lines(p.fd);
-  }
+void reap(Process& child) {
+  if (!child.wait_exit(60)) throw std::runtime_error(child.name() + " did not exit");
 }
 
 // psrt's round trips into `field`; with `curve`, every connection is CURVE-encrypted.
@@ -106,7 +94,7 @@ void measure_psrt(std::vector<Row>& rows, const std::string& mode, uint64_t chun
     }
     std::fclose(f);
   }
-  Child server("server 0", {self_dir() + "/psrt-server", "--config", cfg});
+  Process server("server 0", {self_dir() + "/psrt-server", "--config", cfg});
   const std::string endpoint = wait_listening(server);
   psrt::Config config = psrt::load_config(cfg, {"cluster.coordinator=" + endpoint});
   std::vector<std::vector<float>> params(rows.size());
@@ -157,14 +145,14 @@ void measure_echo(std::vector<Row>& rows, Client& client, double Row::*field) {
 void measure_baselines(std::vector<Row>& rows) {
   const std::string self = std::filesystem::canonical("/proc/self/exe").string();
   {
-    Child echo("zmq echo", {self, "--zmq-echo"});
+    Process echo("zmq echo", {self, "--zmq-echo"});
     {
       psrt::bench::ZmqClient client(wait_listening(echo));
       measure_echo(rows, client, &Row::zmq_us);
     }
     reap(echo);
   }
-  Child echo("tcp echo", {self, "--tcp-echo"});
+  Process echo("tcp echo", {self, "--tcp-echo"});
   const int port = std::stoi(wait_listening(echo));
   {
     psrt::bench::TcpClient client(port);

@@ -27,7 +27,7 @@ Outcome run(const std::vector<std::string>& argv) {
   return {*rc, p.output()};
 }
 
-// Non-empty lines (launch::Child::read_lines may add an empty one at end of file).
+// Non-empty lines (Process::read_lines may add an empty one at end of file).
 std::size_t lines(const std::string& s) {
   std::size_t n = 0;
   for (std::size_t at = 0; at < s.size();) {

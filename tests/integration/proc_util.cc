@@ -1,6 +1,5 @@
 #include "tests/integration/proc_util.h"
 
-#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -13,45 +12,21 @@
 namespace psrt::test {
 
 Proc::Proc(std::string name, std::vector<std::string> argv)
-    : child_(std::make_unique<launch::Child>(std::move(name), argv)) {}
-
-bool Proc::pump(int timeout_ms) {
-  std::vector<pollfd> fds;
-  for (int fd : {child_->out_fd(), child_->err_fd()})
-    if (fd >= 0) fds.push_back({fd, POLLIN, 0});
-  if (fds.empty()) return false;
-  ::poll(fds.data(), fds.size(), timeout_ms);
-  for (const auto& p : fds) {
-    if (!(p.revents & (POLLIN | POLLHUP | POLLERR))) continue;
-    for (const auto& line : child_->read_lines(p.fd)) output_ += line + "\n";
-  }
-  return true;
-}
+    : child_(std::make_unique<Process>(std::move(name), argv)) {}
 
 bool Proc::wait_line(const std::string& text, double seconds) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (true) {
-    if (output_.find(text, scanned_) != std::string::npos) return true;
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
-    if (left.count() <= 0) return false;
-    if (!pump(int(std::min<int64_t>(left.count(), 200)))) {
-      return output_.find(text, scanned_) != std::string::npos;
-    }
-  }
+  if (output_.find(text) != std::string::npos) return true;
+  const auto line = child_->wait_line(
+      [&](const std::string& l) {
+        take(l);
+        return l.find(text) != std::string::npos;
+      },
+      seconds, [&](const std::string& l) { take(l); });
+  return line.has_value();
 }
 
 std::optional<int> Proc::wait_exit(double seconds) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-  while (std::chrono::steady_clock::now() < deadline) {
-    const bool open = pump(50);
-    if (auto code = child_->poll_exit(); code && !open) return code;
-    if (!open) {
-      // pipes closed; the exit is imminent
-      if (auto code = child_->poll_exit()) return code;
-    }
-  }
-  return child_->poll_exit();
+  return child_->wait_exit(seconds, [&](const std::string& l) { take(l); });
 }
 
 void Proc::kill(int sig) { child_->signal(sig); }

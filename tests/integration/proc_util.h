@@ -1,5 +1,5 @@
 // Test helpers around real processes: start a daemon, wait for a line or an exit with a deadline
-// (poll on its pipes, never sleep), collect everything it printed.
+// (core/process.h: poll on its pipes, never sleep), collect everything it printed.
 #pragma once
 
 #include <sys/types.h>
@@ -11,7 +11,7 @@
 #include <utility>
 #include <vector>
 
-#include "tools/launch/child.h"
+#include "core/process.h"
 
 namespace psrt::test {
 
@@ -24,14 +24,13 @@ class Proc {
   std::optional<int> wait_exit(double seconds);
   void kill(int sig);
   const std::string& output() const { return output_; }
-  launch::Child& child() { return *child_; }
+  Process& child() { return *child_; }
 
  private:
-  bool pump(int timeout_ms);  // reads what is there; false when both pipes are closed
+  void take(const std::string& line) { output_ += line + "\n"; }
 
-  std::unique_ptr<launch::Child> child_;
+  std::unique_ptr<Process> child_;
   std::string output_;
-  std::size_t scanned_ = 0;
 };
 
 // Processes whose command line mentions `needle` (a job's unique config path), psrt-launch

@@ -22,13 +22,13 @@
 
 #include "core/config.h"
 #include "core/status.h"
-#include "tools/launch/child.h"
+#include "core/process.h"
 #include "tools/launch/plan_step.h"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using psrt::launch::Child;
+using psrt::Process;
 
 std::string self_dir() {
   return std::filesystem::canonical("/proc/self/exe").parent_path().string();
@@ -50,7 +50,7 @@ std::string write_job_secret() {
   return dir;
 }
 
-void print_line(const Child& c, const std::string& line, bool err) {
+void print_line(const Process& c, const std::string& line, bool err) {
   std::FILE* f = err ? stderr : stdout;
   std::fprintf(f, "%-9s| %s\n", c.name().c_str(), line.c_str());
   std::fflush(f);
@@ -108,7 +108,7 @@ class Launcher {
     }
     argv.insert(argv.end(), extra.begin(), extra.end());
     if (resume_) argv.push_back("--resume");
-    children_.push_back(std::make_unique<Child>(role + " " + std::to_string(rank), argv));
+    children_.push_back(std::make_unique<Process>(role + " " + std::to_string(rank), argv));
   }
 
   bool all_done() {
@@ -129,7 +129,7 @@ class Launcher {
 
   void step(int timeout_ms) {
     std::vector<pollfd> fds{{sig_fd_, POLLIN, 0}};
-    std::vector<std::pair<Child*, int>> owners{{nullptr, -1}};
+    std::vector<std::pair<Process*, int>> owners{{nullptr, -1}};
     for (auto& c : children_) {
       for (int fd : {c->out_fd(), c->err_fd()}) {
         if (fd < 0) continue;
@@ -140,7 +140,7 @@ class Launcher {
     ::poll(fds.data(), fds.size(), timeout_ms);
     for (std::size_t i = 1; i < fds.size(); ++i) {
       if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      Child* c = owners[i].first;
+      Process* c = owners[i].first;
       const bool err = owners[i].second == c->err_fd();
       for (const auto& line : c->read_lines(owners[i].second)) {
         if (endpoint_.empty() && c == children_.front().get() && line.rfind("PSRT_LISTENING ", 0) == 0) {
@@ -186,7 +186,7 @@ class Launcher {
   double grace_s_;
   bool resume_;
   int sig_fd_ = -1;
-  std::vector<std::unique_ptr<Child>> children_;
+  std::vector<std::unique_ptr<Process>> children_;
   std::string endpoint_;
   bool stopping_ = false;
   int rc_ = 0;

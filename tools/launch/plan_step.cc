@@ -1,49 +1,42 @@
 #include "tools/launch/plan_step.h"
 
-#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 
 #include "core/status.h"
-#include "tools/launch/child.h"
+#include "core/process.h"
 
 namespace psrt::launch {
 
 namespace {
 
-// Reads the child's lines (echoed with its name) until one starts with `prefix` (returned) or, for
-// an empty prefix, until it exits. Throws JobError at the deadline or when it exits first.
-std::string pump(Child& c, const std::string& prefix, double seconds) {
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<int64_t>(seconds * 1000));
-  while (std::chrono::steady_clock::now() < deadline) {
-    std::vector<pollfd> fds;
-    for (int fd : {c.out_fd(), c.err_fd()}) {
-      if (fd >= 0) fds.push_back({fd, POLLIN, 0});
-    }
-    if (fds.empty()) {
-      if (const auto code = c.poll_exit()) {
-        if (prefix.empty() && *code == 0) return "";
-        throw JobError(c.name() + " exited with code " + std::to_string(*code));
-      }
-    }
-    // With both pipes closed the child is exiting: the short wait is for its reaping only.
-    ::poll(fds.data(), fds.size(), fds.empty() ? 20 : 200);
-    for (const auto& f : fds) {
-      if (!(f.revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      for (const auto& line : c.read_lines(f.fd)) {
-        if (!prefix.empty() && line.rfind(prefix, 0) == 0) return line.substr(prefix.size());
-        std::printf("%-9s| %s\n", c.name().c_str(), line.c_str());
-        std::fflush(stdout);
-      }
-    }
-  }
-  throw JobError(c.name() + " did not finish within " + std::to_string(int(seconds)) + " s");
+void echo(const Process& c, const std::string& line) {
+  std::printf("%-9s| %s\n", c.name().c_str(), line.c_str());
+  std::fflush(stdout);
+}
+
+std::string exited_early(Process& c, double seconds) {
+  if (const auto code = c.poll_exit()) return c.name() + " exited with code " + std::to_string(*code);
+  return c.name() + " did not finish within " + std::to_string(int(seconds)) + " s";
+}
+
+// Echoes the child's lines (with its name) until one starts with `prefix`, returned without it.
+// Throws JobError at the deadline or when the child exits first.
+std::string await_prefix(Process& c, const std::string& prefix, double seconds) {
+  const auto line = c.wait_line([&](const std::string& l) { return l.rfind(prefix, 0) == 0; },
+                                seconds, [&](const std::string& l) { echo(c, l); });
+  if (!line) throw JobError(exited_early(c, seconds));
+  return line->substr(prefix.size());
+}
+
+// Echoes the child's lines until it exits; throws JobError unless it exits with 0 in time.
+void await_success(Process& c, double seconds) {
+  const auto code = c.wait_exit(seconds, [&](const std::string& l) { echo(c, l); });
+  if (code != 0) throw JobError(exited_early(c, seconds));
 }
 
 }  // namespace
@@ -51,13 +44,13 @@ std::string pump(Child& c, const std::string& prefix, double seconds) {
 std::string make_plan(const Config& config, const std::string& config_path,
                       const std::vector<std::string>& sets, const std::string& bin_dir) {
   const double timeout = config.cluster.start_timeout_s;
-  std::unique_ptr<Child> placer;
+  std::unique_ptr<Process> placer;
   std::string address = config.placement.address;
   if (address.empty()) {
-    placer = std::make_unique<Child>(
+    placer = std::make_unique<Process>(
         "placer", std::vector<std::string>{bin_dir + "/psrt-placer", "--bind",
                                            "tcp://127.0.0.1:0", "--job-id", config.job.id});
-    address = pump(*placer, "PSRT_LISTENING ", timeout);
+    address = await_prefix(*placer, "PSRT_LISTENING ", timeout);
   }
   const auto plan = std::filesystem::temp_directory_path() /
                     ("psrt-" + config.job.id + "-" + std::to_string(::getpid()) + "-plan.yaml");
@@ -67,11 +60,11 @@ std::string make_plan(const Config& config, const std::string& config_path,
     argv.push_back("--set");
     argv.push_back(s);
   }
-  Child place("place", argv);
-  pump(place, "", timeout);
+  Process place("place", argv);
+  await_success(place, timeout);
   if (placer) {
     placer->signal(SIGTERM);
-    pump(*placer, "", timeout);
+    await_success(*placer, timeout);
   }
   return plan.string();
 }
