@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "core/cli.h"
+#include "core/logging.h"
 #include "placement/service/placer_service.h"
 
 int main(int argc, char** argv) {
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", level, "trace, debug, info, warn, error");
   if (const auto rc = psrt::parse_command_line(app, argc, argv, "psrt-placer")) return *rc;
   spdlog::set_level(spdlog::level::from_str(level));
+  psrt::route_protobuf_logs();
   try {
     psrt::placement::PlacerService service(bind, job_id);
     std::printf("PSRT_LISTENING %s\n", service.endpoint().c_str());

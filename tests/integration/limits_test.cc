@@ -138,6 +138,32 @@ TEST_CASE("a client that floods and never reads keeps the server bounded",
   CHECK_FALSE(s.proc->wait_exit(0.1));
 }
 
+TEST_CASE("headers that are not valid proto3 flood neither the log nor the server",
+          "[integration][limits]") {
+  ServerProc s(job_yaml());
+  zmq::context_t ctx(1);
+  // A header whose job id (a proto3 string) is not UTF-8: libprotobuf refuses to parse it and
+  // would print a line of its own for every one; the daemon counts them with its other rejects.
+  RawClient w(ctx, s.endpoint, "w0", kW0);
+  wire::Header bad = w.header(wire::HEARTBEAT);
+  bad.set_job_id(std::string("sec\xff\xfe", 5));
+  std::string bytes;
+  REQUIRE(bad.SerializeToString(&bytes));  // the C++ writer does not check UTF-8
+  for (int i = 0; i < 2000; ++i) {
+    std::vector<zmq::message_t> frames;
+    frames.emplace_back(bytes.data(), bytes.size());
+    w.send_frames(std::move(frames));
+  }
+  RawClient probe(ctx, s.endpoint, "w0.probe", kW0);
+  probe.send(probe.header(wire::HEARTBEAT));
+  expect_error(probe, ErrorCode::kNotRegistered);
+  CHECK_FALSE(s.proc->wait_exit(0.5));
+  const std::string& out = s.proc->output();
+  INFO(out.substr(0, 4000));
+  CHECK(count(out, "UTF-8") < 20);
+  CHECK(count(out, "rejected a message") < 500);
+}
+
 TEST_CASE("error replies quote neither raw identities nor the job id",
           "[integration][limits]") {
   ServerProc s(job_yaml());
