@@ -174,7 +174,9 @@ Config parse_yaml(const std::string& yaml_text, const std::string& where,
 
   const YamlReader model = top.child("model");
   c.model.backend = model.get_choice("backend", "native", {"native", "gpu", "replay"});
-  c.model.device = static_cast<int>(model.get_int("device", 0, 0, 1 << 16));
+  c.model.device = model.get_string("device", "auto") == "auto"
+                       ? ModelConfig::kDeviceAuto
+                       : static_cast<int>(model.get_int("device", 0, 0, 1 << 16));
   c.model.arch = model.get_choice("arch", "mlp", {"mlp", "lenet5", "vgg-small"});
   if (model.has("hidden")) {
     c.model.hidden.clear();

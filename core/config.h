@@ -42,7 +42,10 @@ struct JobConfig {
 
 struct ModelConfig {
   std::string backend = "native";  // native | gpu | replay
-  int device = 0;                  // gpu: the CUDA device index this worker uses
+  // gpu: the CUDA device index this worker uses; kDeviceAuto: its local rank (rank_env.h, else
+  // its rank) modulo the devices it sees
+  static constexpr int kDeviceAuto = -1;
+  int device = kDeviceAuto;
   std::string arch = "mlp";        // native, gpu: mlp | lenet5 | vgg-small
   std::vector<int> hidden = {256, 128};
   double dropout = 0.5;            // native, gpu vgg-small: dropout after the first linear layer

@@ -1,7 +1,10 @@
 #include "worker/gpu_backend.h"
 
+#include <spdlog/spdlog.h>
+
 #include <string>
 
+#include "core/rank_env.h"
 #include "core/status.h"
 #include "engine/cuda/device_buffer.h"
 #include "engine/cuda/gpu_network.h"
@@ -20,14 +23,21 @@ std::unique_ptr<engine::cuda::GpuNetwork> network_on_device(const Config& config
         "model.backend gpu: no CUDA device (cudaGetDeviceCount found none or failed; use "
         "model.backend native on this machine)");
   }
-  if (config.model.device >= count) {
-    throw ConfigError("model.device " + std::to_string(config.model.device) + ": this machine has " +
+  int device = config.model.device;
+  if (device == ModelConfig::kDeviceAuto) {
+    // One device per worker of a host, round robin: its local rank where a launcher says it
+    // (Slurm, Open MPI, torchrun-style), else its rank (every worker on one host: psrt-launch).
+    const int local = local_rank_from_env().value_or(int(rank));
+    device = local % count;
+    spdlog::info("CUDA device {} of {} (model.device auto, local rank {})", device, count, local);
+  } else if (device >= count) {
+    throw ConfigError("model.device " + std::to_string(device) + ": this machine has " +
                       std::to_string(count) + " CUDA device" + (count == 1 ? "" : "s") +
                       " (indices 0.." + std::to_string(count - 1) + ")");
   }
   // Before anything is allocated. The worker drives CUDA from this thread only (the network, and
   // the device LACO encoder, which the compute thread calls): the device stays current for both.
-  engine::cuda::select_device(config.model.device);
+  engine::cuda::select_device(device);
   const auto cpu = build_replica(config, rank);
   return std::make_unique<engine::cuda::GpuNetwork>(*cpu);
 }

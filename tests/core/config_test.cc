@@ -60,7 +60,7 @@ TEST_CASE("an empty file gives the documented defaults", "[config]") {
   CHECK(c.job.evaluate);
   CHECK(c.job.dump_params.empty());
   CHECK(c.model.backend == "native");
-  CHECK(c.model.device == 0);
+  CHECK(c.model.device == ModelConfig::kDeviceAuto);
   CHECK(c.model.arch == "mlp");
   CHECK(c.model.hidden == std::vector<int>{256, 128});
   CHECK(c.data.dataset == "fashion-mnist");
@@ -147,6 +147,11 @@ TEST_CASE("a bad configuration is a ConfigError naming the key and the value", "
   SECTION("a negative device index") {
     CHECK_THAT(error_of("model: {backend: gpu, device: -1}"),
                Catch::Contains("model.device") && Catch::Contains("-1"));
+    CHECK_THAT(error_of("model: {backend: gpu, device: first}"),
+               Catch::Contains("model.device") && Catch::Contains("first"));
+    CHECK(parse_config("model: {backend: gpu, device: 3}", "t.yaml").model.device == 3);
+    CHECK(parse_config("model: {backend: gpu, device: auto}", "t.yaml").model.device ==
+          ModelConfig::kDeviceAuto);
   }
   SECTION("a list element of the wrong type") {
     CHECK_THAT(error_of("model: {hidden: [64, x]}"), Catch::Contains("model.hidden[1]"));

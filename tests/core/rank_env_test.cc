@@ -15,8 +15,9 @@ using namespace psrt;
 
 namespace {
 
-const char* const kVars[] = {"PSRT_RANK", "RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK",
-                             "PSRT_ROLE"};
+const char* const kVars[] = {"PSRT_RANK",       "RANK",       "SLURM_PROCID",
+                             "OMPI_COMM_WORLD_RANK", "PSRT_ROLE", "PSRT_LOCAL_RANK",
+                             "LOCAL_RANK",      "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"};
 
 // Clears the rank variables for a test and puts the previous values back afterwards.
 class EnvGuard {
@@ -101,4 +102,23 @@ TEST_CASE("role comes from PSRT_ROLE", "[rank_env]") {
   CHECK(role_from_env().empty());
   ::setenv("PSRT_ROLE", "worker", 1);
   CHECK(role_from_env() == "worker");
+}
+
+TEST_CASE("local rank: PSRT_LOCAL_RANK LOCAL_RANK SLURM_LOCALID OMPI_COMM_WORLD_LOCAL_RANK",
+          "[rank_env]") {
+  EnvGuard guard;
+  CHECK(local_rank_from_env() == std::nullopt);
+  ::setenv("PSRT_RANK", "5", 1);  // a global rank is not a local one
+  CHECK(local_rank_from_env() == std::nullopt);
+  ::setenv("OMPI_COMM_WORLD_LOCAL_RANK", "3", 1);
+  CHECK(local_rank_from_env() == 3);
+  ::setenv("SLURM_LOCALID", "2", 1);
+  CHECK(local_rank_from_env() == 2);
+  ::setenv("LOCAL_RANK", "1", 1);
+  CHECK(local_rank_from_env() == 1);
+  ::setenv("PSRT_LOCAL_RANK", "0", 1);
+  CHECK(local_rank_from_env() == 0);
+  ::setenv("PSRT_LOCAL_RANK", "x", 1);
+  CHECK_THROWS_WITH(local_rank_from_env(), Catch::Contains("PSRT_LOCAL_RANK") &&
+                                               Catch::Contains("local rank"));
 }
