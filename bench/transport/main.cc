@@ -61,9 +61,8 @@ void reap(Process& child) {
   if (!child.wait_exit(60)) throw std::runtime_error(child.name() + " did not exit");
 }
 
-// psrt's round trips into `field`; with `curve`, every connection is CURVE-encrypted.
-void measure_psrt(std::vector<Row>& rows, const std::string& mode, uint64_t chunk_bytes,
-                  bool curve, double Row::*field) {
+// One tensor (and layer) per row, of the row's size.
+psrt::ModelDesc transport_model(const std::vector<Row>& rows) {
   psrt::ModelDesc model;
   model.name = "transport";
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -71,29 +70,42 @@ void measure_psrt(std::vector<Row>& rows, const std::string& mode, uint64_t chun
     layer.name = "t" + std::to_string(i);
     model.add_layer(layer, {{layer.name, rows[i].bytes / sizeof(float)}});
   }
+  return model;
+}
+
+// Writes the one-server one-worker job into `dir`; returns the config's path.
+std::string write_job(const std::string& dir, const std::string& mode, uint64_t chunk_bytes,
+                      bool curve) {
+  const std::string cfg = dir + "/job.yaml";
+  std::FILE* f = std::fopen(cfg.c_str(), "w");
+  if (!f) throw std::runtime_error("cannot write " + cfg);
+  std::fprintf(f,
+               "job: {id: bench-transport, iterations: 1}\n"
+               "cluster: {servers: 1, workers: 1, coordinator: 'tcp://127.0.0.1:0'}\n"
+               "model: {backend: replay, profile: unused.yaml}\n"
+               "optimizer: {type: sgd, lr: 0.000001, momentum: 0}\n"
+               "scheduler: {mode: %s, chunk_bytes: %llu, credit_bytes: %llu}\n"
+               "log_level: warn\n",
+               mode.c_str(), (unsigned long long)chunk_bytes, (unsigned long long)(4 * chunk_bytes));
+  if (curve) {
+    std::fprintf(f, "security: {curve: true, secret_file: job.secret}\n");
+    std::FILE* k = std::fopen((dir + "/job.secret").c_str(), "w");
+    if (!k) throw std::runtime_error("cannot write " + dir + "/job.secret");
+    std::fprintf(k, "psrt-bench-transport secret, not for real jobs");
+    std::fclose(k);
+  }
+  std::fclose(f);
+  return cfg;
+}
+
+// psrt's round trips into `field`; with `curve`, every connection is CURVE-encrypted.
+void measure_psrt(std::vector<Row>& rows, const std::string& mode, uint64_t chunk_bytes,
+                  bool curve, double Row::*field) {
+  const psrt::ModelDesc model = transport_model(rows);
   const std::string dir = std::filesystem::temp_directory_path() /
                           ("psrt-bench-transport-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  const std::string cfg = dir + "/job.yaml";
-  {
-    std::FILE* f = std::fopen(cfg.c_str(), "w");
-    std::fprintf(f,
-                 "job: {id: bench-transport, iterations: 1}\n"
-                 "cluster: {servers: 1, workers: 1, coordinator: 'tcp://127.0.0.1:0'}\n"
-                 "model: {backend: replay, profile: unused.yaml}\n"
-                 "optimizer: {type: sgd, lr: 0.000001, momentum: 0}\n"
-                 "scheduler: {mode: %s, chunk_bytes: %llu, credit_bytes: %llu}\n"
-                 "log_level: warn\n",
-                 mode.c_str(), (unsigned long long)chunk_bytes,
-                 (unsigned long long)(4 * chunk_bytes));
-    if (curve) {
-      std::fprintf(f, "security: {curve: true, secret_file: job.secret}\n");
-      std::FILE* k = std::fopen((dir + "/job.secret").c_str(), "w");
-      std::fprintf(k, "psrt-bench-transport secret, not for real jobs");
-      std::fclose(k);
-    }
-    std::fclose(f);
-  }
+  const std::string cfg = write_job(dir, mode, chunk_bytes, curve);
   Process server("server 0", {self_dir() + "/psrt-server", "--config", cfg});
   const std::string endpoint = wait_listening(server);
   psrt::Config config = psrt::load_config(cfg, {"cluster.coordinator=" + endpoint});

@@ -10,6 +10,7 @@
 
 #include "compress/codec.h"
 #include "compress/cuda/cuda_status.h"
+#include "compress/cuda/event_timer.h"
 #include "compress/cuda/lads_kernels.h"
 #include "compress/payload_writer.h"
 #include "compress/wire_format.h"
@@ -352,34 +353,6 @@ Result<LadsResult> CudaLads::encode_host(std::span<const float> values, const La
                             impl_->stream));
   return impl_->encode(impl_->x, values.size(), params, book, payload);
 }
-
-namespace {
-
-// Seconds per call of `rep` (which returns a Status), averaged over `reps` calls timed with events
-// on `stream`. The events are released on every path.
-template <typename Rep>
-Result<double> seconds_per_rep(cudaStream_t stream, int reps, Rep&& rep) {
-  struct Events {
-    cudaEvent_t start = nullptr, stop = nullptr;
-    ~Events() {
-      if (start) cudaEventDestroy(start);
-      if (stop) cudaEventDestroy(stop);
-    }
-  } ev;
-  PSRT_CUDA(cudaEventCreate(&ev.start));
-  PSRT_CUDA(cudaEventCreate(&ev.stop));
-  PSRT_CUDA(cudaEventRecord(ev.start, stream));
-  for (int r = 0; r < reps; ++r) {
-    if (Status st = rep(); !st) return st;
-  }
-  PSRT_CUDA(cudaEventRecord(ev.stop, stream));
-  PSRT_CUDA(cudaEventSynchronize(ev.stop));
-  float ms = 0;
-  PSRT_CUDA(cudaEventElapsedTime(&ms, ev.start, ev.stop));
-  return ms / 1e3 / reps;
-}
-
-}  // namespace
 
 Result<double> CudaLads::time_encode(std::span<const float> values, const LadsParams& params,
                                      const LogCodebook& book, int reps) {
