@@ -23,7 +23,8 @@ Checkpointer::Checkpointer(const Config& config, uint32_t rank)
       rank_(rank),
       servers_(uint32_t(config.cluster.servers)),
       workers_(uint32_t(config.cluster.workers)),
-      last_(Clock::now()) {}
+      last_(Clock::now()),
+      writer_(config_.dir, job_id_, rank, config_.keep) {}
 
 std::vector<uint64_t> Checkpointer::start() {
   if (!enabled()) return {};
@@ -103,14 +104,7 @@ void Checkpointer::on_update(const ChunkState& c, const ChunkTable& table) {
                                    *c.params,  c.opt,         c.published};
   if (++p.copied < table.size()) return;
   const uint64_t iteration = c.iteration;
-  const std::string path = checkpoint_path(config_.dir, job_id_, rank_, iteration);
-  if (Status st = write_checkpoint(path, p.snapshot); !st) {
-    spdlog::error("{}; the run carries on without it", st.message());
-  } else {
-    ++written_;
-    spdlog::info("checkpoint of iteration {} written to {}", iteration, path);
-    keep_newest_checkpoints(list_checkpoints(config_.dir, job_id_, rank_), config_.keep);
-  }
+  writer_.submit(checkpoint_path(config_.dir, job_id_, rank_, iteration), std::move(p.snapshot));
   pending_.erase(iteration);
 }
 
@@ -151,6 +145,7 @@ Status Checkpointer::restore(ChunkTable& table, uint64_t iteration) {
     c.iteration = iteration;
     c.initialized = true;
   }
+  writer_.drain();  // nothing of this run is written yet; the removal below must come last
   // Later checkpoints belong to the run being replaced; this run writes its own.
   std::error_code ec;
   for (const auto& [it, later] : list_checkpoints(config_.dir, job_id_, rank_)) {

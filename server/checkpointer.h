@@ -1,8 +1,8 @@
 // When and what a server checkpoints, and how it resumes (README "Checkpoints"). Each chunk is
 // copied the moment its update to a checkpoint iteration completes (the chunks of one server
 // reach an iteration at different times, and a fast one may be an iteration further before the
-// slowest arrives); the file is written when the last chunk has been copied. Runs on the I/O
-// thread.
+// slowest arrives); once the last chunk has been copied the snapshot goes to a CheckpointWriter,
+// which writes the file on a thread of its own. Runs on the I/O thread.
 #pragma once
 
 #include <chrono>
@@ -15,6 +15,7 @@
 #include "core/config.h"
 #include "core/status.h"
 #include "server/checkpoint_file.h"
+#include "server/checkpoint_writer.h"
 #include "server/chunk_table.h"
 
 namespace psrt {
@@ -35,7 +36,9 @@ class Checkpointer {
   // Loads this server's checkpoint of `iteration` into `table` (params, optimizer state,
   // iteration, published) and removes its later checkpoints. The error names the file.
   Status restore(ChunkTable& table, uint64_t iteration);
-  uint64_t written() const { return written_; }
+  uint64_t written() const { return writer_.written(); }
+  // Blocks until every checkpoint submitted so far is on disk (or failed).
+  void drain() { writer_.drain(); }
 
  private:
   bool wanted(uint64_t iteration);
@@ -53,7 +56,7 @@ class Checkpointer {
     std::size_t copied = 0;
   };
   std::map<uint64_t, Pending> pending_;
-  uint64_t written_ = 0;
+  CheckpointWriter writer_;  // last: its destructor finishes the writes before the rest goes
 };
 
 }  // namespace psrt

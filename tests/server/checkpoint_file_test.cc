@@ -1,4 +1,5 @@
 #include "server/checkpoint_file.h"
+#include "server/checkpoint_writer.h"
 
 #include <catch2/catch.hpp>
 
@@ -115,5 +116,43 @@ TEST_CASE("checkpoint files are written atomically and listed by iteration", "[u
   auto missing = read_checkpoint(dir + "/nothing.ckpt");
   REQUIRE_FALSE(missing);
   CHECK_THAT(missing.status().message(), Catch::Contains(dir + "/nothing.ckpt"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("the checkpoint writer writes off the caller's thread and never drops the newest",
+          "[unit][checkpoint]") {
+  char tmpl[] = "/tmp/psrt-ckpt-writer-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  auto s = sample();
+  {
+    CheckpointWriter writer(dir, "job-a", 1, 2);
+    s.iteration = 10;
+    writer.submit(checkpoint_path(dir, "job-a", 1, 10), s);
+    writer.drain();
+    CHECK(writer.written() == 1);
+    auto back = read_checkpoint(checkpoint_path(dir, "job-a", 1, 10));
+    REQUIRE(back);
+    require_equal(*back, s);
+    // A burst: an earlier one still waiting may be replaced, the last one never is.
+    for (uint64_t it : {20u, 30u, 40u, 50u}) {
+      s.iteration = it;
+      writer.submit(checkpoint_path(dir, "job-a", 1, it), s);
+    }
+    // Leaving the scope finishes the writes.
+  }
+  const auto files = list_checkpoints(dir, "job-a", 1);
+  REQUIRE(files.size() == 2);  // checkpoint.keep
+  CHECK(files.rbegin()->first == 50);
+  auto newest = read_checkpoint(files.rbegin()->second);
+  REQUIRE(newest);
+  require_equal(*newest, s);
+  // A folder that cannot be written to: an error in the log, not a crash or a hang.
+  {
+    CheckpointWriter writer("/proc/psrt-no-such-dir", "job-a", 1, 2);
+    writer.submit("/proc/psrt-no-such-dir/x.ckpt", s);
+    writer.drain();
+    CHECK(writer.written() == 0);
+  }
   std::filesystem::remove_all(dir);
 }

@@ -1,0 +1,52 @@
+// Writes a server's checkpoint files on a thread of its own, so that a large shard's write and
+// fsync never hold up the I/O thread (its heartbeats, replies and the peers' timeouts). One write
+// at a time; at most one snapshot waits behind it, and a newer one replaces a waiting one (the
+// skipped iteration is logged). The destructor finishes what was submitted.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "server/checkpoint_file.h"
+
+namespace psrt {
+
+class CheckpointWriter {
+ public:
+  // Keeps the newest `keep` checkpoints of (`dir`, `job_id`, `rank`) after each write.
+  CheckpointWriter(std::string dir, std::string job_id, uint32_t rank, int keep);
+  ~CheckpointWriter();
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+  void submit(std::string path, ShardSnapshot snapshot);
+  // Blocks until everything submitted so far is written (or failed).
+  void drain();
+  uint64_t written() const { return written_.load(); }
+
+ private:
+  struct Job {
+    std::string path;
+    ShardSnapshot snapshot;
+  };
+  void run();
+  void write(const Job& job);
+
+  std::string dir_, job_id_;
+  uint32_t rank_;
+  int keep_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<Job> next_;
+  bool busy_ = false;
+  bool stop_ = false;
+  std::atomic<uint64_t> written_{0};
+  std::thread thread_;  // started by the first submit
+};
+
+}  // namespace psrt
