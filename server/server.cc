@@ -39,6 +39,7 @@ Server::Server(const Config& config, uint32_t rank)
       router_(make_router(ctx_, socket_options())),
       optimizer_(make_optimizer(config.optimizer)),
       checkpointer_(config, rank),
+      liveness_(config.cluster, Clock::now()),
       log_(config.limits.log_lines_per_s),
       error_budget_(config.limits.error_replies_per_s),
       timeline_(config.timeline, "server-" + std::to_string(rank), 1 + int(rank)),
@@ -61,10 +62,7 @@ Server::Server(const Config& config, uint32_t rank)
     reply_codec_ = std::move(made.value());
   }
   pool_ = std::make_unique<UpdatePool>(config.cluster.server_threads, wakeup_);
-  started_at_ = Clock::now();
-  coordinator_seen_ = started_at_;
-  next_heartbeat_ = started_at_;
-  last_loop_ = last_progress_ = started_at_;
+  last_progress_ = liveness_.started_at();
   wire::Register reg;
   reg.set_address(endpoint_);
   reg.set_resume(config.checkpoint.resume);
@@ -74,7 +72,7 @@ Server::Server(const Config& config, uint32_t rank)
                                 std::size_t(config.limits.max_string_bytes)};
     coordinator_.emplace(config.cluster.servers, config.cluster.workers, config.scheduler, limits);
     // Bound to the empty identity, which no connection can have: nobody else speaks as server 0.
-    (void)coordinator_->on_register(Coordinator::self(), "", reg, started_at_);
+    (void)coordinator_->on_register(Coordinator::self(), "", reg, liveness_.started_at());
   } else {
     to_coordinator_.emplace(
         make_dealer(ctx_, process_identity(wire::SERVER, rank), socket_options()));
@@ -112,7 +110,7 @@ void Server::run() {
   while (!done_) {
     const auto now = Clock::now();
     check_timers(now);
-    const auto wait = std::max(Clock::duration::zero(), next_heartbeat_ - Clock::now());
+    const auto wait = std::max(Clock::duration::zero(), liveness_.next_heartbeat() - Clock::now());
     zmq::pollitem_t items[4] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
                                 {nullptr, wakeup_.fd(), ZMQ_POLLIN, 0},
                                 {nullptr, 0, ZMQ_POLLIN, 0},
@@ -149,20 +147,16 @@ void Server::run() {
 }
 
 void Server::check_timers(Clock::time_point now) {
-  const auto peer_timeout = seconds(config_.cluster.peer_timeout_s);
-  if (now - last_loop_ > peer_timeout / 2) {
+  if (const auto stopped = liveness_.gap(now)) {
     // This process was not running (SIGSTOP, swapped out): what it could not hear is not its
     // peers' silence. Their messages are waiting; judge them once those are read.
     spdlog::warn("this server did not run for {:.1f} s; peers' silence is counted from now",
-                 std::chrono::duration<double>(now - last_loop_).count());
+                 *stopped);
     if (coordinator_) coordinator_->refresh(now);
-    coordinator_seen_ = now;
     last_progress_ = now;
   }
-  last_loop_ = now;
   log_.flush(now);
-  if (now >= next_heartbeat_) {
-    next_heartbeat_ = now + seconds(config_.cluster.heartbeat_s);
+  if (liveness_.heartbeat_due(now)) {
     if (coordinator_) {
       broadcast(make_header(self_, wire::HEARTBEAT));
     } else {
@@ -170,36 +164,24 @@ void Server::check_timers(Clock::time_point now) {
     }
     check_progress(now);
   }
-  const auto start_limit = seconds(config_.cluster.start_timeout_s);
-  if (coordinator_) {
-    if (auto lost = coordinator_->lost(now, peer_timeout)) {
-      char buf[64];
-      std::snprintf(buf, sizeof buf, "%.1f", coordinator_->silent_seconds(*lost, now));
-      metrics_.lost_peer();
-      abort_job(describe(*lost) + " lost: nothing heard from it for " + buf + " s");
-    }
-    if (!started_ && now - started_at_ > start_limit) {
-      const bool registered = coordinator_->all_registered();
-      abort_job(std::string("gave up after ") + std::to_string(config_.cluster.start_timeout_s) +
-                " s waiting for " + (registered ? "the start barrier" : "registration") +
-                "; never came: " + coordinator_->missing(registered ? "start" : ""));
-    }
-  } else {
-    if (have_membership_ && now - coordinator_seen_ > peer_timeout) {
-      metrics_.lost_peer();
-      abort_job("lost the coordinator (server 0 at " + config_.cluster.coordinator +
-                "): nothing heard from it for " + std::to_string(config_.cluster.peer_timeout_s) +
-                " s");
-    }
-    if (!started_ && now - started_at_ > start_limit) {
-      if (!coordinator_heard_) {
-        throw ConfigError(coordinator_unreachable(config_.cluster.coordinator,
-                                                  config_.cluster.start_timeout_s));
-      }
-      abort_job("gave up after " + std::to_string(config_.cluster.start_timeout_s) +
-                " s waiting for the " + (have_membership_ ? "start barrier" : "membership") +
-                " from the coordinator at " + config_.cluster.coordinator);
-    }
+  if (!coordinator_) {
+    const auto verdict = liveness_.check(now, have_membership_, started_);
+    if (!verdict) return;
+    if (verdict->kind == Liveness::Verdict::kUnreachable) throw ConfigError(verdict->message);
+    if (verdict->kind == Liveness::Verdict::kLostCoordinator) metrics_.lost_peer();
+    abort_job(verdict->message);
+  }
+  if (auto lost = coordinator_->lost(now, seconds(config_.cluster.peer_timeout_s))) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f", coordinator_->silent_seconds(*lost, now));
+    metrics_.lost_peer();
+    abort_job(describe(*lost) + " lost: nothing heard from it for " + buf + " s");
+  }
+  if (!started_ && liveness_.start_overdue(now)) {
+    const bool registered = coordinator_->all_registered();
+    abort_job(std::string("gave up after ") + std::to_string(config_.cluster.start_timeout_s) +
+              " s waiting for " + (registered ? "the start barrier" : "registration") +
+              "; never came: " + coordinator_->missing(registered ? "start" : ""));
   }
 }
 

@@ -17,6 +17,7 @@
 
 #include "compress/codec.h"
 #include "core/config.h"
+#include "core/liveness.h"
 #include "core/curve.h"
 #include "core/rate_limit.h"
 #include "core/timeline.h"
@@ -137,11 +138,7 @@ class Server {
   bool have_membership_ = false;
   bool started_ = false;
   bool done_ = false;
-  Clock::time_point started_at_;
-  Clock::time_point coordinator_seen_;
-  bool coordinator_heard_ = false;
-  Clock::time_point next_heartbeat_;
-  Clock::time_point last_loop_;      // a long gap: this process was stopped, not its peers
+  Liveness liveness_;                // heartbeats, the start and the coordinator's silence
   Clock::time_point last_progress_;  // an update completed, or nobody was waited for
   ServerStats stats_;
   LogLimiter log_;

@@ -78,8 +78,7 @@ void Server::on_coordinator_message(Envelope& env) {
     ++stats_.errors;
     return;
   }
-  coordinator_seen_ = Clock::now();
-  coordinator_heard_ = true;
+  liveness_.heard_coordinator(Clock::now());
   switch (h.type()) {
     case wire::MEMBERSHIP: on_membership(h.membership()); return;
     case wire::BARRIER_RELEASE: release(h.barrier().name()); return;

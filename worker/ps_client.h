@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/liveness.h"
 #include "core/curve.h"
 #include "core/model.h"
 #include "core/rate_limit.h"
@@ -167,9 +168,7 @@ class PsClient {
   uint64_t seq_ = 0;
   std::size_t init_acks_ = 0;
   bool shutdown_sent_ = false;
-  std::chrono::steady_clock::time_point started_at_, coordinator_seen_, next_heartbeat_;
-  bool coordinator_heard_ = false;
-  std::chrono::steady_clock::time_point last_loop_;
+  Liveness liveness_{config_.cluster, std::chrono::steady_clock::now()};  // restarted by io_loop
   LogLimiter log_;
 
   // shared, under mu_

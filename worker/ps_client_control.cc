@@ -40,16 +40,13 @@ void PsClient::report(const std::string& why) {
 
 void PsClient::check_timers() {
   const auto now = SteadyClock::now();
-  if (now - last_loop_ > seconds(config_.cluster.peer_timeout_s) / 2) {
+  if (liveness_.gap(now)) {
     // This process did not run (stopped): the coordinator's messages are waiting to be read.
-    coordinator_seen_ = now;
     std::lock_guard lock(mu_);
     if (waiting_since_) waiting_since_ = now;
   }
-  last_loop_ = now;
   log_.flush(now);
-  if (now >= next_heartbeat_) {
-    next_heartbeat_ = now + seconds(config_.cluster.heartbeat_s);
+  if (liveness_.heartbeat_due(now)) {
     send_heartbeats();
     check_progress(now);
   }
@@ -59,19 +56,15 @@ void PsClient::check_timers() {
     started = started_;
     membership = have_membership_;
   }
-  if (!started && now - started_at_ > seconds(config_.cluster.start_timeout_s)) {
-    if (!coordinator_heard_) {
-      refused(coordinator_unreachable(config_.cluster.coordinator, config_.cluster.start_timeout_s));
+  const auto verdict = liveness_.check(now, membership, started);
+  if (!verdict) return;
+  switch (verdict->kind) {
+    case Liveness::Verdict::kUnreachable: refused(verdict->message); return;
+    case Liveness::Verdict::kStartTimeout: fail(verdict->message); return;
+    case Liveness::Verdict::kLostCoordinator:
+      metrics_.lost_peer();
+      report(verdict->message);
       return;
-    }
-    fail("gave up after " + std::to_string(config_.cluster.start_timeout_s) + " s waiting for " +
-         (membership ? "the start barrier" : "the membership") + " from the coordinator at " +
-         config_.cluster.coordinator);
-  }
-  if (membership && now - coordinator_seen_ > seconds(config_.cluster.peer_timeout_s)) {
-    metrics_.lost_peer();
-    report("lost the coordinator (server 0 at " + config_.cluster.coordinator +
-         "): nothing heard from it for " + std::to_string(config_.cluster.peer_timeout_s) + " s");
   }
 }
 

@@ -41,10 +41,7 @@ wire::Header PsClient::tensor_header(wire::MsgType type, const ChunkDesc& c, uin
 
 void PsClient::io_loop() {
   try {
-    started_at_ = SteadyClock::now();
-    coordinator_seen_ = started_at_;
-    next_heartbeat_ = started_at_;
-    last_loop_ = started_at_;
+    liveness_ = Liveness(config_.cluster, SteadyClock::now());
     wire::Header reg = make_header(self_, wire::REGISTER);
     for (const auto& t : model_.tensors) {
       auto* ti = reg.mutable_register_()->add_tensors();
@@ -75,7 +72,8 @@ void PsClient::io_loop() {
       items.clear();
       items.push_back({nullptr, wakeup_.fd(), ZMQ_POLLIN, 0});
       for (auto& d : dealers_) items.push_back({d.handle(), 0, ZMQ_POLLIN, 0});
-      const auto wait = std::max(SteadyClock::duration::zero(), next_heartbeat_ - SteadyClock::now());
+      const auto wait =
+          std::max(SteadyClock::duration::zero(), liveness_.next_heartbeat() - SteadyClock::now());
       zmq::poll(items.data(), items.size(),
                 std::chrono::duration_cast<std::chrono::milliseconds>(wait) +
                     std::chrono::milliseconds(1));
@@ -115,8 +113,7 @@ void PsClient::on_message(std::size_t server, Envelope& env) {
     return;
   }
   if (server == 0) {
-    coordinator_seen_ = SteadyClock::now();
-    coordinator_heard_ = true;
+    liveness_.heard_coordinator(SteadyClock::now());
   }
   switch (h.type()) {
     case wire::HEARTBEAT: return;
