@@ -4,8 +4,8 @@
 // psrt: this process is worker 0 (PsClient: scheduler, credit, I/O thread); a psrt-server child
 // process aggregates (one worker) and runs plain SGD, then replies with the new values.
 // TCP: a child process of this binary echoes each request back after reading all of it.
-#include <spdlog/spdlog.h>
 #include <poll.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/transport/calibrate.h"
+#include "bench/transport/psrt_rig.h"
 #include "bench/transport/tcp_baseline.h"
 #include "core/config.h"
 #include "core/model.h"
@@ -28,6 +30,9 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using psrt::bench::median;
+using psrt::bench::reap;
+using psrt::bench::wait_listening;
 using psrt::launch::Child;
 
 struct Row {
@@ -39,40 +44,6 @@ struct Row {
   double curve_us = 0;  // psrt with security.curve (--curve)
 };
 
-std::string self_dir() {
-  return std::filesystem::canonical("/proc/self/exe").parent_path().string();
-}
-
-// Starts a child and returns what it printed after "PSRT_LISTENING ".
-std::string wait_listening(Child& child) {
-  while (child.out_fd() >= 0) {
-    for (const auto& line : child.read_lines(child.out_fd())) {
-      if (line.rfind("PSRT_LISTENING ", 0) == 0) return line.substr(15);
-    }
-    if (child.poll_exit()) break;
-    pollfd p{child.out_fd(), POLLIN, 0};
-    ::poll(&p, 1, 200);
-  }
-  throw std::runtime_error(child.name() + " did not start");
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// Waits for a child to exit, draining both of its pipes meanwhile.
-void reap(Child& child) {
-  while (!child.poll_exit()) {
-    std::vector<pollfd> fds;
-    for (int fd : {child.out_fd(), child.err_fd()})
-      if (fd >= 0) fds.push_back({fd, POLLIN, 0});
-    ::poll(fds.data(), fds.size(), 50);
-    for (const auto& p : fds)
-      if (p.revents) child.read_lines(p.fd);
-  }
-}
-
 // psrt's round trips into `field`; with `curve`, every connection is CURVE-encrypted.
 void measure_psrt(std::vector<Row>& rows, const std::string& mode, uint64_t chunk_bytes,
                   bool curve, double Row::*field) {
@@ -83,57 +54,28 @@ void measure_psrt(std::vector<Row>& rows, const std::string& mode, uint64_t chun
     layer.name = "t" + std::to_string(i);
     model.add_layer(layer, {{layer.name, rows[i].bytes / sizeof(float)}});
   }
-  const std::string dir = std::filesystem::temp_directory_path() /
-                          ("psrt-bench-transport-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string cfg = dir + "/job.yaml";
-  {
-    std::FILE* f = std::fopen(cfg.c_str(), "w");
-    std::fprintf(f,
-                 "job: {id: bench-transport, iterations: 1}\n"
-                 "cluster: {servers: 1, workers: 1, coordinator: 'tcp://127.0.0.1:0'}\n"
-                 "model: {backend: replay, profile: unused.yaml}\n"
-                 "optimizer: {type: sgd, lr: 0.000001, momentum: 0}\n"
-                 "scheduler: {mode: %s, chunk_bytes: %llu, credit_bytes: %llu}\n"
-                 "log_level: warn\n",
-                 mode.c_str(), (unsigned long long)chunk_bytes,
-                 (unsigned long long)(4 * chunk_bytes));
-    if (curve) {
-      std::fprintf(f, "security: {curve: true, secret_file: job.secret}\n");
-      std::FILE* k = std::fopen((dir + "/job.secret").c_str(), "w");
-      std::fprintf(k, "psrt-bench-transport secret, not for real jobs");
-      std::fclose(k);
+  psrt::bench::RigOptions options;
+  options.mode = mode;
+  options.chunk_bytes = chunk_bytes;
+  options.credit_bytes = 4 * chunk_bytes;
+  options.curve = curve;
+  psrt::bench::with_psrt(model, options, [&](psrt::PsClient& client) {
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      // The zero-copy push: this measures the transport, not a copy of the gradient.
+      auto grad = std::make_shared<const std::vector<float>>(rows[i].bytes / 4, 1e-3f);
+      std::vector<double> us;
+      const int warmup = std::max(1, rows[i].reps / 10);
+      for (int r = 0; r < warmup + rows[i].reps; ++r) {
+        const uint64_t t = uint64_t(r);
+        const auto t0 = Clock::now();
+        client.push(uint32_t(i), t, grad);
+        client.wait_layer(uint32_t(i), t + 1);
+        const double d = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+        if (r >= warmup) us.push_back(d);
+      }
+      rows[i].*field = median(us);
     }
-    std::fclose(f);
-  }
-  Child server("server 0", {self_dir() + "/psrt-server", "--config", cfg});
-  const std::string endpoint = wait_listening(server);
-  psrt::Config config = psrt::load_config(cfg, {"cluster.coordinator=" + endpoint});
-  std::vector<std::vector<float>> params(rows.size());
-  for (std::size_t i = 0; i < rows.size(); ++i) params[i].assign(rows[i].bytes / 4, 0.5f);
-  psrt::PsClient client(config, 0, model, [&](uint32_t key) {
-    return std::span<float>(params[key]);
   });
-  client.start();
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    // The zero-copy push: this measures the transport, not a copy of the gradient.
-    auto grad = std::make_shared<const std::vector<float>>(rows[i].bytes / 4, 1e-3f);
-    std::vector<double> us;
-    const int warmup = std::max(1, rows[i].reps / 10);
-    for (int r = 0; r < warmup + rows[i].reps; ++r) {
-      const uint64_t t = uint64_t(r);
-      const auto t0 = Clock::now();
-      client.push(uint32_t(i), t, grad);
-      client.wait_layer(uint32_t(i), t + 1);
-      const double d = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-      if (r >= warmup) us.push_back(d);
-    }
-    rows[i].*field = median(us);
-  }
-  client.wait_all(0);
-  client.finish();
-  reap(server);
-  std::filesystem::remove_all(dir);
 }
 
 // Times `client.round_trip` for every row into `field`.
@@ -152,7 +94,6 @@ void measure_echo(std::vector<Row>& rows, Client& client, double Row::*field) {
     row.*field = median(us);
   }
 }
-
 
 void measure_baselines(std::vector<Row>& rows) {
   const std::string self = std::filesystem::canonical("/proc/self/exe").string();
@@ -183,6 +124,7 @@ std::string human(uint64_t b) {
 int main(int argc, char** argv) {
   CLI::App app{"psrt-bench-transport: psrt push-to-reply round trip beside plain TCP"};
   bool smoke = false, echo = false, zmq_echo = false, curve = false;
+  std::string calibration;
   std::string mode = "fifo";
   uint64_t chunk = 1 << 20;
   app.add_flag("--smoke", smoke, "tiny run for the test suite");
@@ -191,10 +133,14 @@ int main(int argc, char** argv) {
   app.add_flag("--curve", curve, "also measure psrt with security.curve (CURVE encryption)");
   app.add_option("--mode", mode, "psrt scheduler mode")->capture_default_str();
   app.add_option("--chunk-bytes", chunk, "psrt chunk size (chunked modes)")->capture_default_str();
+  app.add_option("--calibrate", calibration,
+                 "write psrt-sim's calibration YAML here (streams of several message sizes, "
+                 "least-squares fit) instead of the round-trip table");
   CLI11_PARSE(app, argc, argv);
   if (echo) return psrt::bench::run_tcp_echo_server();
   if (zmq_echo) return psrt::bench::run_zmq_echo_server();
   spdlog::set_level(spdlog::level::warn);
+  if (!calibration.empty()) return psrt::bench::calibrate(calibration, smoke);
 
   std::vector<Row> rows;
   if (smoke) {
