@@ -74,7 +74,7 @@ void group_round(RawClient& w, const Group& g, std::vector<std::vector<float>>& 
 
 }  // namespace
 
-TEST_CASE("group pushes: one ACK, one grouped reply; bad groups are refused whole",
+TEST_CASE("group pushes get one ACK and one grouped reply, and bad groups are refused whole",
           "[integration][malformed][grouping]") {
   ServerProc s(raw_job_yaml());
   zmq::context_t ctx(1);

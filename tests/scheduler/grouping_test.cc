@@ -71,7 +71,7 @@ TEST_CASE("horovod fuses what becomes ready within one cycle", "[grouping]") {
         std::vector<uint32_t>{0, 2});
 }
 
-TEST_CASE("message plans pack a group's small chunks per server; large tensors stay chunked",
+TEST_CASE("message plans pack a group's small chunks per server, large tensors stay chunked",
           "[grouping]") {
   // Keys: 0 (4 KiB), 1 (16 KiB: four 4 KiB chunks), 2 (4 KiB), 3 (4 KiB); one server.
   const auto m = model_of({1024, 4096, 1024, 1024});
