@@ -7,6 +7,7 @@
 #include <iterator>
 
 #include "core/config_limits.h"
+#include "core/grouping_spec.h"
 #include "core/plan_yaml.h"
 #include "core/status.h"
 #include "core/yaml_reader.h"
@@ -230,6 +231,12 @@ Config parse_yaml(const std::string& yaml_text, const std::string& where,
   c.scheduler.credit_bytes =
       static_cast<uint64_t>(sch.get_int("credit_bytes", int64_t(c.scheduler.credit_bytes), 1, kMaxInt));
   for (auto p : sch.get_int_list("priority", 0, 1 << 30)) c.scheduler.priority.push_back(int(p));
+  c.scheduler.grouping = sch.get_string("grouping", c.scheduler.grouping);
+  std::string grouping_error;
+  if (!parse_grouping(c.scheduler.grouping, &grouping_error)) sch.fail("grouping", grouping_error);
+  c.scheduler.calibration = resolve(sch.get_string("calibration", ""), base_dir);
+  c.scheduler.link_bytes_per_s =
+      sch.get_double("link_bytes_per_s", c.scheduler.link_bytes_per_s, 1e3, 1e13);
   sch.reject_unknown();
 
   const YamlReader comp = top.child("compression");

@@ -76,6 +76,10 @@ struct SchedulerConfig {
   uint64_t chunk_bytes = 1 << 20;
   uint64_t credit_bytes = 4 << 20;
   std::vector<int> priority;  // per tensor key; empty: forward order
+  // GradOptimizer (core/grouping_spec.h): none | auto | size:BYTES | ddp:.. | horovod:.. | mgwfbp.
+  std::string grouping = "none";
+  std::string calibration;               // auto, mgwfbp: psrt-sim's calibration file ("" none)
+  double link_bytes_per_s = 125e6;       // auto, mgwfbp: each host's link, each direction
 };
 
 // Gradient compression (compress/README.md has the method). The servers decode and accumulate;

@@ -16,6 +16,10 @@ namespace psrt {
 // while a run of 4 MiB messages streams; it also bounds what one message from a peer can make a
 // process allocate (see core/wire.h).
 constexpr uint64_t kMaxChunkBytes = 4ull << 20;
+// A group message (several chunks in one PUSH or PARAMS, scheduler/grouping.h) holds at most this
+// many members and dense bytes (room left for codec headers within one message's payload limit).
+constexpr uint32_t kMaxGroupMembers = 256;
+constexpr uint64_t kMaxGroupBytes = kMaxChunkBytes / 2;
 
 // The chunk size a mode transfers: chunk_bytes in the chunked modes, whole tensors otherwise;
 // never more than kMaxChunkBytes.

@@ -60,6 +60,65 @@ bool fail(WireError& error, ErrorCode code, std::string message) {
   return false;
 }
 
+// A group PUSH or PARAMS: the members against the header and the frames.
+bool check_group(const wire::Header& h, const std::vector<zmq::message_t>& payload,
+                 WireError& error) {
+  const auto n = static_cast<std::size_t>(h.members_size());
+  if (h.type() != wire::PUSH && h.type() != wire::PARAMS) {
+    return fail(error, ErrorCode::kMalformed,
+                std::string(wire::MsgType_Name(h.type())) + " carries no group members");
+  }
+  if (n < 2 || n > kMaxGroupMembers) {
+    return fail(error, ErrorCode::kMalformed,
+                "a group holds 2 to " + std::to_string(kMaxGroupMembers) + " members, this one " +
+                    std::to_string(n));
+  }
+  if (payload.size() != n) {
+    return fail(error, ErrorCode::kBadSize,
+                "group of " + std::to_string(n) + " members with " +
+                    std::to_string(payload.size()) + " payload frames");
+  }
+  const auto& first = h.members(0);
+  if (first.key() != h.key() || first.offset() != h.offset() || first.length() != h.length() ||
+      first.codec() != h.codec()) {
+    return fail(error, ErrorCode::kMalformed, "the header does not name the group's first member");
+  }
+  uint64_t elements = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& m = h.members(int(i));
+    const std::string which = "group member " + std::to_string(i) + " (tensor " +
+                              std::to_string(m.key()) + ")";
+    if (m.length() == 0 || m.length() > kMaxChunkElements || m.offset() > kMaxTensorElements) {
+      return fail(error, ErrorCode::kMalformed,
+                  which + ": length " + std::to_string(m.length()) + " at offset " +
+                      std::to_string(m.offset()) + " is outside the limits");
+    }
+    if (m.payload_bytes() != payload[i].size()) {
+      return fail(error, ErrorCode::kBadSize,
+                  which + " claims " + std::to_string(m.payload_bytes()) + " bytes, its frame holds " +
+                      std::to_string(payload[i].size()));
+    }
+    if (!wire::Codec_IsValid(m.codec()) || (h.type() == wire::PUSH && m.codec() != h.codec())) {
+      return fail(error, ErrorCode::kMalformed,
+                  which + ": codec " + std::to_string(m.codec()) +
+                      (h.type() == wire::PUSH ? " differs from the header's" : " is unknown"));
+    }
+    if (m.codec() == wire::CODEC_NONE && m.payload_bytes() != m.length() * sizeof(float)) {
+      return fail(error, ErrorCode::kBadSize,
+                  which + ": " + std::to_string(m.length()) + " uncompressed elements need " +
+                      std::to_string(m.length() * sizeof(float)) + " bytes, got " +
+                      std::to_string(m.payload_bytes()));
+    }
+    elements += m.length();
+  }
+  if (h.num_elements() != elements) {
+    return fail(error, ErrorCode::kMalformed,
+                "the group's members hold " + std::to_string(elements) + " elements, the header says " +
+                    std::to_string(h.num_elements()));
+  }
+  return true;
+}
+
 }  // namespace
 
 bool decode_header(const zmq::message_t& frame, const std::vector<zmq::message_t>& payload,
@@ -118,6 +177,7 @@ bool decode_header(const zmq::message_t& frame, const std::vector<zmq::message_t
                 "header claims " + std::to_string(h.payload_bytes()) + " payload bytes, frames hold " +
                     std::to_string(bytes));
   }
+  if (h.members_size() > 0) return check_group(h, payload, error);
   const bool carries_values =
       h.type() == wire::INIT || h.type() == wire::PUSH || h.type() == wire::PARAMS;
   if (carries_values) {

@@ -37,6 +37,8 @@ struct ChunkState {
   std::vector<float> published;
   std::unique_ptr<compress::CodecState> reply_state;
   std::shared_ptr<const std::vector<uint8_t>> reply;  // of the last update; null: send dense
+  // The group (chunk indices, ascending) of this chunk's last group push; null when pushed alone.
+  std::shared_ptr<const std::vector<uint32_t>> group;
 };
 
 class ChunkTable {

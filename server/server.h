@@ -81,6 +81,20 @@ class Server {
                  std::vector<zmq::message_t>& payload);
   void on_push(const std::string& identity, PeerId from, const wire::Header& h, ChunkState& c,
                std::vector<zmq::message_t>& payload);
+  // The push's checks (state, iteration, codec, payload); the frame may be replaced by an
+  // aligned copy.
+  std::optional<WireError> check_push(const wire::Header& h, ChunkState& c,
+                                      zmq::message_t& frame) const;
+  wire::Header push_ack(const wire::Header& h) const;
+  // Counts a checked push (once per worker and iteration) and starts the update when complete.
+  void accept_push(PeerId from, const wire::Header& h, ChunkState& c, zmq::message_t& frame);
+  // GradOptimizer's groups (server_groups.cc): every member checked before any is taken, one
+  // ACK; the reply goes as one group message once every member has been updated.
+  void on_group_push(const std::string& identity, PeerId from, const wire::Header& h,
+                     std::vector<zmq::message_t>& payload);
+  void queue_group_reply(const ChunkState& c);
+  void send_group_params(const std::string& identity, const std::vector<uint32_t>& members,
+                         uint64_t seq);
   void start_update(ChunkState& c);
   void update_chunk(ChunkState& c);  // aggregate + optimizer; runs in the pool or inline
   void complete_update(ChunkState& c);
@@ -125,6 +139,8 @@ class Server {
     std::map<uint64_t, uint64_t> unacked;  // seq -> bytes
     uint64_t seq = 0;
     std::set<uint32_t> dense;  // chunks whose queued reply goes dense (answers to PULL)
+    // Queued group replies, by their first member's index.
+    std::map<uint32_t, std::shared_ptr<const std::vector<uint32_t>>> groups;
   };
   std::vector<ReplyLink> replies_;  // by worker rank
   std::vector<std::string> worker_ids_;  // each worker's registered connection identity

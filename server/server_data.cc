@@ -129,58 +129,71 @@ void Server::on_tensor(const std::string& identity, PeerId from, const wire::Hea
   }
 }
 
-void Server::on_push(const std::string& identity, PeerId from, const wire::Header& h,
-                     ChunkState& c, std::vector<zmq::message_t>& payload) {
-  if (!c.initialized || !started_) {
-    reply_error(identity, &h, {ErrorCode::kNotReady, "push before the start barrier"});
+void Server::on_push(const std::string& identity, PeerId from, const wire::Header& h, ChunkState& c,
+                     std::vector<zmq::message_t>& payload) {
+  if (h.members_size() > 0) {
+    on_group_push(identity, from, h, payload);
     return;
   }
-  if (c.updating || h.iteration() != c.iteration) {
-    reply_error(identity, &h,
-                {ErrorCode::kOutOfStep,
-                 "push for iteration " + std::to_string(h.iteration()) + ", chunk (" +
-                     std::to_string(h.key()) + ", " + std::to_string(h.offset()) + ") is " +
-                     (c.updating ? "updating iteration " : "collecting iteration ") +
-                     std::to_string(c.iteration)});
-    return;
-  }
-  if (h.codec() != wire_codec_ || payload.size() != 1) {
+  if (payload.size() != 1) {
     reply_error(identity, &h,
                 {ErrorCode::kBadPayload,
-                 "this job pushes one frame of codec " + std::string(wire::Codec_Name(wire_codec_)) +
-                     ", got " + std::to_string(payload.size()) + " frames of codec " +
-                     wire::Codec_Name(h.codec())});
+                 "a push carries one frame, got " + std::to_string(payload.size())});
     return;
   }
+  if (auto err = check_push(h, c, payload[0])) {
+    reply_error(identity, &h, *err);
+    return;
+  }
+  send(identity, push_ack(h));
+  c.group.reset();  // pushed alone: replied alone
+  accept_push(from, h, c, payload[0]);
+}
+
+std::optional<WireError> Server::check_push(const wire::Header& h, ChunkState& c,
+                                            zmq::message_t& frame) const {
+  if (!c.initialized || !started_) {
+    return WireError{ErrorCode::kNotReady, "push before the start barrier"};
+  }
+  if (c.updating || h.iteration() != c.iteration) {
+    return WireError{ErrorCode::kOutOfStep,
+                     "push for iteration " + std::to_string(h.iteration()) + ", chunk (" +
+                         std::to_string(h.key()) + ", " + std::to_string(h.offset()) + ") is " +
+                         (c.updating ? "updating iteration " : "collecting iteration ") +
+                         std::to_string(c.iteration)};
+  }
+  if (h.codec() != wire_codec_) {
+    return WireError{ErrorCode::kBadPayload, "this job pushes codec " +
+                                                 std::string(wire::Codec_Name(wire_codec_)) +
+                                                 ", got " + wire::Codec_Name(h.codec())};
+  }
   if (codec_) {
-    auto view = compress::parse_payload(
-        {static_cast<const uint8_t*>(payload[0].data()), payload[0].size()});
+    auto view = compress::parse_payload({static_cast<const uint8_t*>(frame.data()), frame.size()});
     Status st = view ? compress::validate_contents(*view) : view.status();
     if (st && (uint8_t(view->header.codec) != uint8_t(wire_codec_) ||
                view->header.length != h.length())) {
       st = Status::error("payload holds " + std::to_string(view->header.length) +
                          " elements of codec " + std::to_string(int(view->header.codec)));
     }
-    if (!st) {
-      reply_error(identity, &h, {ErrorCode::kBadPayload, "compressed payload: " + st.message()});
-      return;
-    }
+    if (!st) return WireError{ErrorCode::kBadPayload, "compressed payload: " + st.message()};
   }
   if (!codec_ && !config_.limits.allow_non_finite) {
-    payload[0] = aligned_frame(std::move(payload[0]));
-    const float* v = static_cast<const float*>(payload[0].data());
+    frame = aligned_frame(std::move(frame));
+    const float* v = static_cast<const float*>(frame.data());
     std::size_t bad = 0;
     for (std::size_t i = 0; i < h.length(); ++i) bad += std::isfinite(v[i]) ? 0 : 1;
     if (bad > 0) {
-      reply_error(identity, &h,
-                  {ErrorCode::kNonFinite,
-                   std::to_string(bad) + " of the " + std::to_string(h.length()) +
-                       " gradient values of tensor " + std::to_string(h.key()) + " offset " +
-                       std::to_string(h.offset()) +
-                       " are NaN or infinite (limits.allow_non_finite: false)"});
-      return;
+      return WireError{ErrorCode::kNonFinite,
+                       std::to_string(bad) + " of the " + std::to_string(h.length()) +
+                           " gradient values of tensor " + std::to_string(h.key()) + " offset " +
+                           std::to_string(h.offset()) +
+                           " are NaN or infinite (limits.allow_non_finite: false)"};
     }
   }
+  return std::nullopt;
+}
+
+wire::Header Server::push_ack(const wire::Header& h) const {
   wire::Header ack = make_header(self_, wire::ACK);
   ack.set_key(h.key());
   ack.set_offset(h.offset());
@@ -189,19 +202,21 @@ void Server::on_push(const std::string& identity, PeerId from, const wire::Heade
   ack.set_payload_bytes(0);
   ack.set_seq(h.seq());
   ack.set_num_elements(h.payload_bytes());  // bytes acknowledged, for the sender's credit
+  return ack;
+}
+
+void Server::accept_push(PeerId from, const wire::Header& h, ChunkState& c, zmq::message_t& frame) {
   if (c.arrived[from.rank]) {
     ++stats_.duplicates;
     spdlog::debug("duplicate push from {} for ({}, {}) iteration {} counted once", describe(from),
                   h.key(), h.offset(), h.iteration());
-    send(identity, ack);
     return;
   }
   c.priority = h.priority();
-  c.pushes[from.rank] = aligned_frame(std::move(payload[0]));
+  c.pushes[from.rank] = aligned_frame(std::move(frame));
   c.arrived[from.rank] = 1;
   ++c.arrived_count;
   ++stats_.pushes;
-  send(identity, ack);
   if (c.arrived_count == chunks_.workers()) start_update(c);
 }
 
@@ -284,6 +299,10 @@ void Server::complete_update(ChunkState& c) {
   for (auto& m : c.pushes) m.rebuild();
   std::fill(c.arrived.begin(), c.arrived.end(), 0);
   c.arrived_count = 0;
+  if (c.group) {
+    queue_group_reply(c);
+    return;
+  }
   for (uint32_t w = 0; w < chunks_.workers(); ++w) queue_reply(w, c);
 }
 
@@ -302,6 +321,12 @@ void Server::pump_replies(uint32_t worker) {
   while (auto unit = link.queue.next()) {
     const uint64_t seq = ++link.seq;
     link.unacked[seq] = unit->bytes;
+    auto group = link.groups.find(unit->chunk);
+    if (group != link.groups.end()) {
+      send_group_params(identity, *group->second, seq);
+      link.groups.erase(group);
+      continue;
+    }
     const bool dense = link.dense.erase(unit->chunk) > 0;
     send_params(identity, chunks_.at(unit->chunk), seq, dense);
   }

@@ -43,7 +43,6 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
       priority_[k] = uint32_t(config.scheduler.priority[k]);
     }
   }
-  queue_.expect_tensors(uint32_t(model.tensors.size()));
   encoder_checkpoints_ = encoder_ckpt_.start();
   dealers_.push_back(new_dealer());
   dealers_[0].connect(config.cluster.coordinator);

@@ -32,6 +32,7 @@
 #include "core/timeline.h"
 #include "core/transport.h"
 #include "core/wire.h"
+#include "scheduler/grouping.h"
 #include "scheduler/push_queue.h"
 #include "worker/encoder_checkpoint.h"
 #include "worker/grad_encoder.h"
@@ -113,7 +114,14 @@ class PsClient {
   void io_loop();
   void on_message(std::size_t server, Envelope& env);
   void on_membership(const wire::Membership& m);
+  // ps_client_push.cc: grouping, the push path and the parameters' return
+  void plan_groups();  // after the membership: the grouping and its message plan
   void on_params(const wire::Header& h, std::vector<zmq::message_t>& payload);
+  // Writes one chunk's values (dense or an encoded change); false after fail().
+  bool apply_params(const ChunkDesc& c, wire::Codec codec, uint64_t iteration,
+                    zmq::message_t& frame);
+  std::span<const uint8_t> payload_of(uint32_t chunk) const;  // of the pending gradient
+  zmq::message_t payload_frame(uint32_t chunk) const;
   void send_init();
   void send_barrier(const std::string& name);
   void pump();
@@ -163,6 +171,10 @@ class PsClient {
   std::vector<zmq::socket_t> dealers_;
   ShardMap shards_;
   PushQueue queue_;
+  Grouping grouping_;  // scheduler.grouping, chosen when the membership arrives
+  MessagePlan plan_;   // PushUnit::chunk is an index into plan_.messages()
+  std::vector<uint32_t> group_taken_;     // per group: tensors handed over this iteration
+  std::vector<uint32_t> group_priority_;  // per group: its most urgent member's
   std::map<uint64_t, InFlight> unacked_;  // by seq
   std::map<uint32_t, Command> pending_;    // by key: the gradient being sent
   uint64_t seq_ = 0;

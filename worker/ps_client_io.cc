@@ -203,6 +203,12 @@ void PsClient::on_membership(const wire::Membership& m) {
     start_iteration_ = m.resume() ? m.resume_iteration() : 0;
   }
   spdlog::info("membership: {} servers, {} chunks", m.num_servers(), shards_.chunks().size());
+  try {
+    plan_groups();
+  } catch (const std::exception& e) {
+    fail(std::string("scheduler.grouping: ") + e.what());
+    return;
+  }
   // A resumed job's servers hold their checkpoint's values: nothing to initialise.
   if (rank_ == 0 && !m.resume()) {
     send_init();
@@ -230,111 +236,6 @@ void PsClient::send_barrier(const std::string& name) {
   wire::Header h = make_header(self_, wire::BARRIER);
   h.mutable_barrier()->set_name(name);
   send_to(0, h);
-}
-
-void PsClient::on_params(const wire::Header& h, std::vector<zmq::message_t>& payload) {
-  const ChunkDesc* c = shards_.find(h.key(), h.offset());
-  if (!c || c->length != h.length() || payload.size() != 1) {
-    log_.warn("bad message", "ignored PARAMS for an unknown chunk (" + std::to_string(h.key()) +
-                                 ", " + std::to_string(h.offset()) + ")");
-    return;
-  }
-  auto what = [&] {  // built only on an error
-    return "PARAMS for tensor " + std::to_string(c->key) + " offset " + std::to_string(c->offset) +
-           " iteration " + std::to_string(h.iteration());
-  };
-  if (h.codec() != wire::CODEC_NONE) {
-    // An encoded change applies to the values of the iteration before, and to nothing else.
-    int64_t held = 0;
-    {
-      std::lock_guard lock(mu_);
-      held = version_[c->id];
-    }
-    if (held + 1 != int64_t(h.iteration())) {
-      fail("server " + std::to_string(c->server) + " sent a compressed " + what() +
-           ", but this worker holds iteration " + std::to_string(held));
-      return;
-    }
-  }
-  std::span<float> dst = params_(c->key).subspan(c->offset, c->length);
-  const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(payload[0].data()),
-                                       payload[0].size());
-  if (Status st = replies_.apply(h.codec(), bytes, dst); !st) {
-    fail("server " + std::to_string(c->server) + " sent unusable " + what() + ": " + st.message());
-    return;
-  }
-  // Acknowledge, so the server's reply credit toward this worker is released.
-  wire::Header ack = make_header(self_, wire::ACK);
-  ack.set_key(c->key);
-  ack.set_offset(c->offset);
-  ack.set_length(c->length);
-  ack.set_iteration(h.iteration());
-  ack.set_seq(h.seq());
-  send_to(c->server, ack);
-  if (timeline_) {
-    timeline_->instant(Timeline::kIo, "params",
-                       chunk_label(c->key, c->offset, int64_t(h.iteration())), SteadyClock::now());
-  }
-  std::lock_guard lock(mu_);
-  auto& v = version_[c->id];
-  v = std::max<int64_t>(v, int64_t(h.iteration()));
-  ++stats_.params_received;
-  stats_.bytes_received += bytes.size();
-  cv_.notify_all();
-}
-
-void PsClient::take_commands() {
-  std::deque<Command> cmds;
-  bool shutdown = false;
-  {
-    std::lock_guard lock(mu_);
-    cmds.swap(commands_);
-    shutdown = want_shutdown_;
-  }
-  for (auto& cmd : cmds) {
-    std::vector<PushUnit> units;
-    const auto& ids = shards_.tensor_chunks(cmd.key);
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-      PushUnit u;
-      u.chunk = ids[i];
-      u.bytes = cmd.payloads.empty() ? shards_.chunks()[ids[i]].bytes() : cmd.payloads[i]->size();
-      units.push_back(u);
-    }
-    const uint32_t key = cmd.key;
-    pending_[key] = std::move(cmd);
-    queue_.add(key, priority_[key], std::move(units));
-  }
-  if (shutdown && !shutdown_sent_ && queue_.idle()) {
-    shutdown_sent_ = true;
-    send_barrier("shutdown");
-  }
-}
-
-void PsClient::pump() {
-  while (auto unit = queue_.next()) {
-    const ChunkDesc& c = shards_.chunks()[unit->chunk];
-    const Command& cmd = pending_.at(c.key);
-    wire::Header h = tensor_header(wire::PUSH, c, cmd.iteration);
-    h.set_num_elements(c.length);
-    std::vector<zmq::message_t> payload;
-    if (cmd.payloads.empty()) {
-      // Codec none: the gradient itself (a compressed command has a payload per chunk, no grad).
-      payload.push_back(shared_frame(cmd.grad, cmd.grad->data() + c.offset, c.bytes()));
-    } else {
-      // Chunk ids of a tensor are consecutive, in offset order.
-      const auto& p = cmd.payloads[unit->chunk - shards_.tensor_chunks(c.key).front()];
-      h.set_codec(encoder_.wire_codec());
-      payload.push_back(shared_frame(p, p->data(), p->size()));
-    }
-    h.set_payload_bytes(payload[0].size());
-    const auto now = SteadyClock::now();
-    unacked_[h.seq()] = {unit->bytes, unit->chunk, cmd.enqueued, now};
-    metrics_.queue_wait(std::chrono::duration<double>(now - cmd.enqueued).count());
-    send_to(c.server, h, std::move(payload));
-    std::lock_guard lock(mu_);
-    stats_.bytes_pushed += unit->bytes;
-    ++stats_.chunks_pushed;
-  }
 }
 
 }  // namespace psrt

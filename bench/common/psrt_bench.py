@@ -364,12 +364,17 @@ def bytes_per_iteration(per_worker, first, last=None):
 
 # ---------------------------------------------------------------- simulator, plots
 def simulate(bindir, profile, workers, servers, bandwidth, mode, chunk, credit, iterations,
-             latency_ms):
-    """psrt-sim's row for mode: iter_ms, compute_ms, link_ms, critical_ms, bound_ms, binding."""
+             latency_ms, calibration=None, grouping=None):
+    """psrt-sim's row for mode: iter_ms, compute_ms, link_ms, critical_ms, bound_ms, binding;
+    with `calibration` (a psrt-sim calibration file) and `grouping` (scheduler.grouping)."""
     argv = [os.path.join(bindir, "psrt-sim"), "--profile", profile, "--workers", str(workers),
             "--servers", str(servers), "--bandwidth", "%dB/s" % int(bandwidth), "--mode", mode,
             "--chunk-bytes", str(chunk), "--credit-bytes", str(credit), "--iterations",
             str(iterations), "--latency-ms", repr(latency_ms)]
+    if calibration:
+        argv += ["--calibration", calibration]
+    if grouping:
+        argv += ["--grouping", grouping]
     r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         raise RuntimeError("psrt-sim failed (%s): %s" % (" ".join(argv), r.stderr.strip()))

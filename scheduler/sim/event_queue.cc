@@ -7,7 +7,16 @@
 namespace psrt::sim {
 
 void EventQueue::push(double time, int phase, Action action) {
-  heap_.push_back(Event{time, phase, seq_++, std::move(action)});
+  uint32_t slot = 0;
+  if (free_slots_.empty()) {
+    slot = static_cast<uint32_t>(slots_.size());
+    slots_.push_back(std::move(action));
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    slots_[slot] = std::move(action);
+  }
+  heap_.push_back(Event{time, phase, seq_++, slot});
   std::push_heap(heap_.begin(), heap_.end(), Later{});
 }
 
@@ -24,10 +33,12 @@ uint64_t EventQueue::run() {
   uint64_t n = 0;
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), Later{});
-    Event e = std::move(heap_.back());
+    const Event e = heap_.back();
     heap_.pop_back();
     now_ = e.time;
-    e.action();
+    Action action = std::move(slots_[e.slot]);
+    free_slots_.push_back(e.slot);
+    action();
     ++n;
   }
   return n;

@@ -23,11 +23,13 @@ class EventQueue {
   uint64_t run();
 
  private:
+  // The heap holds small keys; the actions stay in slots (moving std::function through heap
+  // sifts was most of the simulator's time).
   struct Event {
     double time;
     int phase;  // 0: state change, 1: decision
     uint64_t seq;
-    Action action;
+    uint32_t slot;  // in slots_
   };
   struct Later {
     bool operator()(const Event& a, const Event& b) const {
@@ -39,6 +41,8 @@ class EventQueue {
   void push(double time, int phase, Action action);
 
   std::vector<Event> heap_;
+  std::vector<Action> slots_;
+  std::vector<uint32_t> free_slots_;
   double now_ = 0;
   uint64_t seq_ = 0;
 };

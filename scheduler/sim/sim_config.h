@@ -5,7 +5,9 @@
 
 #include "core/model.h"
 #include "core/sharding.h"
+#include "scheduler/grouping.h"
 #include "scheduler/mode.h"
+#include "scheduler/sim/calibration.h"
 
 namespace psrt::sim {
 
@@ -22,6 +24,8 @@ struct SimConfig {
   // takes W * b / rate, one chunk at a time per server. 0 means instant.
   double aggregation_bytes_per_s = 0;
   uint32_t iterations = 5;  // simulated; the last one's duration is the prediction (>= 2)
+  Calibration calibration;  // per-message and per-byte costs of the runtime (ideal: none)
+  Grouping grouping;        // GradOptimizer's groups; empty: every tensor alone
 };
 
 // Throws std::invalid_argument naming the field that is out of range.

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "core/sharding.h"
+#include "scheduler/grouping.h"
 #include "scheduler/push_queue.h"
 #include "scheduler/sim/event_queue.h"
 #include "scheduler/sim/network.h"
@@ -14,10 +15,21 @@ namespace psrt::sim {
 
 namespace {
 
+// A serial resource (an I/O thread): work queued on it runs one piece at a time.
+struct Serial {
+  double free = 0;
+  double take(double now, double ms) {
+    free = std::max(now, free) + ms;
+    return free;
+  }
+};
+
 struct Worker {
   explicit Worker(const SimConfig& c) : push(c.mode, c.credit_bytes) {}
   PushQueue push;
+  Serial io;
   std::vector<uint32_t> received;  // per layer: chunks in for the next forward
+  std::vector<uint32_t> produced;  // per group: tensors backward produced this iteration
   uint32_t iteration = 0;
   uint32_t layer = 0;
   bool forward = true;
@@ -29,6 +41,7 @@ struct Worker {
 struct Server {
   std::vector<PushQueue> replies;  // one per worker
   std::vector<char> pump_pending;  // per worker
+  Serial io;
   double aggregation_free = 0;
 };
 
@@ -38,17 +51,20 @@ class Simulation {
       : model_(model),
         config_(config),
         shards_(shard_map_for(model, config)),
+        grouping_(config.grouping.num_tensors() == 0
+                      ? Grouping::singletons(static_cast<uint32_t>(model.tensors.size()))
+                      : config.grouping),
+        plan_(shards_, grouping_),
         net_(events_, config.workers + config.servers, config.bandwidth_bytes_per_s,
              config.latency_ms) {
     layer_chunks_.assign(model.layers.size(), 0);
     for (const auto& c : shards_.chunks()) ++layer_chunks_[model.tensors[c.key].layer];
-    arrived_.assign(shards_.chunks().size(), 0);
+    arrived_.assign(plan_.messages().size(), 0);
     for (uint32_t w = 0; w < config.workers; ++w) {
       auto worker = std::make_unique<Worker>(config);
-      if (config.mode == Mode::kBigdl) {
-        worker->push.expect_tensors(static_cast<uint32_t>(model.tensors.size()));
-      }
+      if (config.mode == Mode::kBigdl) worker->push.expect_tensors(grouping_.num_groups());
       worker->received = layer_chunks_;  // iteration 0 starts with its parameters
+      worker->produced.assign(grouping_.num_groups(), 0);
       workers_.push_back(std::move(worker));
     }
     for (uint32_t s = 0; s < config.servers; ++s) {
@@ -73,6 +89,7 @@ class Simulation {
     r.end_ms = events_.now();
     r.bounds = lower_bounds(model_, shards_, config_);
     r.chunks = static_cast<uint32_t>(shards_.chunks().size());
+    r.messages = static_cast<uint32_t>(plan_.messages().size());
     for (uint32_t h = 0; h < config_.workers + config_.servers; ++h) {
       r.max_link_bytes = std::max({r.max_link_bytes, net_.bytes_sent(h), net_.bytes_received(h)});
     }
@@ -82,6 +99,9 @@ class Simulation {
  private:
   uint32_t server_host(uint32_t s) const { return config_.workers + s; }
   uint32_t layers() const { return static_cast<uint32_t>(model_.layers.size()); }
+  const Calibration& cal() const { return config_.calibration; }
+  double us(double v) const { return v / 1e3; }
+  double ns_per_byte(double v, uint64_t bytes) const { return v * double(bytes) / 1e6; }
 
   bool params_ready(const Worker& w, uint32_t layer) const {
     if (config_.mode == Mode::kBigdl && layer == 0) return w.received == layer_chunks_;
@@ -116,19 +136,27 @@ class Simulation {
     try_compute(wi);
   }
 
+  // The group's messages, once backward has produced all of its tensors.
+  void produced(Worker& w, uint32_t key) {
+    const uint32_t g = grouping_.group_of(key);
+    if (++w.produced[g] < grouping_.end(g) - grouping_.begin(g)) return;
+    w.produced[g] = 0;
+    std::vector<PushUnit> units;
+    for (uint32_t id : plan_.group_messages(g)) {
+      PushUnit u;
+      u.chunk = id;
+      u.bytes = plan_.messages()[id].bytes;
+      units.push_back(u);
+    }
+    const uint32_t first = grouping_.begin(g);
+    w.push.add(first, first, std::move(units));
+  }
+
   void backward_done(uint32_t wi) {
     Worker& w = *workers_[wi];
     w.busy = false;
-    for (uint32_t key : model_.layers[w.layer].tensors) {
-      std::vector<PushUnit> units;
-      for (uint32_t id : shards_.tensor_chunks(key)) {
-        PushUnit u;
-        u.chunk = id;
-        u.bytes = shards_.chunks()[id].bytes();
-        units.push_back(u);
-      }
-      w.push.add(key, key, std::move(units));
-    }
+    const auto& keys = model_.layers[w.layer].tensors;
+    for (auto it = keys.rbegin(); it != keys.rend(); ++it) produced(w, *it);
     request_push(wi);
     if (w.layer > 0) {
       --w.layer;
@@ -149,13 +177,26 @@ class Simulation {
       wk.pump_pending = false;
       while (auto u = wk.push.next()) {
         const PushUnit unit = *u;
-        const uint32_t s = shards_.chunks()[unit.chunk].server;
-        net_.send(wi, server_host(s), unit.bytes, [this, s, wi, unit] { at_server(s, wi, unit); });
+        const uint32_t s = plan_.messages()[unit.chunk].server;
+        // The worker's I/O thread builds and hands over the message, then the uplink sends it.
+        const double handed = wk.io.take(events_.now(), us(cal().worker_message_us));
+        events_.at(handed, [this, s, wi, unit] {
+          net_.send(wi, server_host(s), unit.bytes,
+                    [this, s, wi, unit] { at_server(s, wi, unit); });
+        });
       }
     });
   }
 
   void at_server(uint32_t s, uint32_t wi, const PushUnit& unit) {
+    Server& server = servers_[s];
+    // The server's I/O thread takes the push (checks, copy, ack) before anything else follows.
+    const double taken = server.io.take(
+        events_.now(), us(cal().server_message_us) + ns_per_byte(cal().server_byte_ns, unit.bytes));
+    events_.at(taken, [this, s, wi, unit] { taken_by_server(s, wi, unit); });
+  }
+
+  void taken_by_server(uint32_t s, uint32_t wi, const PushUnit& unit) {
     const uint64_t bytes = unit.bytes;
     events_.at(events_.now() + config_.ack_latency_ms, [this, wi, bytes] {
       workers_[wi]->push.acked(bytes);
@@ -185,28 +226,40 @@ class Simulation {
       server.pump_pending[wi] = 0;
       while (auto u = server.replies[wi].next()) {
         const PushUnit unit = *u;
-        net_.send(server_host(s), wi, unit.bytes, [this, s, wi, unit] { at_worker(s, wi, unit); });
+        const double handed = server.io.take(events_.now(), us(cal().server_message_us));
+        events_.at(handed, [this, s, wi, unit] {
+          net_.send(server_host(s), wi, unit.bytes,
+                    [this, s, wi, unit] { at_worker(s, wi, unit); });
+        });
       }
     });
   }
 
   void at_worker(uint32_t s, uint32_t wi, const PushUnit& unit) {
-    const uint64_t bytes = unit.bytes;
-    events_.at(events_.now() + config_.ack_latency_ms, [this, s, wi, bytes] {
-      servers_[s].replies[wi].acked(bytes);
-      request_reply(s, wi);
+    const double taken = workers_[wi]->io.take(
+        events_.now(), us(cal().worker_message_us) + ns_per_byte(cal().worker_byte_ns, unit.bytes));
+    events_.at(taken, [this, s, wi, unit] {
+      const uint64_t bytes = unit.bytes;
+      events_.at(events_.now() + config_.ack_latency_ms, [this, s, wi, bytes] {
+        servers_[s].replies[wi].acked(bytes);
+        request_reply(s, wi);
+      });
+      for (uint32_t id : plan_.messages()[unit.chunk].chunks) {
+        ++workers_[wi]->received[model_.tensors[shards_.chunks()[id].key].layer];
+      }
+      try_compute(wi);
     });
-    ++workers_[wi]->received[model_.tensors[unit.key].layer];
-    try_compute(wi);
   }
 
   const ModelDesc& model_;
   const SimConfig config_;
   const ShardMap shards_;
+  const Grouping grouping_;
+  const MessagePlan plan_;
   EventQueue events_;
   Network net_;
   std::vector<uint32_t> layer_chunks_;  // chunks per layer
-  std::vector<uint32_t> arrived_;       // per chunk: workers' copies in for this iteration
+  std::vector<uint32_t> arrived_;       // per message: workers' copies in for this iteration
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<Server> servers_;
   std::vector<double> starts_;
@@ -218,6 +271,9 @@ SimResult simulate(const ModelDesc& model, const SimConfig& config) {
   validate(config);
   if (model.tensors.empty() || model.layers.empty()) {
     throw std::invalid_argument("sim: the model has no parameter tensors");
+  }
+  if (config.grouping.num_tensors() != 0 && config.grouping.num_tensors() != model.tensors.size()) {
+    throw std::invalid_argument("sim: the grouping is for another model");
   }
   Simulation sim(model, config);
   return sim.run();

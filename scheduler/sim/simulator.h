@@ -16,6 +16,14 @@
 //    chunk of all W workers is in, aggregates it (one chunk at a time per server, W * b / rate),
 //    then adds the reply chunk to each worker's reply PushQueue (preemptive, credit_bytes,
 //    priority = key); replies are acknowledged on arrival at the worker.
+//  - Groups (config.grouping, scheduler/grouping.h): a group's messages (MessagePlan) join the
+//    queue once backward has produced all of its tensors, as one PushQueue entry whose units are
+//    messages; the server aggregates a message when all W copies are in and replies with it.
+//  - The runtime's own costs (config.calibration, calibration.h): each worker's and each server's
+//    I/O thread is a serial resource; a worker pays worker_message_us before a push goes to its
+//    uplink and worker_message_us + bytes * worker_byte_ns when a reply lands; a server pays
+//    server_message_us + bytes * server_byte_ns when a push lands (its ACK and counting follow)
+//    and server_message_us before each reply goes to its uplink. Zero: the ideal runtime.
 //  - Decisions at an instant (what to send) see every state change of that instant.
 // Deterministic: the same inputs give the same result, bit for bit.
 //
@@ -38,6 +46,7 @@ struct SimResult {
   double end_ms = 0;                       // when the last reply of the last iteration landed
   LowerBounds bounds;                      // for the same model, shard map and config
   uint32_t chunks = 0;                     // in the shard map used
+  uint32_t messages = 0;                   // push messages per worker and iteration (groups)
   uint64_t max_link_bytes = 0;             // busiest link direction over the whole run
   uint64_t events = 0;                     // actions run
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/wire.h"
@@ -295,4 +296,56 @@ TEST_CASE("error codes have names", "[wire]") {
   CHECK(std::string(error_code_name(ErrorCode::kOutOfStep)) == "out-of-step");
   CHECK(std::string(error_code_name(ErrorCode::kBadSize)) == "bad-size");
   CHECK(std::string(error_code_name(static_cast<ErrorCode>(999))) == "unknown");
+}
+
+TEST_CASE("group messages: members checked against the header and the frames", "[wire][grouping]") {
+  // Two members: (2, 128, 10) and (3, 0, 6), dense.
+  auto group = [] {
+    wire::Header h = push_header(10);
+    for (auto [key, offset, length] : {std::tuple{2u, 128ull, 10ull}, std::tuple{3u, 0ull, 6ull}}) {
+      auto* m = h.add_members();
+      m->set_key(key);
+      m->set_offset(offset);
+      m->set_length(length);
+      m->set_payload_bytes(length * 4);
+      m->set_codec(wire::CODEC_NONE);
+    }
+    h.set_num_elements(16);
+    h.set_payload_bytes(64);
+    return h;
+  };
+  CHECK(check(group(), frames({40, 24})).message == "ok");
+  CHECK(check(group(), frames({40, 20, 4})).code == ErrorCode::kBadSize);  // 3 frames, 2 members
+  wire::Header h = group();
+  h.mutable_members(1)->set_payload_bytes(20);
+  CHECK(check(h, frames({40, 24})).code == ErrorCode::kBadSize);
+  h = group();
+  h.set_num_elements(10);
+  CHECK(check(h, frames({40, 24})).code == ErrorCode::kMalformed);
+  h = group();
+  h.mutable_members(0)->set_key(7);  // the header names another first member
+  CHECK(check(h, frames({40, 24})).code == ErrorCode::kMalformed);
+  h = group();
+  h.mutable_members(1)->set_length(0);
+  h.mutable_members(1)->set_payload_bytes(0);
+  h.set_num_elements(10);
+  CHECK(check(h, frames({40, 24})).code == ErrorCode::kMalformed);
+  h = group();
+  h.mutable_members(1)->set_codec(wire::CODEC_LACO);  // a push's members share the codec
+  CHECK(check(h, frames({40, 24})).code == ErrorCode::kMalformed);
+  h = group();
+  h.set_type(wire::INIT);
+  CHECK(check(h, frames({40, 24})).code == ErrorCode::kMalformed);
+  h = group();
+  h.mutable_members()->RemoveLast();
+  h.set_num_elements(10);
+  h.set_payload_bytes(40);
+  CHECK(check(h, frames({40})).code == ErrorCode::kMalformed);  // one member is no group
+  // Replies may mix dense and encoded members.
+  h = group();
+  h.set_type(wire::PARAMS);
+  h.mutable_members(1)->set_codec(wire::CODEC_LACO);
+  h.mutable_members(1)->set_payload_bytes(9);
+  h.set_payload_bytes(49);
+  CHECK(check(h, frames({40, 9})).message == "ok");
 }

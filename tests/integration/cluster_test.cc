@@ -22,7 +22,8 @@ namespace {
 constexpr int kIterations = 6;
 
 std::string cluster_config(const std::string& dir, const std::string& optimizer,
-                           const std::string& mode, const std::string& extra) {
+                           const std::string& mode, const std::string& extra,
+                           const std::string& grouping) {
   return "job: {id: itest, iterations: " + std::to_string(kIterations) +
          ", batch_size: 32, seed: 7, log_every: 0, evaluate: false, dump_params: '" + dir +
          "/params-{rank}.bin'}\n"
@@ -31,7 +32,8 @@ std::string cluster_config(const std::string& dir, const std::string& optimizer,
          "model: {backend: native, arch: mlp, hidden: [64, 32]}\n"
          "data: {train_limit: 2000}\n"
          "optimizer: " + optimizer + "\n"
-         "scheduler: {mode: " + mode + ", chunk_bytes: 4096, credit_bytes: 16384}\n" + extra;
+         "scheduler: {mode: " + mode + ", chunk_bytes: 4096, credit_bytes: 16384, grouping: '" +
+         grouping + "'}\n" + extra;
 }
 
 
@@ -87,10 +89,11 @@ std::vector<float> reference(const Config& c) {
 
 // Runs the job through psrt-launch and returns each worker's final parameters.
 std::vector<std::vector<float>> run_cluster(const std::string& optimizer, const std::string& mode,
-                                            std::string& cfg, const std::string& extra = "") {
+                                            std::string& cfg, const std::string& extra = "",
+                                            const std::string& grouping = "none") {
   const std::string dir = test::temp_dir("cluster");
   cfg = dir + "/job.yaml";
-  test::write_file(cfg, cluster_config(dir, optimizer, mode, extra));
+  test::write_file(cfg, cluster_config(dir, optimizer, mode, extra, grouping));
   test::Proc launch("launch", {test::bin("psrt-launch"), cfg});
   const auto rc = launch.wait_exit(120);
   INFO(launch.output());
@@ -146,6 +149,36 @@ TEST_CASE("every scheduling mode gives the same parameters", "[integration]") {
     const auto other = run_cluster(sgd, mode, cfg);
     for (std::size_t w = 0; w < other.size(); ++w) CHECK(other[w] == first[0]);  // bit for bit
   }
+}
+
+TEST_CASE("every mode with and without gradient grouping gives the same parameters",
+          "[integration][grouping]") {
+  const std::string sgd = "{type: sgd, lr: 0.1, momentum: 0.9, weight_decay: 0.001}";
+  std::string cfg;
+  const auto ungrouped = run_cluster(sgd, "fifo", cfg);
+  // size:16KiB puts the MLP's six tensors in one group: fc1's weight (many chunks) goes chunk by
+  // chunk, the five small ones as one message per server.
+  for (const char* mode : {"bigdl", "fifo", "fifo_chunked", "nonpreemptive", "preemptive"}) {
+    INFO("mode " << mode << " grouping size:16KiB");
+    const auto grouped = run_cluster(sgd, mode, cfg, "", "size:16KiB");
+    for (std::size_t w = 0; w < grouped.size(); ++w) CHECK(grouped[w] == ungrouped[0]);
+  }
+  INFO("preemptive, grouping auto (GradOptimizer's search)");
+  const auto searched = run_cluster(sgd, "preemptive", cfg, "", "auto");
+  for (std::size_t w = 0; w < searched.size(); ++w) CHECK(searched[w] == ungrouped[0]);
+}
+
+TEST_CASE("a compressed job with and without grouping gives the same parameters",
+          "[integration][grouping][compress]") {
+  const std::string laco =
+      "compression: {codec: laco, density: 0.05, calibration_iters: 2, warmup_iters: 2, "
+      "replies: compressed}\n";
+  std::string cfg;
+  const auto alone = run_cluster("{type: sgd, lr: 0.1, momentum: 0.9}", "preemptive", cfg, laco);
+  // The same mode: a codec encodes each chunk, and the chunks depend on the mode.
+  const auto grouped =
+      run_cluster("{type: sgd, lr: 0.1, momentum: 0.9}", "preemptive", cfg, laco, "size:1MiB");
+  for (std::size_t w = 0; w < grouped.size(); ++w) CHECK(grouped[w] == alone[0]);
 }
 
 TEST_CASE("with compressed replies every worker ends with the same trained values",

@@ -5,7 +5,7 @@
 
 #include <random>
 
-#include "tests/integration/raw_client.h"
+#include "tests/integration/raw_job.h"
 
 using namespace psrt;
 using namespace psrt::test;
@@ -15,71 +15,7 @@ namespace {
 const std::vector<uint64_t> kSizes{10, 3000};  // fifo: one chunk per tensor, all on server 0
 constexpr float kLr = 0.5f;
 
-std::string job_yaml() {
-  return "job: {id: rawjob, iterations: 1}\n"
-         "cluster: {servers: 1, workers: 1, start_timeout_s: 60, heartbeat_s: 0.2, "
-         "peer_timeout_s: 60}\n"
-         "optimizer: {type: sgd, lr: 0.5, momentum: 0, weight_decay: 0}\n"
-         "scheduler: {mode: fifo}\n"
-         "log_level: info\n";
-}
-
 const Sender kW0{wire::WORKER, 0, "rawjob"};
-
-// Multiples of 1/64 in [-1, 1]: p - 0.5 * g is exact in fp32.
-std::vector<float> dyadic(std::size_t n, std::mt19937& rng) {
-  std::uniform_int_distribution<int> d(-64, 64);
-  std::vector<float> v(n);
-  for (auto& x : v) x = float(d(rng)) / 64.0f;
-  return v;
-}
-
-wire::Header register_header(RawClient& w, const std::vector<uint64_t>& sizes,
-                             const std::vector<uint32_t>& keys = {}) {
-  wire::Header h = w.header(wire::REGISTER);
-  for (std::size_t k = 0; k < sizes.size(); ++k) {
-    auto* t = h.mutable_register_()->add_tensors();
-    t->set_key(keys.empty() ? uint32_t(k) : keys[k]);
-    t->set_name("tensor" + std::to_string(k));
-    t->set_num_elements(sizes[k]);
-    t->set_layer(uint32_t(k));
-  }
-  return h;
-}
-
-
-// Registers, initialises every chunk with seeded values, passes the start barrier, pulls
-// iteration 0. Returns the parameters by key.
-std::vector<std::vector<float>> start_job(RawClient& w, std::mt19937& rng) {
-  w.send(register_header(w, kSizes));
-  const Reply m = expect(w, wire::MEMBERSHIP);
-  REQUIRE(m.header.membership().chunks_size() == int(kSizes.size()));
-  std::vector<std::vector<float>> params;
-  for (std::size_t k = 0; k < kSizes.size(); ++k) {
-    const auto& c = m.header.membership().chunks(int(k));
-    REQUIRE(c.key() == k);
-    REQUIRE(c.offset() == 0);
-    REQUIRE(c.length() == kSizes[k]);
-    params.push_back(dyadic(kSizes[k], rng));
-    const wire::Header init = w.tensor(wire::INIT, uint32_t(k), 0, kSizes[k], 0, &params.back());
-    w.send(init, RawClient::frame_of(params.back()));
-    const Reply ack = expect(w, wire::ACK);
-    CHECK(ack.header.seq() == init.seq());
-  }
-  wire::Header b = w.header(wire::BARRIER);
-  b.mutable_barrier()->set_name("start");
-  w.send(b);
-  CHECK(expect(w, wire::BARRIER_RELEASE).header.barrier().name() == "start");
-  for (std::size_t k = 0; k < kSizes.size(); ++k) {
-    w.send(w.tensor(wire::PULL, uint32_t(k), 0, kSizes[k], 0));
-    const Reply p = expect(w, wire::PARAMS);
-    CHECK(p.header.key() == k);
-    CHECK(p.header.iteration() == 0);
-    REQUIRE(p.payload.size() == 1);
-    CHECK(floats_of(p.payload[0]) == params[k]);
-  }
-  return params;
-}
 
 // Pushes a seeded gradient for every chunk at `iteration`; expects an ACK and then PARAMS for
 // iteration + 1 holding exactly p - lr * g.
@@ -102,32 +38,15 @@ void push_round(RawClient& w, uint64_t iteration, std::vector<std::vector<float>
   }
 }
 
-void shutdown_and_exit(RawClient& w, ServerProc& s) {
-  wire::Header b = w.header(wire::BARRIER);
-  b.mutable_barrier()->set_name("shutdown");
-  w.send(b);
-  CHECK(expect(w, wire::BARRIER_RELEASE).header.barrier().name() == "shutdown");
-  const auto rc = s.proc->wait_exit(30);
-  INFO(s.proc->output());
-  CHECK(rc == 0);
-}
-
-// The server has not exited (reads its output meanwhile, for the failure message).
-void still_running(ServerProc& s) {
-  const auto rc = s.proc->wait_exit(0.2);
-  INFO(s.proc->output());
-  REQUIRE_FALSE(rc);
-}
-
 }  // namespace
 
 TEST_CASE("bad headers and payloads get error replies - a correct push still works",
           "[integration][malformed]") {
-  ServerProc s(job_yaml());
+  ServerProc s(raw_job_yaml());
   zmq::context_t ctx(1);
   RawClient w(ctx, s.endpoint, "w0", kW0);
   std::mt19937 rng(2024);
-  auto params = start_job(w, rng);
+  auto params = start_job(w, rng, kSizes);
 
   // A push that would be correct, for variations.
   const auto g0 = dyadic(kSizes[0], rng);
@@ -254,7 +173,7 @@ TEST_CASE("bad headers and payloads get error replies - a correct push still wor
 
 TEST_CASE("the server survives garbage frames foreign identities and early pushes",
           "[integration][malformed]") {
-  ServerProc s(job_yaml());
+  ServerProc s(raw_job_yaml());
   zmq::context_t ctx(1);
   RawClient w(ctx, s.endpoint, "w0", kW0);
   std::mt19937 rng(77);
@@ -269,7 +188,7 @@ TEST_CASE("the server survives garbage frames foreign identities and early pushe
   expect_error(w, ErrorCode::kNotRegistered);
   still_running(s);
 
-  auto params = start_job(w, rng);
+  auto params = start_job(w, rng, kSizes);
 
   SECTION("a multipart message of 0-length frames") {
     for (int n : {1, 2, 5}) {
@@ -322,7 +241,7 @@ TEST_CASE("the server survives garbage frames foreign identities and early pushe
 
 TEST_CASE("a registration the server cannot serve is refused and the server carries on",
           "[integration][malformed]") {
-  ServerProc s(job_yaml());
+  ServerProc s(raw_job_yaml());
   zmq::context_t ctx(1);
   RawClient w(ctx, s.endpoint, "w0", kW0);
   std::mt19937 rng(5);
@@ -342,7 +261,7 @@ TEST_CASE("a registration the server cannot serve is refused and the server carr
     REQUIRE(r->header.type() == wire::ERROR);
   }
   still_running(s);
-  auto params = start_job(w, rng);
+  auto params = start_job(w, rng, kSizes);
   push_round(w, 0, params, rng);
   shutdown_and_exit(w, s);
 }

@@ -5,6 +5,9 @@
 //            --mode preemptive --chunk-bytes 4MiB --credit-bytes 8MiB [--scale 0.05] [--all-modes]
 //   psrt-sim --profile bench/profiles/vgg16.yaml --placement plan.yaml [--mode M] [--servers S]
 //            (a model-parallel plan: pipeline, activation transfers, per-device memory)
+//   --calibration FILE  the runtime's per-message and per-byte costs (bench/calibration/)
+//   --grouping SPEC     none | auto | size:BYTES | ddp:BYTES:FIRST | horovod:BYTES:MS | mgwfbp;
+//                       auto runs GradOptimizer's search and prints the groups it chose
 //
 // Bad arguments: one line on stderr, exit code 2.
 #include <CLI/CLI.hpp>
@@ -17,10 +20,12 @@
 #include <vector>
 
 #include "core/cli.h"
+#include "core/grouping_spec.h"
 #include "core/profile.h"
 #include "core/status.h"
 #include "placement_cmd.h"
 #include "scheduler/mode.h"
+#include "scheduler/sim/grad_optimizer.h"
 #include "scheduler/sim/simulator.h"
 #include "scheduler/sim/units.h"
 
@@ -53,12 +58,22 @@ void print_row(const char* mode, const psrt::sim::SimResult& r) {
               r.bounds.binding(), r.ratio_to_bound());
 }
 
+void print_grouping(const psrt::ModelDesc& model, const std::string& spec,
+                    const psrt::sim::GroupingChoice& c, const psrt::sim::SimResult& r) {
+  std::printf("  grouping %s: %u messages per worker and iteration; %s\n", spec.c_str(), r.messages,
+              c.grouping.describe(model).c_str());
+  if (spec == "auto") {
+    std::printf("  search: %u simulations in %.0f ms, started from %s; ungrouped %.3f ms\n",
+                c.evaluations, c.search_ms, c.start.c_str(), c.ungrouped_ms);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"psrt-sim: predicted iteration time and its lower bounds for a model profile"};
   std::string profile, bandwidth = "1Gbit", mode = "preemptive", chunk = "4MiB", credit = "8MiB";
-  std::string aggregation;
+  std::string aggregation, calibration, grouping = "none";
   uint32_t workers = 4, servers = 2, iterations = 5;
   double scale = 0, latency_ms = 0, ack_latency_ms = 0;
   bool all_modes = false;
@@ -84,6 +99,10 @@ int main(int argc, char** argv) {
   app.add_option("--iterations", iterations, "iterations to simulate; the last is reported")
       ->check(CLI::Range(2u, 1000u));
   app.add_flag("--all-modes", all_modes, "simulate every mode");
+  app.add_option("--calibration", calibration,
+                 "YAML of per-message and per-byte costs (psrt-bench-transport --calibrate)");
+  app.add_option("--grouping", grouping,
+                 "none, auto, size:BYTES, ddp:BYTES:FIRST, horovod:BYTES:MS or mgwfbp");
   app.add_option("--placement", placement,
                  "price a model-parallel plan (YAML from psrt-place) instead; uses --mode, "
                  "--servers, --chunk-bytes, --iterations");
@@ -105,6 +124,9 @@ int main(int argc, char** argv) {
     if (!aggregation.empty()) {
       config.aggregation_bytes_per_s = bandwidth_arg("--aggregation", aggregation);
     }
+    if (!calibration.empty()) config.calibration = psrt::sim::load_calibration(calibration);
+    std::string why;
+    if (!psrt::parse_grouping(grouping, &why)) throw UsageError("--grouping: " + why);
     if (all_modes) {
       for (const auto& name : psrt::mode_names()) modes.push_back(*psrt::parse_mode(name));
     } else {
@@ -152,14 +174,19 @@ int main(int argc, char** argv) {
               config.servers, psrt::sim::format_bandwidth(config.bandwidth_bytes_per_s).c_str(),
               psrt::sim::format_size(config.chunk_bytes).c_str(),
               psrt::sim::format_size(config.credit_bytes).c_str());
+  if (!calibration.empty()) std::printf("calibration %s\n", calibration.c_str());
   std::printf("%-14s %10s %11s %9s %12s %9s  %-8s %6s\n", "mode", "iter_ms", "compute_ms",
               "link_ms", "critical_ms", "bound_ms", "binding", "ratio");
   try {
     double comm_ratio = 0;
     for (psrt::Mode m : modes) {
       config.mode = m;
+      const auto choice =
+          psrt::sim::choose_grouping(model, config, *psrt::parse_grouping(grouping));
+      config.grouping = choice.grouping;
       const auto r = psrt::sim::simulate(model, config);
       print_row(psrt::mode_name(m), r);
+      if (grouping != "none") print_grouping(model, grouping, choice, r);
       comm_ratio = r.bounds.link_ms / r.bounds.compute_ms;
     }
     std::printf("link bound / compute = %.2f (busiest link: %s); ratio = iter_ms / bound_ms\n",

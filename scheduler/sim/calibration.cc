@@ -1,0 +1,40 @@
+#include "scheduler/sim/calibration.h"
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include "core/status.h"
+#include "core/yaml_reader.h"
+
+namespace psrt::sim {
+
+Calibration load_calibration(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument("calibration file " + path + " cannot be read");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    YAML::Node node;
+    try {
+      node = YAML::Load(text.str());
+    } catch (const YAML::Exception& e) {
+      throw std::invalid_argument(path + ": not valid YAML: " + e.what());
+    }
+    const YamlReader r(node, "", path);
+    // What the fit was made from: kept in the file for people, not used here.
+    for (const char* info : {"made_by", "measured", "fit", "machine", "sizes"}) r.mark_used(info);
+    Calibration c;
+    c.worker_message_us = r.get_double("worker_message_us", 0, 0, 1e6);
+    c.server_message_us = r.get_double("server_message_us", 0, 0, 1e6);
+    c.server_byte_ns = r.get_double("server_byte_ns", 0, 0, 1e6);
+    c.worker_byte_ns = r.get_double("worker_byte_ns", 0, 0, 1e6);
+    r.reject_unknown();
+    c.source = path;
+    return c;
+  } catch (const ConfigError& e) {
+    throw std::invalid_argument(e.what());
+  }
+}
+
+}  // namespace psrt::sim

@@ -1,0 +1,117 @@
+// The calibrated simulator and GradOptimizer's choice (scheduler/sim/grad_optimizer.h).
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "core/grouping_spec.h"
+#include "core/profile.h"
+#include "scheduler/sim/grad_optimizer.h"
+#include "scheduler/sim/simulator.h"
+#include "sim_test_util.h"
+
+using namespace psrt;
+using namespace psrt::sim;
+
+namespace {
+
+SimConfig one_to_one() {
+  SimConfig c;
+  c.bandwidth_bytes_per_s = test::kOneChunkPerMs;
+  c.mode = Mode::kPreemptive;
+  c.chunk_bytes = 4096;
+  c.credit_bytes = 4096;
+  return c;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = "/tmp/psrt-test-" + std::to_string(::getpid()) + "-" + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+// f [0,1], b [1,3]; the worker's I/O thread hands the push over at 3.5, up [3.5,4.5]; the
+// server's I/O thread takes it until 4.75 and hands the reply over at 5; down [5,6]; the
+// worker's I/O thread takes it until 6.5, when the next forward starts.
+TEST_CASE("per-message costs of the I/O threads delay a one-chunk round trip", "[sim]") {
+  const auto model = test::make_model({{1, 2, {1024}}});
+  auto c = one_to_one();
+  c.calibration.worker_message_us = 500;
+  c.calibration.server_message_us = 250;
+  const auto r = simulate(model, c);
+  CHECK(r.iteration_ms == 6.5);
+  CHECK(r.messages == 1);
+  c.calibration = {};
+  CHECK(simulate(model, c).iteration_ms == 5.0);
+}
+
+TEST_CASE("a grouping of single tensors is the ungrouped simulation, bit for bit", "[sim]") {
+  const auto model =
+      load_profile(std::string(PSRT_SOURCE_DIR) + "/bench/profiles/resnet50.yaml", 0.02);
+  auto c = one_to_one();
+  c.workers = 4;
+  c.servers = 2;
+  c.chunk_bytes = 65536;
+  c.credit_bytes = 262144;
+  c.calibration.worker_message_us = 30;
+  c.calibration.server_message_us = 40;
+  const auto plain = simulate(model, c);
+  c.grouping = Grouping::singletons(uint32_t(model.tensors.size()));
+  const auto same = simulate(model, c);
+  CHECK(same.iteration_ms == plain.iteration_ms);
+  CHECK(same.messages == plain.chunks);
+  c.grouping = Grouping::from_starts({0}, uint32_t(model.tensors.size()));
+  CHECK(simulate(model, c).messages < plain.messages);
+}
+
+TEST_CASE("GradOptimizer's choice is never slower than a baseline it includes", "[sim][grouping]") {
+  const std::string dir = std::string(PSRT_SOURCE_DIR) + "/bench/profiles/";
+  for (const char* name : {"resnet50", "densenet121"}) {
+    CAPTURE(name);
+    const auto model = load_profile(dir + name + ".yaml", 0.02);
+    SimConfig c;
+    c.workers = 4;
+    c.servers = 2;
+    c.bandwidth_bytes_per_s = 62.5e6;
+    c.chunk_bytes = 65536;
+    c.credit_bytes = 262144;
+    c.calibration.worker_message_us = 40;
+    c.calibration.server_message_us = 40;
+    c.calibration.server_byte_ns = 0.5;
+    const auto best = choose_grouping(model, c, *parse_grouping("auto"), 30);
+    CHECK(best.evaluations <= 30);
+    c.grouping = best.grouping;
+    CHECK(simulate(model, c).iteration_ms == best.iteration_ms);
+    for (const char* base : {"none", "mgwfbp", "ddp:25MiB:1MiB", "horovod:64MiB:5"}) {
+      CAPTURE(base);
+      c.grouping = choose_grouping(model, c, *parse_grouping(base)).grouping;
+      CHECK(best.iteration_ms <= simulate(model, c).iteration_ms);
+    }
+    // Deterministic: every process of a job computes the same groups.
+    CHECK(choose_grouping(model, c, *parse_grouping("auto"), 30).grouping == best.grouping);
+    std::printf("%s: auto %.2f ms (ungrouped %.2f), %u simulations in %.0f ms\n", name,
+                best.iteration_ms, best.ungrouped_ms, best.evaluations, best.search_ms);
+  }
+}
+
+TEST_CASE("calibration files: read, and refused with the key named", "[sim]") {
+  const auto ok = write_temp("cal.yaml",
+                             "made_by: test\nworker_message_us: 12.5\nserver_message_us: 20\n"
+                             "server_byte_ns: 0.25\nworker_byte_ns: 0.125\n");
+  const auto c = load_calibration(ok);
+  CHECK(c.worker_message_us == 12.5);
+  CHECK(c.server_message_us == 20);
+  CHECK(c.server_byte_ns == 0.25);
+  CHECK(c.worker_byte_ns == 0.125);
+  CHECK_THROWS_WITH(load_calibration(write_temp("bad.yaml", "server_message_us: -1\n")),
+                    Catch::Contains("server_message_us"));
+  CHECK_THROWS_WITH(load_calibration(write_temp("odd.yaml", "message_us: 3\n")),
+                    Catch::Contains("message_us"));
+  CHECK_THROWS_WITH(load_calibration("/nonexistent/cal.yaml"), Catch::Contains("/nonexistent"));
+  std::remove(ok.c_str());
+}

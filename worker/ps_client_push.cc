@@ -1,0 +1,207 @@
+// PsClient, I/O-thread side of the data: gradients into the PushQueue and onto the wire, singly
+// or in GradOptimizer's groups (scheduler/grouping.h), and parameters back into the model.
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/grouping_spec.h"
+#include "scheduler/sim/grad_optimizer.h"
+#include "worker/ps_client.h"
+
+namespace psrt {
+
+namespace {
+using SteadyClock = std::chrono::steady_clock;
+}  // namespace
+
+void PsClient::plan_groups() {
+  const GroupingSpec spec = *parse_grouping(config_.scheduler.grouping);
+  sim::SimConfig sc;
+  sc.workers = uint32_t(config_.cluster.workers);
+  sc.servers = shards_.num_servers();
+  sc.bandwidth_bytes_per_s = config_.scheduler.link_bytes_per_s;
+  sc.mode = config_.scheduler.mode;
+  sc.chunk_bytes = config_.scheduler.chunk_bytes;
+  sc.credit_bytes = config_.scheduler.credit_bytes;
+  if (!config_.scheduler.calibration.empty()) {
+    sc.calibration = sim::load_calibration(config_.scheduler.calibration);
+  }
+  const auto choice = sim::choose_grouping(model_, sc, spec);
+  grouping_ = choice.grouping;
+  plan_ = MessagePlan(shards_, grouping_);
+  group_taken_.assign(grouping_.num_groups(), 0);
+  group_priority_.assign(grouping_.num_groups(), UINT32_MAX);
+  for (uint32_t k = 0; k < grouping_.num_tensors(); ++k) {
+    auto& p = group_priority_[grouping_.group_of(k)];
+    p = std::min(p, priority_[k]);
+  }
+  queue_.expect_tensors(grouping_.num_groups());
+  if (spec.kind == GroupingSpec::Kind::kNone) return;
+  const std::string how = spec.kind == GroupingSpec::Kind::kAuto
+                              ? " (" + std::to_string(choice.evaluations) + " simulations in " +
+                                    std::to_string(int(choice.search_ms)) + " ms, from " +
+                                    choice.start + ")"
+                              : "";
+  if (rank_ == 0) {
+    spdlog::info("grouping {}{}: {} messages per iteration; {}", spec.text(), how,
+                 plan_.messages().size(), grouping_.describe(model_, 1000));
+  }
+}
+
+void PsClient::take_commands() {
+  std::deque<Command> cmds;
+  bool shutdown = false;
+  {
+    std::lock_guard lock(mu_);
+    cmds.swap(commands_);
+    shutdown = want_shutdown_;
+  }
+  for (auto& cmd : cmds) {
+    const uint32_t key = cmd.key;
+    pending_[key] = std::move(cmd);
+    // A group leaves once backward has produced all of its tensors.
+    const uint32_t g = grouping_.group_of(key);
+    if (++group_taken_[g] < grouping_.end(g) - grouping_.begin(g)) continue;
+    group_taken_[g] = 0;
+    std::vector<PushUnit> units;
+    for (uint32_t id : plan_.group_messages(g)) {
+      PushUnit u;
+      u.chunk = id;
+      for (uint32_t chunk : plan_.messages()[id].chunks) u.bytes += payload_of(chunk).size();
+      units.push_back(u);
+    }
+    queue_.add(grouping_.begin(g), group_priority_[g], std::move(units));
+  }
+  if (shutdown && !shutdown_sent_ && queue_.idle()) {
+    shutdown_sent_ = true;
+    send_barrier("shutdown");
+  }
+}
+
+std::span<const uint8_t> PsClient::payload_of(uint32_t chunk) const {
+  const ChunkDesc& c = shards_.chunks()[chunk];
+  const Command& cmd = pending_.at(c.key);
+  if (cmd.payloads.empty()) {
+    return {reinterpret_cast<const uint8_t*>(cmd.grad->data() + c.offset), c.bytes()};
+  }
+  // Chunk ids of a tensor are consecutive, in offset order.
+  const auto& p = cmd.payloads[chunk - shards_.tensor_chunks(c.key).front()];
+  return {p->data(), p->size()};
+}
+
+zmq::message_t PsClient::payload_frame(uint32_t chunk) const {
+  const ChunkDesc& c = shards_.chunks()[chunk];
+  const Command& cmd = pending_.at(c.key);
+  if (cmd.payloads.empty()) {
+    // Codec none: the gradient itself (a compressed command has a payload per chunk, no grad).
+    return shared_frame(cmd.grad, cmd.grad->data() + c.offset, c.bytes());
+  }
+  const auto& p = cmd.payloads[chunk - shards_.tensor_chunks(c.key).front()];
+  return shared_frame(p, p->data(), p->size());
+}
+
+void PsClient::pump() {
+  while (auto unit = queue_.next()) {
+    const PlannedMessage& m = plan_.messages()[unit->chunk];
+    const ChunkDesc& c = shards_.chunks()[m.chunks.front()];
+    const Command& cmd = pending_.at(c.key);
+    wire::Header h = tensor_header(wire::PUSH, c, cmd.iteration);
+    h.set_priority(unit->priority);  // a group's: its most urgent member's
+    if (!cmd.payloads.empty()) h.set_codec(encoder_.wire_codec());
+    std::vector<zmq::message_t> payload;
+    uint64_t elements = 0;
+    for (uint32_t id : m.chunks) {
+      const ChunkDesc& member = shards_.chunks()[id];
+      payload.push_back(payload_frame(id));
+      elements += member.length;
+      if (m.chunks.size() == 1) break;
+      auto* gm = h.add_members();
+      gm->set_key(member.key);
+      gm->set_offset(member.offset);
+      gm->set_length(member.length);
+      gm->set_payload_bytes(payload.back().size());
+      gm->set_codec(h.codec());
+    }
+    h.set_num_elements(elements);
+    h.set_payload_bytes(payload_size(payload));
+    const auto now = SteadyClock::now();
+    unacked_[h.seq()] = {unit->bytes, c.id, cmd.enqueued, now};
+    metrics_.queue_wait(std::chrono::duration<double>(now - cmd.enqueued).count());
+    send_to(c.server, h, std::move(payload));
+    std::lock_guard lock(mu_);
+    stats_.bytes_pushed += unit->bytes;
+    stats_.chunks_pushed += m.chunks.size();
+  }
+}
+
+void PsClient::on_params(const wire::Header& h, std::vector<zmq::message_t>& payload) {
+  // A group's members, or the one chunk; all are checked before any is applied.
+  std::vector<const ChunkDesc*> chunks;
+  const int n = std::max(1, h.members_size());
+  for (int i = 0; i < n; ++i) {
+    const uint32_t key = h.members_size() ? h.members(i).key() : h.key();
+    const uint64_t offset = h.members_size() ? h.members(i).offset() : h.offset();
+    const uint64_t length = h.members_size() ? h.members(i).length() : h.length();
+    const ChunkDesc* c = shards_.find(key, offset);
+    if (!c || c->length != length || payload.size() != std::size_t(n)) {
+      log_.warn("bad message", "ignored PARAMS for an unknown chunk (" + std::to_string(key) +
+                                   ", " + std::to_string(offset) + ")");
+      return;
+    }
+    chunks.push_back(c);
+  }
+  for (int i = 0; i < n; ++i) {
+    const wire::Codec codec = h.members_size() ? h.members(i).codec() : h.codec();
+    if (!apply_params(*chunks[i], codec, h.iteration(), payload[i])) return;
+  }
+  // Acknowledge once, so the server's reply credit toward this worker is released.
+  wire::Header ack = make_header(self_, wire::ACK);
+  ack.set_key(chunks[0]->key);
+  ack.set_offset(chunks[0]->offset);
+  ack.set_length(chunks[0]->length);
+  ack.set_iteration(h.iteration());
+  ack.set_seq(h.seq());
+  send_to(chunks[0]->server, ack);
+  std::lock_guard lock(mu_);
+  cv_.notify_all();
+}
+
+bool PsClient::apply_params(const ChunkDesc& c, wire::Codec codec, uint64_t iteration,
+                            zmq::message_t& frame) {
+  auto what = [&] {  // built only on an error
+    return "PARAMS for tensor " + std::to_string(c.key) + " offset " + std::to_string(c.offset) +
+           " iteration " + std::to_string(iteration);
+  };
+  if (codec != wire::CODEC_NONE) {
+    // An encoded change applies to the values of the iteration before, and to nothing else.
+    int64_t held = 0;
+    {
+      std::lock_guard lock(mu_);
+      held = version_[c.id];
+    }
+    if (held + 1 != int64_t(iteration)) {
+      fail("server " + std::to_string(c.server) + " sent a compressed " + what() +
+           ", but this worker holds iteration " + std::to_string(held));
+      return false;
+    }
+  }
+  std::span<float> dst = params_(c.key).subspan(c.offset, c.length);
+  const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(frame.data()), frame.size());
+  if (Status st = replies_.apply(codec, bytes, dst); !st) {
+    fail("server " + std::to_string(c.server) + " sent unusable " + what() + ": " + st.message());
+    return false;
+  }
+  if (timeline_) {
+    timeline_->instant(Timeline::kIo, "params", chunk_label(c.key, c.offset, int64_t(iteration)),
+                       SteadyClock::now());
+  }
+  std::lock_guard lock(mu_);
+  auto& v = version_[c.id];
+  v = std::max<int64_t>(v, int64_t(iteration));
+  ++stats_.params_received;
+  stats_.bytes_received += bytes.size();
+  return true;
+}
+
+}  // namespace psrt
