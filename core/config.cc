@@ -110,8 +110,8 @@ void check_split(const Config& c, const YamlReader& r) {
     throw ConfigError(c.source + ": job.iterations: must be set with placement.mode " + p.mode +
                       " (only the first stage reads the data, so no stage counts epochs)");
   }
-  if (c.model.backend != "native") {
-    r.fail("mode", p.mode + " runs on model.backend native only for now, not " + c.model.backend);
+  if (c.model.backend == "gpu") {
+    r.fail("mode", p.mode + " runs on model.backend native or replay, not gpu (not built yet)");
   }
   if (int64_t(p.micro_batches) > c.job.batch_size) {
     r.fail("micro_batches", std::to_string(p.micro_batches) + " micro-batches need job.batch_size >= " +

@@ -17,8 +17,8 @@ std::vector<uint32_t> StageLayout::keys(uint32_t stage, const ModelDesc& model) 
 
 namespace {
 
-std::vector<std::pair<uint32_t, uint32_t>> plan_ranges(const Config& config,
-                                                       const ModelDesc& model) {
+std::vector<std::pair<uint32_t, uint32_t>> plan_ranges(const Config& config, const ModelDesc& model,
+                                                       std::vector<double>& slowdown) {
   const std::string& path = config.placement.plan;
   if (path == "auto") {
     throw ConfigError(
@@ -44,6 +44,7 @@ std::vector<std::pair<uint32_t, uint32_t>> plan_ranges(const Config& config,
       }
     }
     out.emplace_back(next, next + uint32_t(layers.size()));
+    slowdown.push_back(compute_scale(model, plan.devices.devices.at(stages[s].device)));
     next += uint32_t(layers.size());
   }
   return out;
@@ -56,6 +57,7 @@ StageLayout stage_layout(const Config& config, const ModelDesc& model) {
   const PlacementConfig& p = config.placement;
   if (!p.split()) {
     s.ranges.emplace_back(0, uint32_t(model.layers.size()));
+    s.slowdown.assign(1, 1.0);
     s.batch = uint32_t(config.job.batch_size);
     return s;
   }
@@ -69,13 +71,14 @@ StageLayout stage_layout(const Config& config, const ModelDesc& model) {
                       std::to_string(layers) + " layers of " + model.name);
   }
   if (!p.plan.empty()) {
-    s.ranges = plan_ranges(config, model);
+    s.ranges = plan_ranges(config, model, s.slowdown);
   } else {
     for (uint32_t i = 0; i < s.stages; ++i) {
       s.ranges.emplace_back(uint32_t(uint64_t(i) * layers / s.stages),
                             uint32_t(uint64_t(i + 1) * layers / s.stages));
     }
   }
+  s.slowdown.resize(s.ranges.size(), 1.0);
   return s;
 }
 

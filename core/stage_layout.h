@@ -23,6 +23,9 @@ struct StageLayout {
   uint32_t micro_batches = 1;
   uint32_t batch = 1;                                 // samples per replica and iteration
   std::vector<std::pair<uint32_t, uint32_t>> ranges;  // [first, last) layer of each stage
+  // How much longer a profile's layer times take on each stage's plan device (compute_scale;
+  // 1 without a plan). The replay backend waits that long.
+  std::vector<double> slowdown;
 
   uint32_t stage_of(uint32_t worker) const { return worker % stages; }
   uint32_t replica_of(uint32_t worker) const { return worker / stages; }

@@ -9,7 +9,6 @@
 
 #include "core/status.h"
 #include "engine/init.h"
-#include "worker/native_backend.h"
 #include "worker/traced.h"
 
 namespace psrt {
@@ -26,8 +25,8 @@ Config replica_config(const Config& config, uint32_t replicas) {
 }  // namespace
 
 StageWorker::StageWorker(const Config& config, uint32_t rank) : config_(config), rank_(rank) {
-  // The whole model's description, to cut it into stages (built, never trained).
-  const ModelDesc whole = engine::describe_network(net_spec(config.model));
+  // The whole model's description, to cut it into stages.
+  const ModelDesc whole = stage_model(config);
   role_.layout = stage_layout(config, whole);
   const StageLayout& l = role_.layout;
   if (rank >= l.stages * l.replicas) {
@@ -36,15 +35,14 @@ StageWorker::StageWorker(const Config& config, uint32_t rank) : config_(config),
   role_.stage = l.stage_of(rank);
   role_.replica = l.replica_of(rank);
   const auto [first, last] = l.ranges[role_.stage];
-  net_ = std::make_unique<engine::StageNet>(net_spec(config.model), config.job.seed, first, last,
-                                            l.micro_batches);
+  net_ = make_stage_compute(config, l, role_.stage, rank);
   // Dropout masks: replica r draws what data-parallel worker r would.
   net_->reseed_randomness(engine::mix_seed(config.job.seed, 0xd50b0000u + role_.replica));
   role_.keys = l.keys(role_.stage, net_->desc());
   role_.in_width = net_->in_width();
   role_.out_width = net_->out_width();
   role_.classes = net_->classes();
-  if (role_.stage == 0) {
+  if (role_.stage == 0 && config.model.backend == "native") {
     source_ = std::make_unique<BatchSource>(replica_config(config, l.replicas), role_.replica,
                                             net_->in_width());
   }
@@ -65,6 +63,8 @@ void StageWorker::forward(PsClient& client, Timeline* tl, uint64_t t, uint32_t m
     std::memcpy(in.data(), source_->images() + first * role_.in_width, in.size_bytes());
     labels_[mb] = std::make_shared<std::vector<int32_t>>(source_->labels() + first,
                                                          source_->labels() + first + rows);
+  } else if (role_.stage == 0) {  // replay: no data, zero labels
+    labels_[mb] = std::make_shared<std::vector<int32_t>>(rows, 0);
   } else {
     StageMessage m;
     traced(tl, "wait", "wait activations mb " + std::to_string(mb),
@@ -84,7 +84,7 @@ void StageWorker::forward(PsClient& client, Timeline* tl, uint64_t t, uint32_t m
            [&] { net_->forward_layer(mb, layer); });
   }
   if (net_->holds_loss()) {
-    const float loss = net_->loss(mb);
+    const float loss = net_->loss(mb).value_or(0.0f);
     if (!std::isfinite(loss)) {
       throw JobError("loss is " + std::to_string(loss) + " at iteration " + std::to_string(t) +
                      ": training diverged (lower optimizer.lr?)");

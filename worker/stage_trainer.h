@@ -1,5 +1,6 @@
 // Model parallelism (placement.mode model | hybrid): a worker that runs one stage of a replica.
-// It builds only its stage's layers (engine::StageNet); the first stage reads the replica's
+// It builds only its stage's layers (StageCompute: the native engine's or a replayed profile's);
+// the first stage reads the replica's
 // batches (sharded over the replicas as data parallelism shards over the workers), the last
 // holds the loss. Each iteration is GPipe's fill and drain: the forwards of micro-batches
 // 0 .. M-1, activations passed on as each ends, then the backwards of M-1 .. 0, activation
@@ -16,9 +17,9 @@
 #include "core/config.h"
 #include "core/stage_layout.h"
 #include "core/timeline.h"
-#include "engine/stage_net.h"
 #include "worker/batch_source.h"
 #include "worker/ps_client.h"
+#include "worker/stage_compute.h"
 #include "worker/trainer.h"
 
 namespace psrt {
@@ -46,7 +47,7 @@ class StageWorker {
   Config config_;
   uint32_t rank_;
   StageRole role_;
-  std::unique_ptr<engine::StageNet> net_;
+  std::unique_ptr<StageCompute> net_;
   std::unique_ptr<BatchSource> source_;                        // the first stage only
   std::vector<std::shared_ptr<std::vector<int32_t>>> labels_;  // by micro-batch
   double iter_loss_ = 0;  // the last stage: this iteration's batch mean

@@ -147,3 +147,22 @@ TEST_CASE("2 replicas x 2 stages end as 2 data-parallel workers", "[integration]
   CHECK(got[0] == ref[0]);
   CHECK(got[1] == ref[1]);
 }
+
+TEST_CASE("a replay profile runs split over 3 stages with micro-batches",
+          "[integration][model_parallel]") {
+  const std::string dir = temp_dir("mp-replay");
+  write_file(dir + "/job.yaml",
+             "job: {id: mpr, iterations: 4, batch_size: 8, log_every: 0}\n"
+             "cluster: {servers: 2, workers: 6, start_timeout_s: 60, heartbeat_s: 0.2}\n"
+             "model: {backend: replay, profile: '" +
+                 source("tests/integration/data/tiny_profile.yaml") +
+                 "'}\n"
+                 "optimizer: {type: sgd, lr: 0.01}\n"
+                 "placement: {mode: hybrid, partitions: 3, micro_batches: 2}\n");
+  Proc launch("launch", {bin("psrt-launch"), dir + "/job.yaml"});
+  const auto rc = launch.wait_exit(120);
+  INFO(launch.output());
+  REQUIRE(rc == 0);
+  CHECK_THAT(launch.output(), Catch::Contains("PSRT_RESULT iterations=4"));
+  CHECK_THAT(launch.output(), Catch::Contains("stage 2 of 3 (replica 1)"));
+}
