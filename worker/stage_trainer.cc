@@ -136,7 +136,12 @@ TrainResult StageWorker::train(PsClient& client, Timeline* tl) {
   TrainResult result;
   const auto t0 = Clock::now();
   auto window = t0;
+  // As the data-parallel trainer: the steady time leaves out the first tenth (start-up).
+  const uint64_t warmup =
+      first + (total - first > 1 ? std::max<uint64_t>(1, (total - first) / 10) : 0);
+  auto steady_start = t0;
   for (uint64_t t = first; t < total; ++t) {
+    if (t == warmup) steady_start = Clock::now();
     if (t > first) client.checkpoint(t);
     if (source_) source_->load(t);
     if (config_.scheduler.mode == Mode::kBigdl) client.wait_all(t);
@@ -171,7 +176,8 @@ TrainResult StageWorker::train(PsClient& client, Timeline* tl) {
   result.iterations = total;
   result.seconds = std::chrono::duration<double>(end - t0).count();
   result.steady_ms_per_iteration =
-      result.seconds * 1e3 / double(std::max<uint64_t>(1, total - first));
+      std::chrono::duration<double, std::milli>(end - steady_start).count() /
+      double(std::max<uint64_t>(1, total - warmup));
   return result;
 }
 
