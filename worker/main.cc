@@ -48,6 +48,7 @@ void run_stage(const psrt::Config& config, uint32_t rank, const std::string& dum
   if (!dump.empty()) stage.dump_params(dump);
   client.finish();
   timeline.flush();
+  if (timeline.enabled()) spdlog::info("timeline written to {}", timeline.path());
 }
 
 }  // namespace

@@ -1,8 +1,8 @@
 // Killing one process of a running job (2 servers, 2 workers, replay backend) makes every other
 // process exit with an error naming the lost peer, within the configured peer timeout (checked
 // against a generous deadline: behaviour, not timing).
-#include <signal.h>
 #include <catch2/catch.hpp>
+#include <signal.h>
 
 #include <memory>
 #include <string>
@@ -22,8 +22,7 @@ std::string job_yaml() {
   return "job: {id: lost, iterations: 1000000, log_every: 0}\n"
          "cluster: {servers: 2, workers: 2, start_timeout_s: 60, heartbeat_s: 0.2, "
          "peer_timeout_s: 1.5}\n"
-         "model: {backend: replay, profile: '" +
-         source("tests/integration/data/tiny_profile.yaml") +
+         "model: {backend: replay, profile: '" + source("tests/integration/data/tiny_profile.yaml") +
          "'}\n"
          "optimizer: {type: sgd, lr: 0.01}\n"
          "scheduler: {mode: preemptive, chunk_bytes: 4096}\n";

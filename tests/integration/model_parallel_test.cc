@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -122,7 +124,7 @@ TEST_CASE("vgg-small split by a plan file ends with the unsplit job's parameters
   CHECK(run(planned, 2).at(0) == ref);  // dropout included: replica 0 draws worker 0's masks
 }
 
-TEST_CASE("vgg-small without dropout, 2 stages x 2 micro-batches, is within the tolerance",
+TEST_CASE("vgg-small without dropout in 2 stages x 2 micro-batches is within the tolerance",
           "[integration][model_parallel]") {
   // Dropout masks are drawn per micro-batch, so with dropout the split job trains correctly but
   // not on the unsplit job's masks.
@@ -165,4 +167,22 @@ TEST_CASE("a replay profile runs split over 3 stages with micro-batches",
   REQUIRE(rc == 0);
   CHECK_THAT(launch.output(), Catch::Contains("PSRT_RESULT iterations=4"));
   CHECK_THAT(launch.output(), Catch::Contains("stage 2 of 3 (replica 1)"));
+}
+
+TEST_CASE("stages and micro-batches and activation transfers appear in the timeline",
+          "[integration][model_parallel]") {
+  const std::string dir = temp_dir("mp-timeline");
+  Job j = split("lenet5", 2, 2, "timeline: '" + dir + "/tl'\n");
+  run(j, 2);
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string w0 = slurp(dir + "/tl/worker-0.json"), w1 = slurp(dir + "/tl/worker-1.json");
+  CHECK_THAT(w0, Catch::Contains("\"cat\":\"activation\""));  // sent forward, until acked
+  CHECK_THAT(w0, Catch::Contains("fwd conv1 mb 1"));          // stage 0's layers only
+  CHECK_THAT(w0, Catch::Contains("wait gradients mb 0"));
+  CHECK_THAT(w1, Catch::Contains("\"cat\":\"activation grad\""));
+  CHECK_THAT(w1, Catch::Contains("bwd fc3 mb 1"));
+  CHECK_THAT(w1, !Catch::Contains("fwd conv1"));
 }

@@ -54,8 +54,8 @@ Daemons start_daemons(const std::string& cfg, int servers, int workers);
 // Non-empty lines in `s`.
 std::size_t count_lines(const std::string& s);
 
-std::string bin(const std::string& name);      // path of a built program
-std::string source(const std::string& path);   // path inside the source tree
+std::string bin(const std::string& name);     // path of a built program
+std::string source(const std::string& path);  // path inside the source tree
 std::string temp_dir(const std::string& tag);  // a fresh directory under /tmp
 void write_file(const std::string& path, const std::string& text);
 // A file of raw fp32 values (what job.dump_params writes); empty if it cannot be read.
