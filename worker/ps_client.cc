@@ -44,11 +44,12 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
       priority_[k] = uint32_t(config.scheduler.priority[k]);
     }
   }
-  queue_.expect_tensors(uint32_t(model.tensors.size()));
   held_.assign(model.tensors.size(), stage_ ? 0 : 1);
   if (stage_) {
     for (uint32_t key : stage_->keys) held_.at(key) = 1;
   }
+  // bigdl holds the pushes back until all of this worker's tensors are in.
+  queue_.expect_tensors(stage_ ? uint32_t(stage_->keys.size()) : uint32_t(model.tensors.size()));
   encoder_checkpoints_ = encoder_ckpt_.start();
   dealers_.push_back(new_dealer());
   dealers_[0].connect(config.cluster.coordinator);

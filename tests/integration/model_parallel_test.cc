@@ -28,6 +28,7 @@ struct Job {
   std::string placement = "{mode: data}";
   std::string extra;
   double dropout = 0.5;
+  std::string mode = "preemptive";
 };
 
 std::string job_yaml(const Job& j, const std::string& dir) {
@@ -43,7 +44,9 @@ std::string job_yaml(const Job& j, const std::string& dir) {
          "}\n"
          "data: {train_limit: 512}\n"
          "optimizer: {type: sgd, lr: 0.05, momentum: 0.9}\n"
-         "scheduler: {mode: preemptive, chunk_bytes: 8192, credit_bytes: 32768}\n"
+         "scheduler: {mode: " +
+         j.mode +
+         ", chunk_bytes: 8192, credit_bytes: 32768}\n"
          "placement: " +
          j.placement + "\n" + j.extra;
 }
@@ -185,4 +188,21 @@ TEST_CASE("stages and micro-batches and activation transfers appear in the timel
   CHECK_THAT(w1, Catch::Contains("\"cat\":\"activation grad\""));
   CHECK_THAT(w1, Catch::Contains("bwd fc3 mb 1"));
   CHECK_THAT(w1, !Catch::Contains("fwd conv1"));
+}
+
+TEST_CASE("every push mode and a codec apply to a split job unchanged",
+          "[integration][model_parallel]") {
+  const auto ref = run(Job{}).at(0);
+  for (const char* mode : {"bigdl", "fifo", "nonpreemptive"}) {
+    Job j = split("lenet5", 2, 1);
+    j.mode = mode;
+    INFO("mode " << mode);
+    CHECK(run(j, 2).at(0) == ref);
+  }
+  // top-k with error feedback: each stage keeps its own tensors' residuals, as the whole worker.
+  Job whole;
+  whole.extra = "compression: {codec: topk, density: 0.1}\n";
+  const auto ref_topk = run(whole).at(0);
+  CHECK(ref_topk != ref);
+  CHECK(run(split("lenet5", 2, 1, whole.extra), 2).at(0) == ref_topk);
 }
