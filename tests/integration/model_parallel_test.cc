@@ -206,3 +206,23 @@ TEST_CASE("every push mode and a codec apply to a split job unchanged",
   CHECK(ref_topk != ref);
   CHECK(run(split("lenet5", 2, 1, whole.extra), 2).at(0) == ref_topk);
 }
+
+TEST_CASE("plan auto: psrt-launch asks psrt-placer and the stages run its plan",
+          "[integration][model_parallel]") {
+  const std::string devices =
+      "devices: [{name: a, memory_gib: 1, gflops: 10}, {name: b, memory_gib: 1, gflops: 10}]";
+  Job j = split("lenet5", 2, 1);
+  j.placement = "{mode: model, partitions: 2, plan: auto, placer: even, " + devices + "}";
+  CHECK(run(j, 2).at(0) == run(Job{}).at(0));  // the even plan: two stages of the same model
+  // NetPlacer puts LeNet-5 on one of these devices: a plan of another stage count is refused
+  // before any daemon starts.
+  const std::string dir = temp_dir("mp-auto");
+  Job n = split("lenet5", 2, 1);
+  n.placement = "{mode: model, partitions: 2, plan: auto, " + devices + "}";
+  write_file(dir + "/job.yaml", job_yaml(n, dir));
+  Proc launch("launch", {bin("psrt-launch"), dir + "/job.yaml"});
+  const auto rc = launch.wait_exit(120);
+  INFO(launch.output());
+  CHECK(rc == 2);
+  CHECK_THAT(launch.output(), Catch::Contains("placement.partitions: 2, but netplacer's plan"));
+}
