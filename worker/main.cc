@@ -46,6 +46,10 @@ void run_stage(const psrt::Config& config, uint32_t rank, const std::string& dum
     std::fflush(stdout);
   }
   if (!dump.empty()) stage.dump_params(dump);
+  if (rank == 0 && config.job.evaluate) {
+    spdlog::info("no test accuracy: a split job does not evaluate yet (placement.mode {})",
+                 config.placement.mode);
+  }
   client.finish();
   timeline.flush();
   if (timeline.enabled()) spdlog::info("timeline written to {}", timeline.path());

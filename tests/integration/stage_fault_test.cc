@@ -164,6 +164,14 @@ TEST_CASE("a malformed activation message gets an ERROR reply and stops the job"
   barrier.mutable_barrier()->set_name("start");
   w0.send(barrier);
   expect(w0, wire::BARRIER_RELEASE);
+  // The server answers a tensor's holder only: stage 0 may not pull stage 1's values.
+  const uint32_t theirs = layout.keys(1, model).front();
+  for (const auto& c : m.header.membership().chunks()) {
+    if (c.key() != theirs) continue;
+    w0.send(w0.tensor(wire::PULL, c.key(), c.offset(), c.length(), 0));
+    CHECK_THAT(expect_error(w0, ErrorCode::kUnexpected), Catch::Contains("does not hold tensor"));
+    break;
+  }
 
   RawClient link(ctx, address, identity, self);
   const bool lie = GENERATE(false, true);
