@@ -129,11 +129,17 @@ struct LimitsConfig {
 // Model parallelism (placement/README.md; docs/config.md "Placement"): where a plan comes from
 // and the devices it is made for.
 struct PlacementConfig {
+  // data: every worker a whole replica; model: the workers are the stages of one replica;
+  // hybrid: workers = replicas x partitions (docs/config.md, "Model parallelism").
+  std::string mode = "data";
+  uint32_t partitions = 1;            // stages per replica
   std::string plan;                   // "": none; a plan YAML file; "auto": ask psrt-placer
   std::string placer = "netplacer";   // what `auto` asks for
   std::string address;                // auto: a running psrt-placer; empty: psrt-launch starts one
   uint32_t micro_batches = 1;
   DeviceSet devices;                  // from `devices`, `link`, `server_link`, `link_pairs`
+  bool split() const { return mode != "data"; }
+  uint32_t replicas(int workers) const { return uint32_t(workers) / partitions; }
 };
 
 // Server checkpoints (README "Checkpoints"); off while `dir` is empty.

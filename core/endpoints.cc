@@ -111,6 +111,14 @@ ListenAddress listen_as_server(zmq::socket_t& socket, const ClusterConfig& clust
                                   : out.bound;
     return out;
   }
+  return listen_as_peer(socket, cluster, "server " + std::to_string(rank));
+}
+
+ListenAddress listen_as_peer(zmq::socket_t& socket, const ClusterConfig& cluster,
+                             const std::string& who) {
+  const bool wildcard = is_wildcard_host(cluster.bind_host);
+  ListenAddress out;
+  std::string target;
   if (cluster.port_min > 0) {
     out.bound = bind_in_range(socket, cluster.bind_host, cluster.port_min, cluster.port_max);
   } else {
@@ -118,8 +126,7 @@ ListenAddress listen_as_server(zmq::socket_t& socket, const ClusterConfig& clust
     try {
       out.bound = bind_endpoint(socket, target);
     } catch (const zmq::error_t& e) {
-      throw ConfigError("server " + std::to_string(rank) + " cannot bind " + target + ": " +
-                        e.what());
+      throw ConfigError(who + " cannot bind " + target + ": " + e.what());
     }
   }
   if (!cluster.advertise_host.empty()) {

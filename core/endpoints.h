@@ -26,6 +26,10 @@ bool split_tcp_endpoint(const std::string& endpoint, std::string& host, int& por
 // OS-chosen port or the first free one of cluster.port_range. Throws ConfigError naming the
 // address when nothing can be bound.
 ListenAddress listen_as_server(zmq::socket_t& socket, const ClusterConfig& cluster, int rank);
+// The same for any other listener (`who` names it in errors: "worker 3"): bind_host on an
+// OS-chosen port or the first free one of cluster.port_range.
+ListenAddress listen_as_peer(zmq::socket_t& socket, const ClusterConfig& cluster,
+                             const std::string& who);
 
 // The start-up error of a process that never heard from the coordinator in `waited_s` seconds:
 // names the address and whether its host resolves at all.

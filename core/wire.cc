@@ -149,6 +149,15 @@ bool decode_header(const zmq::message_t& frame, const std::vector<zmq::message_t
                                                   " is unknown");
   }
   const uint64_t bytes = payload_size(payload);
+  if (h.type() == wire::ACTIVATION || h.type() == wire::ACTIVATION_GRAD) {
+    // The receiving stage checks the sizes against its schedule (worker/ps_client_stage.cc).
+    if (payload.empty() || h.payload_bytes() != bytes) {
+      return fail(error, ErrorCode::kBadSize,
+                  "header claims " + std::to_string(h.payload_bytes()) + " payload bytes, " +
+                      std::to_string(payload.size()) + " frames hold " + std::to_string(bytes));
+    }
+    return true;
+  }
   if (!is_tensor_message(h.type())) {
     if (!payload.empty()) {
       return fail(error, ErrorCode::kMalformed,

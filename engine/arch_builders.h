@@ -15,6 +15,11 @@ struct ArchLayers {
   std::vector<std::unique_ptr<Layer>> layers;
 };
 
+// Checks the spec and returns its architecture's layers (what build_network() builds a Network of).
+ArchLayers arch_layers(const NetSpec& spec);
+// Appends `layer` and its tensors to `desc` as the Network describes it.
+void describe_layer(Layer& layer, ModelDesc& desc);
+
 ArchLayers mlp_layers(const NetSpec& spec);
 ArchLayers lenet5_layers(const NetSpec& spec);
 ArchLayers vgg_small_layers(const NetSpec& spec);

@@ -46,7 +46,7 @@ ArchLayers mlp_layers(const NetSpec& spec) {
   return out;
 }
 
-std::unique_ptr<Network> build_network(const NetSpec& spec, uint64_t seed) {
+ArchLayers arch_layers(const NetSpec& spec) {
   check_positive("channels", spec.channels);
   check_positive("height", spec.height);
   check_positive("width", spec.width);
@@ -70,7 +70,24 @@ std::unique_ptr<Network> build_network(const NetSpec& spec, uint64_t seed) {
     throw ConfigError("network spec: unknown arch '" + spec.arch +
                       "' (allowed: mlp, lenet5, vgg-small)");
   }
+  return arch;
+}
+
+std::unique_ptr<Network> build_network(const NetSpec& spec, uint64_t seed) {
+  ArchLayers arch = arch_layers(spec);
   return std::make_unique<Network>(std::move(arch.name), std::move(arch.layers), seed);
+}
+
+}  // namespace psrt::engine
+
+namespace psrt::engine {
+
+ModelDesc describe_network(const NetSpec& spec) {
+  ArchLayers arch = arch_layers(spec);
+  ModelDesc desc;
+  desc.name = arch.name;
+  for (auto& layer : arch.layers) describe_layer(*layer, desc);
+  return desc;
 }
 
 }  // namespace psrt::engine

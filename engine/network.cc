@@ -4,11 +4,25 @@
 #include <stdexcept>
 
 #include "core/status.h"
+#include "engine/arch_builders.h"
 #include "engine/init.h"
 #include "engine/layer.h"
 #include "engine/softmax_xent.h"
 
 namespace psrt::engine {
+
+void describe_layer(Layer& layer, ModelDesc& desc) {
+  LayerDesc ld;
+  ld.name = layer.name();
+  ld.kind = std::string(layer.kind());
+  ld.forward_flops = layer.forward_flops();
+  ld.activation_elements = layer.out_size();
+  std::vector<std::pair<std::string, uint64_t>> tensors;
+  for (const ParamSlot& slot : layer.params()) {
+    tensors.emplace_back(layer.name() + "." + slot.suffix, slot.value.size());
+  }
+  desc.add_layer(std::move(ld), tensors);
+}
 
 Network::Network(std::string name, std::vector<std::unique_ptr<Layer>> layers, uint64_t seed)
     : layers_(std::move(layers)) {
@@ -28,18 +42,11 @@ Network::Network(std::string name, std::vector<std::unique_ptr<Layer>> layers, u
                         std::to_string(layers_[i - 1]->out_size()));
     }
     layer.init_params(mix_seed(seed, i));
-    LayerDesc ld;
-    ld.name = layer.name();
-    ld.kind = std::string(layer.kind());
-    ld.forward_flops = layer.forward_flops();
-    ld.activation_elements = layer.out_size();
-    std::vector<std::pair<std::string, uint64_t>> tensors;
+    describe_layer(layer, desc_);
     for (const ParamSlot& slot : layer.params()) {
-      tensors.emplace_back(layer.name() + "." + slot.suffix, slot.value.size());
       values_.push_back(slot.value);
       grads_.push_back(slot.grad);
     }
-    desc_.add_layer(std::move(ld), tensors);
   }
   acts_.resize(layers_.size() + 1);
   dacts_.resize(layers_.size() + 1);

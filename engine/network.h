@@ -102,5 +102,7 @@ class Network {
 // Throws psrt::ConfigError on a bad spec (unknown arch, non-positive sizes, classes < 2, an input
 // too small for the arch's convs and pools, dropout outside [0, 1)).
 std::unique_ptr<Network> build_network(const NetSpec& spec, uint64_t seed);
+// The description build_network(spec, ...)->desc() has, without initialising any parameter.
+ModelDesc describe_network(const NetSpec& spec);
 
 }  // namespace psrt::engine

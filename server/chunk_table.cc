@@ -4,8 +4,13 @@
 
 namespace psrt {
 
-ChunkTable::ChunkTable(uint32_t self_rank, uint32_t workers, const wire::Membership& membership)
+ChunkTable::ChunkTable(uint32_t self_rank, uint32_t workers, const wire::Membership& membership,
+                       const wire::StageMap& stages)
     : self_(self_rank), workers_(workers) {
+  std::map<uint32_t, std::vector<uint32_t>> holders;  // by key; only with stages
+  for (int w = 0; w < stages.workers_size(); ++w) {
+    for (uint32_t key : stages.workers(w).keys()) holders[key].push_back(uint32_t(w));
+  }
   for (const auto& t : membership.tensors()) tensor_sizes_[t.key()] = t.num_elements();
   for (const auto& c : membership.chunks()) {
     if (c.server() != self_) continue;
@@ -17,6 +22,14 @@ ChunkTable::ChunkTable(uint32_t self_rank, uint32_t workers, const wire::Members
     s.params = std::make_shared<std::vector<float>>(c.length(), 0.0f);
     s.pushes.resize(workers);
     s.arrived.assign(workers, 0);
+    if (stages.workers_size() == 0) {
+      s.held.assign(workers, 1);
+      for (uint32_t w = 0; w < workers; ++w) s.holders.push_back(w);
+    } else {
+      s.held.assign(workers, 0);
+      s.holders = holders[c.key()];
+      for (uint32_t w : s.holders) s.held.at(w) = 1;
+    }
     s.priority = c.key();
     chunks_.emplace(std::make_pair(c.key(), c.offset()), std::move(s));
   }

@@ -28,6 +28,11 @@ struct ChunkState {
   uint64_t iteration = 0;  // version of `params`; pushes are collected for this iteration
   bool initialized = false;
   bool updating = false;
+  // The workers that push this chunk and get its replies, ascending: every worker, or with
+  // model parallelism those holding its layer (one per replica). The first one initialises it.
+  std::vector<uint32_t> holders;
+  std::vector<uint8_t> held;           // by worker rank
+  bool held_by(uint32_t worker) const { return worker < held.size() && held[worker]; }
   std::vector<zmq::message_t> pushes;  // by worker rank
   std::vector<uint8_t> arrived;        // by worker rank
   uint32_t arrived_count = 0;
@@ -44,7 +49,9 @@ struct ChunkState {
 class ChunkTable {
  public:
   ChunkTable() = default;
-  ChunkTable(uint32_t self_rank, uint32_t workers, const wire::Membership& membership);
+  // `stages`: who holds which tensors (empty: every worker holds every tensor).
+  ChunkTable(uint32_t self_rank, uint32_t workers, const wire::Membership& membership,
+             const wire::StageMap& stages = {});
 
   // The chunk that `h` (key, offset, length) names, if this server owns it; else an error.
   ChunkState* find(const wire::Header& h, WireError& error);

@@ -22,7 +22,8 @@ Status Coordinator::on_register(PeerId peer, const wire::Register& reg, Clock::t
 
 std::optional<WireError> Coordinator::on_register(PeerId peer, const std::string& identity,
                                                   const wire::Register& reg,
-                                                  Clock::time_point now) {
+                                                  Clock::time_point now,
+                                                  const wire::StageInfo* stage) {
   auto refuse = [](ErrorCode code, std::string why) {
     return std::optional<WireError>(WireError{code, std::move(why)});
   };
@@ -48,6 +49,8 @@ std::optional<WireError> Coordinator::on_register(PeerId peer, const std::string
   }
   if (peer.role == wire::WORKER) {
     if (auto err = check_worker(peer, reg)) return err;
+    if (auto err = check_stage(peer, reg, stage)) return err;
+    if (stage) stages_[peer.rank] = *stage;
   }
   registrations_[peer] = reg;
   identities_[peer] = identity;
@@ -117,6 +120,33 @@ std::optional<WireError> Coordinator::check_worker(PeerId peer, const wire::Regi
   return std::nullopt;
 }
 
+std::optional<WireError> Coordinator::check_stage(PeerId peer, const wire::Register& reg,
+                                                  const wire::StageInfo* stage) const {
+  auto refuse = [&](std::string why) {
+    return std::optional<WireError>(WireError{ErrorCode::kNotRegistered, describe(peer) + " " + why});
+  };
+  const bool others = std::any_of(registrations_.begin(), registrations_.end(),
+                                  [](const auto& r) { return r.first.role == wire::WORKER; });
+  if (others && (stage != nullptr) != !stages_.empty()) {
+    return refuse(stage ? "runs a pipeline stage, the workers before it whole replicas"
+                        : "runs a whole replica, the workers before it pipeline stages");
+  }
+  if (!stage) return std::nullopt;
+  if (stage->stages() < 1 || stage->stage() >= stage->stages() ||
+      (!stages_.empty() && stages_.begin()->second.stages() != stage->stages())) {
+    return refuse("registered stage " + std::to_string(stage->stage()) + " of " +
+                  std::to_string(stage->stages()) + ": check that every worker has the same "
+                  "placement section");
+  }
+  if (stage->address().size() > limits_.max_string) return refuse("sent a stage address too long");
+  for (int i = 0; i < stage->keys_size(); ++i) {
+    if (int64_t(stage->keys(i)) >= reg.tensors_size() || (i > 0 && stage->keys(i) <= stage->keys(i - 1))) {
+      return refuse("holds tensor keys that are not ascending keys of its model");
+    }
+  }
+  return std::nullopt;
+}
+
 bool Coordinator::holds(PeerId peer, const std::string& identity) const {
   auto it = identities_.find(peer);
   return it != identities_.end() && it->second == identity;
@@ -157,6 +187,9 @@ const wire::Membership& Coordinator::membership() {
     ci->set_server(c.server);
   }
   set_resume_point(m);
+  if (!stages_.empty()) {
+    for (int w = 0; w < workers_; ++w) *stage_map_.add_workers() = stages_.at(uint32_t(w));
+  }
   membership_ = std::move(m);
   return *membership_;
 }

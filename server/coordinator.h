@@ -43,13 +43,18 @@ class Coordinator {
   // rank from now on. Rejects unknown ranks, a rank another identity holds (kTaken), models over
   // the limits (kLimit) and workers whose model differs from the first worker's. A repeat from the
   // holder is accepted.
+  // A stage worker of a model-parallel job also sends its StageInfo (`stage`; null otherwise):
+  // either every worker does, for the same number of stages, or none.
   std::optional<WireError> on_register(PeerId peer, const std::string& identity,
-                                       const wire::Register& reg, Clock::time_point now);
+                                       const wire::Register& reg, Clock::time_point now,
+                                       const wire::StageInfo* stage = nullptr);
   // The same with the peer's plain routing id as its identity.
   Status on_register(PeerId peer, const wire::Register& reg, Clock::time_point now);
   bool all_registered() const;
   // Everyone registered: the membership to send (computed once).
   const wire::Membership& membership();
+  // With the membership: every worker's StageInfo by rank; empty for a data-parallel job.
+  const wire::StageMap& stage_map() const { return stage_map_; }
 
   void seen(PeerId peer, Clock::time_point now);
   // Everyone counts as heard from now: after this process itself was not running (stopped,
@@ -76,6 +81,8 @@ class Coordinator {
  private:
   std::vector<PeerId> expected(const std::string& barrier) const;
   std::optional<WireError> check_worker(PeerId peer, const wire::Register& reg) const;
+  std::optional<WireError> check_stage(PeerId peer, const wire::Register& reg,
+                                       const wire::StageInfo* stage) const;
   // With --resume: the newest iteration every server holds a checkpoint of (throws if none).
   void set_resume_point(wire::Membership& m) const;
 
@@ -88,6 +95,8 @@ class Coordinator {
   std::map<PeerId, Clock::time_point> last_seen_;
   std::map<std::string, std::set<PeerId>> barriers_;
   std::optional<wire::Membership> membership_;
+  std::map<uint32_t, wire::StageInfo> stages_;  // by worker rank
+  wire::StageMap stage_map_;
 };
 
 std::string describe(PeerId peer);

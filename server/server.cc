@@ -105,7 +105,7 @@ void Server::run() {
   if (metrics_.enabled()) {
     spdlog::info("metrics on http://{}:{}/metrics", config_.metrics.host, metrics_.port());
   }
-  if (rank_ == 0 && coordinator_->all_registered()) on_membership(coordinator_->membership());
+  if (rank_ == 0 && coordinator_->all_registered()) on_membership(coordinator_->membership(), coordinator_->stage_map());
   Envelope env;
   while (!done_) {
     const auto now = Clock::now();
@@ -200,8 +200,8 @@ void Server::check_progress(Clock::time_point now) {
   if (now - last_progress_ <= seconds(limit)) return;
   std::string who, cycle;
   bool defer = true;  // every worker waited for says it waits for another server: it reports
-  for (uint32_t w = 0; w < waiting->arrived.size(); ++w) {
-    if (waiting->arrived[w]) continue;
+  for (uint32_t w : waiting->holders) {
+    if (waiting->arrived[w] || !waiting->held_by(w)) continue;
     who += (who.empty() ? "" : ", ") + peer_name(wire::WORKER, w);
     const WorkerWait* ww = w < worker_waits_.size() ? &worker_waits_[w] : nullptr;
     const bool heard = ww && now - ww->at <= seconds(limit);

@@ -58,7 +58,7 @@ class Server {
   // control plane (server_control.cc)
   void on_control(const std::string& identity, PeerId from, const wire::Header& h);
   void on_coordinator_message(Envelope& env);
-  void on_membership(const wire::Membership& m);
+  void on_membership(const wire::Membership& m, const wire::StageMap& stages);
   void arrive(const std::string& barrier);
   void release(const std::string& barrier);
   // To every registered process, or only to those of role `only`.

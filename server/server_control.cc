@@ -23,7 +23,8 @@ void Server::on_control(const std::string& identity, PeerId from, const wire::He
   switch (h.type()) {
     case wire::REGISTER: {
       const bool was_complete = coordinator_->all_registered();
-      if (auto err = coordinator_->on_register(from, identity, h.register_(), now)) {
+      if (auto err = coordinator_->on_register(from, identity, h.register_(), now,
+                                                   h.has_stage() ? &h.stage() : nullptr)) {
         reply_error(identity, &h, *err);
         return;
       }
@@ -34,13 +35,14 @@ void Server::on_control(const std::string& identity, PeerId from, const wire::He
         wire::Header out = make_header(self_, wire::MEMBERSHIP);
         try {
           *out.mutable_membership() = coordinator_->membership();
+          *out.mutable_stage_map() = coordinator_->stage_map();
         } catch (const std::exception& e) {
           abort_job(std::string("cannot build the membership: ") + e.what());
         }
         // Servers first: a worker may send a chunk to a server the moment it knows the
         // membership, so the workers get it once every server holds its chunk table.
         broadcast(out, wire::SERVER);
-        on_membership(out.membership());
+        on_membership(out.membership(), out.stage_map());
       }
       return;
     }
@@ -80,7 +82,7 @@ void Server::on_coordinator_message(Envelope& env) {
   }
   liveness_.heard_coordinator(Clock::now());
   switch (h.type()) {
-    case wire::MEMBERSHIP: on_membership(h.membership()); return;
+    case wire::MEMBERSHIP: on_membership(h.membership(), h.stage_map()); return;
     case wire::BARRIER_RELEASE: release(h.barrier().name()); return;
     case wire::HEARTBEAT: return;
     case wire::ABORT: throw JobError("job aborted by the coordinator: " + h.error().message());
@@ -94,7 +96,7 @@ void Server::on_coordinator_message(Envelope& env) {
   }
 }
 
-void Server::on_membership(const wire::Membership& m) {
+void Server::on_membership(const wire::Membership& m, const wire::StageMap& stages) {
   if (have_membership_) return;
   if (int64_t(m.num_servers()) != config_.cluster.servers ||
       int64_t(m.num_workers()) != config_.cluster.workers) {
@@ -119,7 +121,7 @@ void Server::on_membership(const wire::Membership& m) {
               " (limits.server_memory_bytes, or 80% of the memory available)");
   }
   try {
-    chunks_ = ChunkTable(rank_, m.num_workers(), m);
+    chunks_ = ChunkTable(rank_, m.num_workers(), m, stages);
   } catch (const std::bad_alloc&) {
     abort_job("server " + std::to_string(rank_) + " has not enough memory for its " +
               "share of the model");
@@ -159,6 +161,7 @@ void Server::release(const std::string& barrier) {
     wire::Header h = make_header(self_, wire::MEMBERSHIP);
     *h.mutable_membership() = coordinator_->membership();
     h.mutable_membership()->clear_worker_identities();  // the servers' business only
+    *h.mutable_stage_map() = coordinator_->stage_map();
     broadcast(h, wire::WORKER);
     return;
   }

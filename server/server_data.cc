@@ -86,11 +86,18 @@ void Server::on_tensor(const std::string& identity, PeerId from, const wire::Hea
     reply_error(identity, &h, err);
     return;
   }
+  if (!c->held_by(from.rank)) {
+    reply_error(identity, &h, {ErrorCode::kUnexpected,
+                               describe(from) + " does not hold tensor " + std::to_string(h.key()) +
+                                   "'s layer (placement)"});
+    return;
+  }
   switch (h.type()) {
     case wire::INIT: {
-      if (from.rank != 0 || started_) {
+      if (from.rank != c->holders.front() || started_) {
         reply_error(identity, &h, {ErrorCode::kUnexpected,
-                                   "INIT is taken from worker 0 before the start barrier only"});
+                                   "INIT is taken from the tensor's first holder (worker 0 "
+                                   "without model parallelism) before the start barrier only"});
         return;
       }
       if (h.codec() != wire::CODEC_NONE || payload.size() != 1) {
@@ -217,7 +224,7 @@ void Server::accept_push(PeerId from, const wire::Header& h, ChunkState& c, zmq:
   c.arrived[from.rank] = 1;
   ++c.arrived_count;
   ++stats_.pushes;
-  if (c.arrived_count == chunks_.workers()) start_update(c);
+  if (c.arrived_count == c.holders.size()) start_update(c);
 }
 
 void Server::update_chunk(ChunkState& c) {
@@ -246,18 +253,19 @@ void Server::update_chunk(ChunkState& c) {
   if (codec_) {
     // Decode and accumulate in rank order (checked on arrival), then the mean.
     std::vector<float> grad(c.desc.length, 0.0f);
-    for (const auto& m : c.pushes) {
+    for (uint32_t w : c.holders) {
+      const auto& m = c.pushes[w];
       (void)codec_->decode_accumulate({static_cast<const uint8_t*>(m.data()), m.size()}, grad);
     }
-    codec_->finish_aggregate(grad, int(c.pushes.size()));
-    const float scale = 1.0f / float(c.pushes.size());
+    codec_->finish_aggregate(grad, int(c.holders.size()));
+    const float scale = 1.0f / float(c.holders.size());
     for (auto& g : grad) g *= scale;
     optimizer_->update(params, grad, c.opt);
     return;
   }
   std::vector<const float*> inputs;
-  inputs.reserve(c.pushes.size());
-  for (const auto& m : c.pushes) inputs.push_back(static_cast<const float*>(m.data()));
+  inputs.reserve(c.holders.size());
+  for (uint32_t w : c.holders) inputs.push_back(static_cast<const float*>(c.pushes[w].data()));
   if (inputs.size() == 1) {
     optimizer_->update(params, {inputs[0], c.desc.length}, c.opt);
   } else {
@@ -303,7 +311,7 @@ void Server::complete_update(ChunkState& c) {
     queue_group_reply(c);
     return;
   }
-  for (uint32_t w = 0; w < chunks_.workers(); ++w) queue_reply(w, c);
+  for (uint32_t w : c.holders) queue_reply(w, c);
 }
 
 void Server::queue_reply(uint32_t worker, const ChunkState& c, bool dense) {

@@ -59,7 +59,7 @@ void Server::queue_group_reply(const ChunkState& c) {
     priority = std::min(priority, m.priority);
   }
   const ChunkState& first = chunks_.at(group->front());
-  for (uint32_t w = 0; w < chunks_.workers(); ++w) {
+  for (uint32_t w : first.holders) {  // a group's members are one stage's (model parallelism)
     PushUnit unit;
     unit.chunk = first.index;
     for (uint32_t index : *group) {

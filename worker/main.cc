@@ -7,6 +7,7 @@
 #include "core/daemon_main.h"
 #include "worker/backend.h"
 #include "worker/ps_client.h"
+#include "worker/stage_trainer.h"
 #include "worker/trainer.h"
 
 namespace {
@@ -17,6 +18,43 @@ std::string with_rank(std::string path, int rank) {
   return path;
 }
 
+// Machine-readable, for benchmark drivers (worker 0).
+void print_result(const psrt::Config& config, const psrt::TrainResult& result,
+                  const psrt::ClientStats& stats) {
+  std::printf("PSRT_RESULT iterations=%llu seconds=%.3f ms_per_iteration=%.3f mode=%s "
+              "received_bytes=%llu\n",
+              (unsigned long long)result.iterations, result.seconds,
+              result.steady_ms_per_iteration, psrt::mode_name(config.scheduler.mode),
+              (unsigned long long)stats.bytes_received);
+  std::fflush(stdout);
+}
+
+// placement.mode model | hybrid: this worker runs one stage of a replica.
+void run_stage(const psrt::Config& config, uint32_t rank, const std::string& dump) {
+  psrt::StageWorker stage(config, rank);
+  psrt::Timeline timeline(config.timeline, "worker-" + std::to_string(rank), 1000 + int(rank));
+  psrt::PsClient client(config, rank, stage.desc(), [&](uint32_t key) { return stage.param(key); },
+                        &timeline, stage.role());
+  const auto result = stage.train(client, &timeline);
+  const auto stats = client.stats();
+  spdlog::info("{} iterations in {:.1f} s; pushed {:.1f} MiB; waited {:.1f} s", result.iterations,
+               result.seconds, double(stats.bytes_pushed) / (1 << 20), stats.wait_seconds);
+  if (rank == 0) print_result(config, result, stats);
+  if (stage.holds_loss() && stage.role().replica == 0) {
+    std::printf("PSRT_LOSS iteration=%llu loss=%.6f\n", (unsigned long long)result.iterations,
+                result.last_loss);
+    std::fflush(stdout);
+  }
+  if (!dump.empty()) stage.dump_params(dump);
+  if (rank == 0 && config.job.evaluate) {
+    spdlog::info("no test accuracy: a split job does not evaluate yet (placement.mode {})",
+                 config.placement.mode);
+  }
+  client.finish();
+  timeline.flush();
+  if (timeline.enabled()) spdlog::info("timeline written to {}", timeline.path());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -24,6 +62,12 @@ int main(int argc, char** argv) {
                                                     const psrt::DaemonArgs& args) {
     openblas_set_num_threads(config.job.blas_threads);
     const auto rank = static_cast<uint32_t>(args.rank);
+    if (config.placement.split()) {
+      run_stage(config, rank, config.job.dump_params.empty()
+                                  ? std::string()
+                                  : with_rank(config.job.dump_params, args.rank));
+      return;
+    }
     auto backend = psrt::make_backend(config, rank);
     psrt::Timeline timeline(config.timeline, "worker-" + std::to_string(rank), 1000 + int(rank));
     psrt::PsClient client(config, rank, backend->desc(),
@@ -34,15 +78,7 @@ int main(int argc, char** argv) {
                  "parameters; waited {:.1f} s for them",
                  result.iterations, result.seconds, double(stats.bytes_pushed) / (1 << 20),
                  double(stats.bytes_received) / (1 << 20), stats.wait_seconds);
-    if (rank == 0) {
-      // Machine-readable, for benchmark drivers.
-      std::printf("PSRT_RESULT iterations=%llu seconds=%.3f ms_per_iteration=%.3f mode=%s "
-                  "received_bytes=%llu\n",
-                  (unsigned long long)result.iterations, result.seconds,
-                  result.steady_ms_per_iteration, psrt::mode_name(config.scheduler.mode),
-                  (unsigned long long)stats.bytes_received);
-      std::fflush(stdout);
-    }
+    if (rank == 0) print_result(config, result, stats);
     if (!config.job.dump_params.empty()) {
       psrt::dump_params(with_rank(config.job.dump_params, args.rank), *backend);
     }

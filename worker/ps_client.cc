@@ -10,7 +10,7 @@
 namespace psrt {
 
 PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, ParamAccess params,
-                   Timeline* timeline)
+                   Timeline* timeline, std::optional<StageRole> stage)
     : config_(config),
       rank_(rank),
       self_{wire::WORKER, rank, config.job.id},
@@ -25,7 +25,8 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
       identity_(process_identity(wire::WORKER, rank)),
       ctx_(1),
       queue_(config.scheduler.mode, config.scheduler.credit_bytes),
-      log_(config.limits.log_lines_per_s) {
+      log_(config.limits.log_lines_per_s),
+      stage_(std::move(stage)) {
   if (int64_t(rank) >= config.cluster.workers) {
     throw ConfigError("worker rank " + std::to_string(rank) + " is outside cluster.workers = " +
                       std::to_string(config.cluster.workers));
@@ -43,9 +44,16 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
       priority_[k] = uint32_t(config.scheduler.priority[k]);
     }
   }
+  held_.assign(model.tensors.size(), stage_ ? 0 : 1);
+  if (stage_) {
+    for (uint32_t key : stage_->keys) held_.at(key) = 1;
+  }
+  // bigdl holds the pushes back until all of this worker's tensors are in.
+  queue_.expect_tensors(stage_ ? uint32_t(stage_->keys.size()) : uint32_t(model.tensors.size()));
   encoder_checkpoints_ = encoder_ckpt_.start();
   dealers_.push_back(new_dealer());
   dealers_[0].connect(config.cluster.coordinator);
+  if (stage_) bind_stage();
   if (metrics_.enabled()) {
     spdlog::info("metrics on http://{}:{}/metrics", config.metrics.host, metrics_.port());
   }
@@ -123,12 +131,12 @@ void PsClient::wait_all(uint64_t iteration) {
     waiting_layer_ = -1;
     waiting_iteration_ = iteration;
   }
-  wait_for(
-      [&] {
-        for (auto v : version_)
-          if (v < int64_t(iteration)) return false;
-        return true;
-      });
+  wait_for([&] {
+    for (const auto& c : shards_.chunks()) {
+      if (held_[c.key] && version_[c.id] < int64_t(iteration)) return false;
+    }
+    return true;
+  });
 }
 
 void PsClient::check_key(uint32_t key, std::optional<std::size_t> elements) const {
@@ -218,6 +226,24 @@ void PsClient::enqueue(Command cmd) {
     commands_.push_back(std::move(cmd));
   }
   wakeup_.notify();
+}
+
+StageMessage PsClient::wait_stage(StageDir dir, uint64_t iteration, uint32_t micro_batch) {
+  const auto key = std::make_pair(iteration, micro_batch);
+  auto& inbox = stage_inbox_[int(dir)];
+  {
+    std::lock_guard lock(mu_);
+    waiting_since_ = std::chrono::steady_clock::now();
+    waiting_stage_ = std::string(dir == StageDir::kForward ? "activations" : "activation gradients") + " of iteration " +
+                     std::to_string(iteration) + " micro-batch " + std::to_string(micro_batch) +
+                     " from " +
+                     stage_peer(dir == StageDir::kForward ? StageDir::kBackward : StageDir::kForward);
+  }
+  wait_for([&] { return inbox.count(key) > 0; });
+  std::lock_guard lock(mu_);
+  waiting_stage_.clear();
+  auto node = inbox.extract(key);
+  return std::move(node.mapped());
 }
 
 void PsClient::finish() {

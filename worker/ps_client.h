@@ -29,6 +29,7 @@
 #include "core/model.h"
 #include "core/rate_limit.h"
 #include "core/sharding.h"
+#include "core/stage_layout.h"
 #include "core/timeline.h"
 #include "core/transport.h"
 #include "core/wire.h"
@@ -48,13 +49,33 @@ struct ClientStats {
   double wait_seconds = 0;  // compute thread blocked on parameters
 };
 
+// A worker's part in a model-parallel job (placement.mode model | hybrid).
+struct StageRole {
+  StageLayout layout;
+  uint32_t stage = 0, replica = 0;
+  std::vector<uint32_t> keys;  // the tensors of its layers
+  std::size_t in_width = 0;    // floats per sample it receives from the previous stage
+  std::size_t out_width = 0;   // floats per sample it sends to the next stage
+  int classes = 0;             // labels travel with the activations and lie in [0, classes)
+};
+
+// One activation (forward) or activation-gradient (backward) message between stages, as received.
+struct StageMessage {
+  uint64_t iteration = 0;
+  uint32_t micro_batch = 0, samples = 0;
+  zmq::message_t values;  // samples x width floats
+  zmq::message_t labels;  // forward only: samples int32 labels
+};
+
 class PsClient {
  public:
+  enum class StageDir { kForward, kBackward };
   using ParamAccess = std::function<std::span<float>(uint32_t key)>;
 
   // `timeline` (may be null) records chunks in flight and parameter arrivals.
+  // `stage`: this worker's stage of a model-parallel job (none: a whole replica).
   PsClient(const Config& config, uint32_t rank, const ModelDesc& model, ParamAccess params,
-           Timeline* timeline = nullptr);
+           Timeline* timeline = nullptr, std::optional<StageRole> stage = std::nullopt);
   ~PsClient();
   PsClient(const PsClient&) = delete;
   PsClient& operator=(const PsClient&) = delete;
@@ -86,6 +107,15 @@ class PsClient {
   // order, as that many push_device() calls would.
   void push_device(std::span<const uint32_t> keys, uint64_t iteration,
                    std::span<const float* const> device_grads);
+  // Model parallelism: hands a micro-batch's activations (kForward, with its labels) to the next
+  // stage or its activation gradients (kBackward) to the previous one; the buffers are shared with
+  // the transport until sent (zero-copy), under byte credit (scheduler.credit_bytes).
+  void send_stage(StageDir dir, uint64_t iteration, uint32_t micro_batch, uint32_t samples,
+                  std::shared_ptr<const std::vector<float>> values,
+                  std::shared_ptr<const std::vector<int32_t>> labels = nullptr);
+  // Blocks until the previous stage's activations (kForward) or the next stage's gradients
+  // (kBackward) of that micro-batch are in; they come in schedule order and were checked.
+  StageMessage wait_stage(StageDir dir, uint64_t iteration, uint32_t micro_batch);
   // Passes the shutdown barrier; the servers exit when every worker has.
   void finish();
 
@@ -113,7 +143,7 @@ class PsClient {
   // I/O thread (ps_client_io.cc)
   void io_loop();
   void on_message(std::size_t server, Envelope& env);
-  void on_membership(const wire::Membership& m);
+  void on_membership(const wire::Membership& m, const wire::StageMap& stages);
   // ps_client_push.cc: grouping, the push path and the parameters' return
   void plan_groups();  // after the membership: the grouping and its message plan
   void on_params(const wire::Header& h, std::vector<zmq::message_t>& payload);
@@ -140,6 +170,37 @@ class PsClient {
   bool send_to(std::size_t server, const wire::Header& h, std::vector<zmq::message_t> payload = {});
   wire::Header tensor_header(wire::MsgType type, const ChunkDesc& c, uint64_t iteration);
 
+  // stage links (ps_client_stage.cc), I/O thread
+  struct StageOut {
+    wire::Header header;
+    std::shared_ptr<const std::vector<float>> values;
+    std::shared_ptr<const std::vector<int32_t>> labels;
+  };
+  struct StageLink {  // one direction of sends: its queue and credit
+    std::deque<StageOut> queue;
+    struct Sent {
+      uint64_t bytes;
+      std::chrono::steady_clock::time_point at;
+    };
+    std::map<uint64_t, Sent> unacked;  // by seq
+    uint64_t in_flight = 0;
+    // The next message expected from the peer on this link.
+    uint64_t next_iteration = 0;
+    uint32_t next_micro = 0;
+  };
+  void bind_stage();
+  void connect_stage(const wire::StageMap& map, uint64_t first_iteration);
+  void on_stage_message(StageDir from_dir, Envelope& env);
+  // The check of an ACTIVATION / ACTIVATION_GRAD: empty when it is the one expected.
+  std::string check_stage(StageDir dir, const wire::Header& h,
+                          const std::vector<zmq::message_t>& payload) const;
+  void take_stage(StageDir dir, const wire::Header& h, std::vector<zmq::message_t>& payload);
+  void pump_stage(StageDir dir);
+  // Sends toward the next stage (kForward) or the previous one (kBackward).
+  bool send_stage_frame(StageDir dir, const wire::Header& h, std::vector<zmq::message_t> payload = {});
+  std::string stage_peer(StageDir dir) const;  // "worker 3 (stage 1)"
+  uint32_t stage_peer_rank(StageDir dir) const;
+
   // compute thread side
   template <typename Pred>
   void wait_for(Pred pred);
@@ -149,6 +210,9 @@ class PsClient {
   Command compressed(uint32_t key, uint64_t iteration, Encode encode);
   void enqueue(Command cmd);
   bool layer_ready(uint32_t layer, uint64_t iteration) const;
+  // Whether this worker initialises the servers' copy of the tensors it holds: worker 0, or
+  // with model parallelism each stage of replica 0.
+  bool initialises() const { return stage_ ? stage_->replica == 0 : rank_ == 0; }
 
   Config config_;
   uint32_t rank_;
@@ -182,6 +246,20 @@ class PsClient {
   bool shutdown_sent_ = false;
   Liveness liveness_{config_.cluster, std::chrono::steady_clock::now()};  // restarted by io_loop
   LogLimiter log_;
+
+  // model parallelism: fixed after the constructor, except where noted
+  std::optional<StageRole> stage_;
+  std::vector<uint8_t> held_;  // by tensor key: this worker pushes it and receives its values
+  std::optional<zmq::socket_t> stage_in_;   // ROUTER: the previous stage connects (I/O thread)
+  std::optional<zmq::socket_t> stage_out_;  // DEALER to the next stage (I/O thread)
+  std::string stage_address_;
+  std::string prev_identity_;   // I/O thread: pinned at the previous stage's first message
+  StageLink links_[2];          // I/O thread; by StageDir of what is sent
+  uint64_t stage_seq_ = 0;      // I/O thread
+  std::deque<StageOut> stage_commands_;  // under mu_
+  // Received and checked, under mu_: by direction, keyed (iteration, micro-batch).
+  std::map<std::pair<uint64_t, uint32_t>, StageMessage> stage_inbox_[2];
+  std::string waiting_stage_;  // under mu_: what the compute thread waits for from a stage
 
   // shared, under mu_
   mutable std::mutex mu_;

@@ -69,10 +69,10 @@ void PsClient::check_timers() {
 }
 
 const ChunkDesc* PsClient::waited_chunk() const {
-  if (!waiting_since_) return nullptr;
+  if (!waiting_since_ || !waiting_stage_.empty()) return nullptr;
   // The first chunk that has not come, of the layer waited for (or of any layer).
   for (const auto& c : shards_.chunks()) {
-    if (version_[c.id] >= int64_t(waiting_iteration_)) continue;
+    if (!held_[c.key] || version_[c.id] >= int64_t(waiting_iteration_)) continue;
     if (waiting_layer_ >= 0 && model_.tensors[c.key].layer != uint32_t(waiting_layer_)) continue;
     return &c;
   }
@@ -99,11 +99,15 @@ void PsClient::check_progress(SteadyClock::time_point now) {
   const double limit = config_.cluster.progress_timeout_s;
   if (limit <= 0) return;
   std::string what;
+  bool stage = false;
   {
     std::lock_guard lock(mu_);
     const double grace = 2 * config_.cluster.heartbeat_s;
     if (!waiting_since_ || now - *waiting_since_ <= seconds(limit + grace)) return;
-    if (const ChunkDesc* c = waited_chunk()) {
+    if (!waiting_stage_.empty()) {
+      what = waiting_stage_;
+      stage = true;
+    } else if (const ChunkDesc* c = waited_chunk()) {
       what = "server " + std::to_string(c->server) + " (tensor " + std::to_string(c->key) +
              " offset " + std::to_string(c->offset) + ", iteration " +
              std::to_string(waiting_iteration_) + ")";
@@ -112,7 +116,8 @@ void PsClient::check_progress(SteadyClock::time_point now) {
   char buf[96];
   std::snprintf(buf, sizeof buf, "no training progress for %.0f s (cluster.progress_timeout_s): ",
                 limit);
-  report(buf + std::string("worker ") + std::to_string(rank_) + " waits for parameters from " +
+  report(buf + std::string("worker ") + std::to_string(rank_) +
+         (stage ? " waits for " : " waits for parameters from ") +
          (what.empty() ? std::string("the servers") : what));
 }
 

@@ -57,6 +57,14 @@ void PsClient::io_loop() {
                                              (!config_.checkpoint.resume ||
                                               !encoder_checkpoints_.empty()));
     for (uint64_t it : encoder_checkpoints_) reg.mutable_register_()->add_checkpoints(it);
+    if (stage_) {
+      wire::StageInfo* si = reg.mutable_stage();
+      si->set_stage(stage_->stage);
+      si->set_stages(stage_->layout.stages);
+      si->set_replica(stage_->replica);
+      si->set_address(stage_address_);
+      for (uint32_t key : stage_->keys) si->add_keys(key);
+    }
     send_to(0, reg);
 
     Envelope env;
@@ -69,9 +77,16 @@ void PsClient::io_loop() {
       check_timers();
       take_commands();
       pump();
+      pump_stage(StageDir::kForward);
+      pump_stage(StageDir::kBackward);
       items.clear();
       items.push_back({nullptr, wakeup_.fd(), ZMQ_POLLIN, 0});
       for (auto& d : dealers_) items.push_back({d.handle(), 0, ZMQ_POLLIN, 0});
+      // The previous stage's link delivers forward traffic, the next stage's backward traffic.
+      const std::size_t in_at = stage_in_ ? items.size() : 0;
+      if (stage_in_) items.push_back({stage_in_->handle(), 0, ZMQ_POLLIN, 0});
+      const std::size_t out_at = stage_out_ ? items.size() : 0;
+      if (stage_out_) items.push_back({stage_out_->handle(), 0, ZMQ_POLLIN, 0});
       const auto wait =
           std::max(SteadyClock::duration::zero(), liveness_.next_heartbeat() - SteadyClock::now());
       zmq::poll(items.data(), items.size(),
@@ -82,12 +97,24 @@ void PsClient::io_loop() {
         if (!(items[s + 1].revents & ZMQ_POLLIN)) continue;
         for (int i = 0; i < 256 && recv_envelope(dealers_[s], env, false); ++i) on_message(s, env);
       }
+      if (in_at > 0 && (items[in_at].revents & ZMQ_POLLIN)) {
+        for (int i = 0; i < 256 && recv_envelope(*stage_in_, env, true); ++i) {
+          on_stage_message(StageDir::kForward, env);
+        }
+      }
+      if (out_at > 0 && (items[out_at].revents & ZMQ_POLLIN)) {
+        for (int i = 0; i < 256 && recv_envelope(*stage_out_, env, false); ++i) {
+          on_stage_message(StageDir::kBackward, env);
+        }
+      }
     }
   } catch (const std::exception& e) {
     fail(std::string("I/O thread: ") + e.what());
   }
   // Sockets close here, in the thread that owns them; linger flushes what is queued.
   dealers_.clear();
+  stage_in_.reset();
+  stage_out_.reset();
 }
 
 void PsClient::on_message(std::size_t server, Envelope& env) {
@@ -117,13 +144,15 @@ void PsClient::on_message(std::size_t server, Envelope& env) {
   }
   switch (h.type()) {
     case wire::HEARTBEAT: return;
-    case wire::MEMBERSHIP: on_membership(h.membership()); return;
+    case wire::MEMBERSHIP: on_membership(h.membership(), h.stage_map()); return;
     case wire::BARRIER_RELEASE: {
       std::lock_guard lock(mu_);
       if (h.barrier().name() == "start" && !started_) {
         started_ = true;
         // First values for everyone; they count as iteration 0.
-        for (const auto& c : shards_.chunks()) send_to(c.server, tensor_header(wire::PULL, c, 0));
+        for (const auto& c : shards_.chunks()) {
+          if (held_[c.key]) send_to(c.server, tensor_header(wire::PULL, c, 0));
+        }
       } else if (h.barrier().name() == "shutdown") {
         finished_ = true;
       }
@@ -172,7 +201,7 @@ void PsClient::on_message(std::size_t server, Envelope& env) {
   }
 }
 
-void PsClient::on_membership(const wire::Membership& m) {
+void PsClient::on_membership(const wire::Membership& m, const wire::StageMap& stages) {
   {
     std::lock_guard lock(mu_);
     if (have_membership_) return;  // a repeat
@@ -196,6 +225,13 @@ void PsClient::on_membership(const wire::Membership& m) {
     dealers_.push_back(new_dealer());
     dealers_.back().connect(m.server_addresses(int(s)));
   }
+  if (stage_) {
+    if (uint32_t(stages.workers_size()) != m.num_workers()) {
+      fail("the membership carries no stage map for this model-parallel job");
+      return;
+    }
+    connect_stage(stages, m.resume() ? m.resume_iteration() : 0);
+  }
   {
     std::lock_guard lock(mu_);
     version_.assign(shards_.chunks().size(), -1);
@@ -210,7 +246,7 @@ void PsClient::on_membership(const wire::Membership& m) {
     return;
   }
   // A resumed job's servers hold their checkpoint's values: nothing to initialise.
-  if (rank_ == 0 && !m.resume()) {
+  if (initialises() && !m.resume()) {
     send_init();
   } else {
     send_barrier("start");
@@ -219,6 +255,7 @@ void PsClient::on_membership(const wire::Membership& m) {
 
 void PsClient::send_init() {
   for (const auto& c : shards_.chunks()) {
+    if (!held_[c.key]) continue;
     wire::Header h = tensor_header(wire::INIT, c, 0);
     h.set_num_elements(c.length);
     h.set_payload_bytes(c.bytes());
@@ -230,6 +267,7 @@ void PsClient::send_init() {
     ++init_acks_;
     send_to(c.server, h, std::move(payload));
   }
+  if (init_acks_ == 0) send_barrier("start");  // a stage without parameters
 }
 
 void PsClient::send_barrier(const std::string& name) {

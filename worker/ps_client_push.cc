@@ -36,7 +36,9 @@ void PsClient::plan_groups() {
     auto& p = group_priority_[grouping_.group_of(k)];
     p = std::min(p, priority_[k]);
   }
-  queue_.expect_tensors(grouping_.num_groups());
+  // bigdl holds the pushes back until every message of this worker's is in: a stage pushes only
+  // its own tensors (ungrouped: config.cc refuses grouping for split jobs).
+  queue_.expect_tensors(stage_ ? uint32_t(stage_->keys.size()) : grouping_.num_groups());
   if (spec.kind == GroupingSpec::Kind::kNone) return;
   const std::string how = spec.kind == GroupingSpec::Kind::kAuto
                               ? " (" + std::to_string(choice.evaluations) + " simulations in " +

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "worker/traced.h"
 
 namespace psrt {
 
@@ -36,18 +37,6 @@ std::string format_eta(double seconds) {
 }  // namespace
 
 namespace {
-
-// Runs `fn` and records it on the compute track when a timeline is on.
-template <typename Fn>
-void traced(Timeline* tl, const char* cat, const std::string& name, Fn&& fn) {
-  if (!tl || !tl->enabled()) {
-    fn();
-    return;
-  }
-  const auto start = Timeline::Clock::now();
-  fn();
-  tl->span(Timeline::kCompute, cat, name, start, Timeline::Clock::now());
-}
 
 // Hands tensor `key`'s gradient to the client: from device memory where the backend keeps it
 // there and the client compresses on the device (it never comes to the host uncompressed), else

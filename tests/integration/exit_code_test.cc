@@ -28,15 +28,7 @@ Outcome run(const std::vector<std::string>& argv) {
 }
 
 // Non-empty lines (Process::read_lines may add an empty one at end of file).
-std::size_t lines(const std::string& s) {
-  std::size_t n = 0;
-  for (std::size_t at = 0; at < s.size();) {
-    const auto nl = std::min(s.find('\n', at), s.size());
-    if (nl > at) ++n;
-    at = nl + 1;
-  }
-  return n;
-}
+std::size_t lines(const std::string& s) { return count_lines(s); }
 
 // Exit code 2, exactly one line of output (stderr: a start-up error logs nothing else), containing
 // every string of `names`.

@@ -30,33 +30,17 @@ std::string job_yaml() {
 
 struct Cluster {
   std::vector<std::unique_ptr<Proc>> procs;  // server 0, server 1, worker 0, worker 1
-  std::vector<std::string> names{"server 0", "server 1", "worker 0", "worker 1"};
+  std::vector<std::string> names;
 
   Cluster() {
     const std::string dir = temp_dir("lost");
     const std::string cfg = dir + "/job.yaml";
     write_file(cfg, job_yaml());
-    procs.push_back(std::make_unique<Proc>(
-        "server 0", std::vector<std::string>{bin("psrt-server"), "--config", cfg, "--rank", "0",
-                                             "--set", "cluster.coordinator=tcp://127.0.0.1:0"}));
-    {
-      INFO(procs[0]->output());
-      REQUIRE(procs[0]->wait_line("PSRT_LISTENING ", 30));
-    }
-    const std::string& out = procs[0]->output();
-    const auto at = out.find("PSRT_LISTENING ") + 15;
-    const std::string endpoint = out.substr(at, out.find('\n', at) - at);
-    const std::vector<std::string> set{"--set", "cluster.coordinator=" + endpoint};
-    auto start = [&](const std::string& program, const std::string& name, int rank) {
-      std::vector<std::string> argv{bin(program), "--config", cfg, "--rank", std::to_string(rank)};
-      argv.insert(argv.end(), set.begin(), set.end());
-      procs.push_back(std::make_unique<Proc>(name, argv));
-    };
-    start("psrt-server", "server 1", 1);
-    start("psrt-worker", "worker 0", 0);
-    start("psrt-worker", "worker 1", 1);
-    INFO(procs[0]->output());
-    REQUIRE(procs[0]->wait_line("start barrier passed", 30));
+    Daemons d = start_daemons(cfg, 2, 2);
+    INFO(d.procs[0]->output());
+    REQUIRE(d.started);
+    procs = std::move(d.procs);
+    names = std::move(d.names);
   }
 
   // Kills process `victim`; every other one must exit non-zero, naming `lost` in its output.

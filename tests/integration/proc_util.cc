@@ -46,6 +46,37 @@ void write_file(const std::string& path, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
+Daemons start_daemons(const std::string& cfg, int servers, int workers) {
+  Daemons d;
+  auto start = [&](const std::string& program, const std::string& role, int rank,
+                   const std::string& coordinator) {
+    d.names.push_back(role + " " + std::to_string(rank));
+    d.procs.push_back(std::make_unique<Proc>(
+        d.names.back(),
+        std::vector<std::string>{bin(program), "--config", cfg, "--rank", std::to_string(rank),
+                                 "--set", "cluster.coordinator=" + coordinator}));
+  };
+  start("psrt-server", "server", 0, "tcp://127.0.0.1:0");
+  if (!d.procs[0]->wait_line("PSRT_LISTENING ", 30)) return d;
+  const std::string& out = d.procs[0]->output();
+  const auto at = out.find("PSRT_LISTENING ") + 15;
+  d.endpoint = out.substr(at, out.find('\n', at) - at);
+  for (int s = 1; s < servers; ++s) start("psrt-server", "server", s, d.endpoint);
+  for (int w = 0; w < workers; ++w) start("psrt-worker", "worker", w, d.endpoint);
+  d.started = d.procs[0]->wait_line("start barrier passed", 30);
+  return d;
+}
+
+std::size_t count_lines(const std::string& s) {
+  std::size_t n = 0;
+  for (std::size_t at = 0; at < s.size();) {
+    const auto nl = std::min(s.find('\n', at), s.size());
+    if (nl > at) ++n;
+    at = nl + 1;
+  }
+  return n;
+}
+
 std::vector<float> read_floats(const std::string& path) {
   std::ifstream in(path, std::ios::binary | std::ios::ate);
   if (!in) return {};

@@ -39,6 +39,20 @@ std::vector<std::pair<pid_t, std::string>> processes_with(const std::string& nee
 // The pid of `program` (psrt-server, psrt-worker) with `--rank rank` among those; 0 if none.
 pid_t daemon_pid(const std::string& needle, const std::string& program, int rank);
 
+// A job's daemons started by hand: psrt-server 0 on an OS-chosen coordinator port, then, once it
+// listens, servers 1 .. servers-1 and workers 0 .. workers-1 against it, all with `cfg`.
+// procs and names in that order; endpoint is empty (and only server 0 runs) if it never listened;
+// started: server 0 passed the start barrier (within 30 s).
+struct Daemons {
+  std::vector<std::unique_ptr<Proc>> procs;
+  std::vector<std::string> names;
+  std::string endpoint;
+  bool started = false;
+};
+Daemons start_daemons(const std::string& cfg, int servers, int workers);
+// Non-empty lines in `s`.
+std::size_t count_lines(const std::string& s);
+
 std::string bin(const std::string& name);     // path of a built program
 std::string source(const std::string& path);  // path inside the source tree
 std::string temp_dir(const std::string& tag);  // a fresh directory under /tmp

@@ -245,9 +245,13 @@ int main(int argc, char** argv) {
       const std::string plan = psrt::launch::make_plan(config, config_path, sets, self_dir());
       std::printf("psrt-launch: placement plan written to %s\n", plan.c_str());
       sets.push_back("placement.plan=" + plan);
+      psrt::launch::check_plan_stages(config, plan);
     } catch (const psrt::JobError& e) {
       std::fprintf(stderr, "psrt-launch: placement: %s\n", e.what());
       return 1;
+    } catch (const psrt::ConfigError& e) {
+      std::fprintf(stderr, "psrt-launch: %s\n", e.what());
+      return 2;
     }
   }
   ::setenv("PSRT_LAUNCHED", "1", 1);

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <memory>
 
+#include <yaml-cpp/yaml.h>
+
 #include "core/status.h"
 #include "core/process.h"
 
@@ -67,6 +69,22 @@ std::string make_plan(const Config& config, const std::string& config_path,
     await_success(*placer, timeout);
   }
   return plan.string();
+}
+
+void check_plan_stages(const Config& config, const std::string& plan) {
+  if (!config.placement.split()) return;
+  std::size_t stages = 0;
+  try {
+    stages = YAML::LoadFile(plan)["stages"].size();
+  } catch (const YAML::Exception& e) {
+    throw ConfigError("placement.plan: " + plan + ": " + e.what());
+  }
+  if (stages != config.placement.partitions) {
+    throw ConfigError("placement.partitions: " + std::to_string(config.placement.partitions) +
+                      ", but " + config.placement.placer + "'s plan (" + plan + ") has " +
+                      std::to_string(stages) + " stages: set placement.partitions and " +
+                      "cluster.workers to match, or give a plan file");
+  }
 }
 
 }  // namespace psrt::launch

@@ -13,5 +13,8 @@ namespace psrt::launch {
 // Throws JobError naming the step that failed (the placer did not start, no plan fits).
 std::string make_plan(const Config& config, const std::string& config_path,
                       const std::vector<std::string>& sets, const std::string& bin_dir);
+// With placement.mode model | hybrid: throws ConfigError naming placement.partitions when the
+// plan at `plan` has another number of stages (the placer may use fewer devices than it has).
+void check_plan_stages(const Config& config, const std::string& plan);
 
 }  // namespace psrt::launch

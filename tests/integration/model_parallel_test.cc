@@ -1,0 +1,228 @@
+// Model parallelism on real processes (psrt-launch, loopback): a job split into pipeline stages
+// ends with the parameters of the unsplit job — bit for bit with one micro-batch, within a float
+// tolerance with several (the micro-batches' gradients are summed, so the order of additions
+// differs) — and 2 replicas x 2 stages end as 2 data-parallel workers do. The stages' parameter
+// dumps, concatenated in stage order, are the whole model's (keys are in forward order).
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "tests/integration/proc_util.h"
+
+using namespace psrt;
+using namespace psrt::test;
+
+namespace {
+
+// Largest absolute difference allowed with several micro-batches, for parameters of magnitude
+// up to about 1 after a few SGD steps: float sums of 2 to 4 terms in another order.
+constexpr float kMicroTolerance = 1e-5f;
+
+struct Job {
+  std::string arch = "lenet5";
+  int workers = 1;
+  std::string placement = "{mode: data}";
+  std::string extra;
+  double dropout = 0.5;
+  std::string mode = "preemptive";
+};
+
+std::string job_yaml(const Job& j, const std::string& dir) {
+  return "job: {id: mp, iterations: 3, batch_size: 16, seed: 11, log_every: 0, evaluate: false, "
+         "dump_params: '" +
+         dir +
+         "/params-{rank}.bin'}\n"
+         "cluster: {servers: 2, workers: " +
+         std::to_string(j.workers) +
+         ", start_timeout_s: 60, heartbeat_s: 0.2, peer_timeout_s: 20}\n"
+         "model: {backend: native, arch: " +
+         j.arch + ", dropout: " + std::to_string(j.dropout) +
+         "}\n"
+         "data: {train_limit: 512}\n"
+         "optimizer: {type: sgd, lr: 0.05, momentum: 0.9}\n"
+         "scheduler: {mode: " +
+         j.mode +
+         ", chunk_bytes: 8192, credit_bytes: 32768}\n"
+         "placement: " +
+         j.placement + "\n" + j.extra;
+}
+
+// Runs the job; returns each replica's parameters: its stages' dumps concatenated in order.
+std::vector<std::vector<float>> run(const Job& j, int partitions = 1) {
+  const std::string dir = temp_dir("mp");
+  write_file(dir + "/job.yaml", job_yaml(j, dir));
+  Proc launch("launch", {bin("psrt-launch"), dir + "/job.yaml"});
+  const auto rc = launch.wait_exit(180);
+  INFO(launch.output());
+  REQUIRE(rc == 0);
+  std::vector<std::vector<float>> replicas;
+  for (int w = 0; w < j.workers; ++w) {
+    if (w % partitions == 0) replicas.emplace_back();
+    const auto part = read_floats(dir + "/params-" + std::to_string(w) + ".bin");
+    REQUIRE(!part.empty());
+    replicas.back().insert(replicas.back().end(), part.begin(), part.end());
+  }
+  return replicas;
+}
+
+float max_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  REQUIRE(a.size() == b.size());
+  float d = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
+  return d;
+}
+
+Job split(std::string arch, int stages, int micro, std::string extra = {}) {
+  Job j;
+  j.arch = std::move(arch);
+  j.workers = stages;
+  j.placement = "{mode: model, partitions: " + std::to_string(stages) +
+                ", micro_batches: " + std::to_string(micro) + "}";
+  j.extra = std::move(extra);
+  return j;
+}
+
+}  // namespace
+
+TEST_CASE("LeNet-5 split over 2 and 3 stages ends with the unsplit job's parameters",
+          "[integration][model_parallel]") {
+  Job whole;
+  const auto ref = run(whole).at(0);
+  REQUIRE(ref.size() == 61706);
+  SECTION("2 stages, one micro-batch: bit for bit") {
+    CHECK(run(split("lenet5", 2, 1), 2).at(0) == ref);
+  }
+  SECTION("3 stages, one micro-batch: bit for bit") {
+    CHECK(run(split("lenet5", 3, 1), 3).at(0) == ref);
+  }
+  SECTION("2 stages, 4 micro-batches: within the tolerance") {
+    const auto got = run(split("lenet5", 2, 4), 2).at(0);
+    CHECK(max_difference(got, ref) <= kMicroTolerance);
+  }
+}
+
+TEST_CASE("vgg-small split by a plan file ends with the unsplit job's parameters",
+          "[integration][model_parallel]") {
+  const std::string dir = temp_dir("mp-plan");
+  write_file(
+      dir + "/plan.yaml",
+      "placer: test\n"
+      "devices: [{name: d0, memory_gib: 4, gflops: 10}, {name: d1, memory_gib: 4, gflops: 10}]\n"
+      "stages:\n"
+      "  - {device: d1, layers: [conv1, relu1, conv2, relu2, pool1, conv3]}\n"
+      "  - {device: d0, layers: [relu3, conv4, relu4, pool2, flatten, fc1, relu5, "
+      "dropout1, fc2, loss]}\n");
+  const std::string devices =
+      "devices: [{name: d0, memory_gib: 4, gflops: 10}, {name: d1, memory_gib: 4, gflops: 10}]";
+  Job whole;
+  whole.arch = "vgg-small";
+  const auto ref = run(whole).at(0);
+  Job planned = split("vgg-small", 2, 1);
+  planned.placement =
+      "{mode: model, partitions: 2, plan: '" + dir + "/plan.yaml', " + devices + "}";
+  CHECK(run(planned, 2).at(0) == ref);  // dropout included: replica 0 draws worker 0's masks
+}
+
+TEST_CASE("vgg-small without dropout in 2 stages x 2 micro-batches is within the tolerance",
+          "[integration][model_parallel]") {
+  // Dropout masks are drawn per micro-batch, so with dropout the split job trains correctly but
+  // not on the unsplit job's masks.
+  Job whole;
+  whole.arch = "vgg-small";
+  whole.dropout = 0;
+  const auto ref = run(whole).at(0);
+  Job s = split("vgg-small", 2, 2);
+  s.dropout = 0;
+  CHECK(max_difference(run(s, 2).at(0), ref) <= kMicroTolerance);
+}
+
+TEST_CASE("2 replicas x 2 stages end as 2 data-parallel workers", "[integration][model_parallel]") {
+  Job dp;
+  dp.workers = 2;
+  const auto ref = run(dp);
+  Job hybrid;
+  hybrid.workers = 4;
+  hybrid.placement = "{mode: hybrid, partitions: 2}";
+  const auto got = run(hybrid, 2);
+  REQUIRE(got.size() == 2);
+  CHECK(got[0] == ref[0]);
+  CHECK(got[1] == ref[1]);
+}
+
+TEST_CASE("a replay profile runs split over 3 stages with micro-batches",
+          "[integration][model_parallel]") {
+  const std::string dir = temp_dir("mp-replay");
+  write_file(dir + "/job.yaml",
+             "job: {id: mpr, iterations: 4, batch_size: 8, log_every: 0}\n"
+             "cluster: {servers: 2, workers: 6, start_timeout_s: 60, heartbeat_s: 0.2}\n"
+             "model: {backend: replay, profile: '" +
+                 source("tests/integration/data/tiny_profile.yaml") +
+                 "'}\n"
+                 "optimizer: {type: sgd, lr: 0.01}\n"
+                 "placement: {mode: hybrid, partitions: 3, micro_batches: 2}\n");
+  Proc launch("launch", {bin("psrt-launch"), dir + "/job.yaml"});
+  const auto rc = launch.wait_exit(120);
+  INFO(launch.output());
+  REQUIRE(rc == 0);
+  CHECK_THAT(launch.output(), Catch::Contains("PSRT_RESULT iterations=4"));
+  CHECK_THAT(launch.output(), Catch::Contains("stage 2 of 3 (replica 1)"));
+}
+
+TEST_CASE("stages and micro-batches and activation transfers appear in the timeline",
+          "[integration][model_parallel]") {
+  const std::string dir = temp_dir("mp-timeline");
+  Job j = split("lenet5", 2, 2, "timeline: '" + dir + "/tl'\n");
+  run(j, 2);
+  auto slurp = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string w0 = slurp(dir + "/tl/worker-0.json"), w1 = slurp(dir + "/tl/worker-1.json");
+  CHECK_THAT(w0, Catch::Contains("\"cat\":\"activation\""));  // sent forward, until acked
+  CHECK_THAT(w0, Catch::Contains("fwd conv1 mb 1"));          // stage 0's layers only
+  CHECK_THAT(w0, Catch::Contains("wait gradients mb 0"));
+  CHECK_THAT(w1, Catch::Contains("\"cat\":\"activation grad\""));
+  CHECK_THAT(w1, Catch::Contains("bwd fc3 mb 1"));
+  CHECK_THAT(w1, !Catch::Contains("fwd conv1"));
+}
+
+TEST_CASE("every push mode and a codec apply to a split job unchanged",
+          "[integration][model_parallel]") {
+  const auto ref = run(Job{}).at(0);
+  for (const char* mode : {"bigdl", "fifo", "nonpreemptive"}) {
+    Job j = split("lenet5", 2, 1);
+    j.mode = mode;
+    INFO("mode " << mode);
+    CHECK(run(j, 2).at(0) == ref);
+  }
+  // top-k with error feedback: each stage keeps its own tensors' residuals, as the whole worker.
+  Job whole;
+  whole.extra = "compression: {codec: topk, density: 0.1}\n";
+  const auto ref_topk = run(whole).at(0);
+  CHECK(ref_topk != ref);
+  CHECK(run(split("lenet5", 2, 1, whole.extra), 2).at(0) == ref_topk);
+}
+
+TEST_CASE("plan auto: psrt-launch asks psrt-placer and the stages run its plan",
+          "[integration][model_parallel]") {
+  const std::string devices =
+      "devices: [{name: a, memory_gib: 1, gflops: 10}, {name: b, memory_gib: 1, gflops: 10}]";
+  Job j = split("lenet5", 2, 1);
+  j.placement = "{mode: model, partitions: 2, plan: auto, placer: even, " + devices + "}";
+  CHECK(run(j, 2).at(0) == run(Job{}).at(0));  // the even plan: two stages of the same model
+  // NetPlacer puts LeNet-5 on one of these devices: a plan of another stage count is refused
+  // before any daemon starts.
+  const std::string dir = temp_dir("mp-auto");
+  Job n = split("lenet5", 2, 1);
+  n.placement = "{mode: model, partitions: 2, plan: auto, " + devices + "}";
+  write_file(dir + "/job.yaml", job_yaml(n, dir));
+  Proc launch("launch", {bin("psrt-launch"), dir + "/job.yaml"});
+  const auto rc = launch.wait_exit(120);
+  INFO(launch.output());
+  CHECK(rc == 2);
+  CHECK_THAT(launch.output(), Catch::Contains("placement.partitions: 2, but netplacer's plan"));
+}

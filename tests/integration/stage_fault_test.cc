@@ -1,0 +1,209 @@
+// Model parallelism, the failure paths: placement combinations that cannot run are refused at
+// start (exit 2, one line naming the key); a stage that dies or goes silent ends the whole job
+// naming it; a malformed activation message gets an ERROR reply and ends the job with a line
+// naming the sender and what was wrong, never a hang.
+#include <signal.h>
+#include <catch2/catch.hpp>
+
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/stage_layout.h"
+#include "engine/network.h"
+#include "tests/integration/raw_client.h"
+
+using namespace psrt;
+using namespace psrt::test;
+
+namespace {
+
+std::string job_yaml(const std::string& placement,
+                     const std::string& model = "{backend: native, arch: lenet5}") {
+  return "job: {id: mpf, iterations: 1000000, batch_size: 16, log_every: 0, evaluate: false}\n"
+         "cluster: {servers: 2, workers: 2, start_timeout_s: 60, heartbeat_s: 0.2, "
+         "peer_timeout_s: 1.5}\n"
+         "model: " +
+         model +
+         "\n"
+         "data: {train_limit: 512}\n"
+         "optimizer: {type: sgd, lr: 0.01}\n"
+         "placement: " +
+         placement + "\n";
+}
+
+}  // namespace
+
+TEST_CASE("placement combinations that cannot run are refused naming the key",
+          "[integration][model_parallel]") {
+  const std::string dir = temp_dir("mpf-config");
+  write_file(dir + "/plan.yaml",
+             "devices: [{name: a, memory_gib: 1, gflops: 1}, {name: b, memory_gib: 1, gflops: 1}, "
+             "{name: c, memory_gib: 1, gflops: 1}]\n"
+             "stages:\n"
+             "  - {device: a, layers: [conv1, relu1, pool1]}\n"
+             "  - {device: b, layers: [conv2, relu2, pool2, flatten]}\n"
+             "  - {device: c, layers: [fc1, relu3, fc2, relu4, fc3, loss]}\n");
+  const std::string devices = "devices: [{name: a, memory_gib: 1, gflops: 1}]";
+  struct Case {
+    std::string yaml, key;
+  };
+  const std::vector<Case> cases{
+      {job_yaml("{mode: data, partitions: 2}"), "placement.partitions"},
+      {job_yaml("{mode: model, partitions: 3}"), "placement.partitions"},
+      {job_yaml("{mode: hybrid, partitions: 2}"), "placement.partitions"},
+      {job_yaml("{mode: model, partitions: 1}"), "placement.partitions"},
+      {job_yaml("{mode: model, partitions: 2, micro_batches: 17}"), "placement.micro_batches"},
+      {job_yaml("{mode: pipeline, partitions: 2}"), "placement.mode"},
+      {job_yaml("{mode: model, partitions: 2}", "{backend: gpu, arch: lenet5}"), "placement.mode"},
+      {job_yaml("{mode: model, partitions: 2, plan: '" + dir + "/plan.yaml', " + devices + "}"),
+       "placement.plan"},
+  };
+  for (const auto& c : cases) {
+    const std::string cfg = dir + "/job.yaml";
+    write_file(cfg, c.yaml);
+    Proc p("worker", {bin("psrt-worker"), "--config", cfg, "--rank", "0"});
+    const auto rc = p.wait_exit(30);
+    INFO(c.yaml << "\noutput:\n" << p.output());
+    REQUIRE(rc.has_value());
+    CHECK(*rc == 2);
+    CHECK(count_lines(p.output()) == 1);
+    CHECK_THAT(p.output(), Catch::Contains(c.key));
+  }
+}
+
+namespace {
+
+struct StageCluster {
+  std::vector<std::unique_ptr<Proc>> procs;  // server 0, server 1, worker 0, worker 1
+  std::vector<std::string> names;
+
+  StageCluster() {
+    const std::string dir = temp_dir("mpf");
+    const std::string cfg = dir + "/job.yaml";
+    write_file(cfg, job_yaml("{mode: model, partitions: 2}"));
+    Daemons d = start_daemons(cfg, 2, 2);
+    INFO(d.procs[0]->output());
+    REQUIRE(d.started);
+    procs = std::move(d.procs);
+    names = std::move(d.names);
+  }
+
+  // Every process but `victim` exits 1 naming `lost`.
+  void check_others(std::size_t victim, const std::string& lost) {
+    for (std::size_t i = 0; i < procs.size(); ++i) {
+      if (i == victim) continue;
+      const auto rc = procs[i]->wait_exit(30);
+      INFO(names[i] << " output:\n" << procs[i]->output());
+      REQUIRE(rc.has_value());  // else it still runs: a hang
+      CHECK(*rc == 1);
+      CHECK_THAT(procs[i]->output(), Catch::Contains(lost));
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a killed stage ends the whole job naming it", "[integration][model_parallel]") {
+  StageCluster c;
+  c.procs[3]->kill(SIGKILL);
+  REQUIRE(c.procs[3]->wait_exit(10) == 128 + SIGKILL);
+  c.check_others(3, "worker 1");
+}
+
+TEST_CASE("a silent (stopped) stage ends the whole job naming it",
+          "[integration][model_parallel]") {
+  StageCluster c;
+  c.procs[2]->kill(SIGSTOP);  // stage 0: alive, silent
+  c.check_others(2, "worker 0");
+  c.procs[2]->kill(SIGKILL);
+  CHECK(c.procs[2]->wait_exit(10).has_value());
+}
+
+TEST_CASE("a malformed activation message gets an ERROR reply and stops the job",
+          "[integration][model_parallel]") {
+  // Server 0 and stage 1 are real; a raw client registers as stage 0 and sends the activations.
+  const std::string yaml =
+      "job: {id: mpf, iterations: 1000, batch_size: 16, log_every: 0, evaluate: false}\n"
+      "cluster: {servers: 1, workers: 2, start_timeout_s: 60, heartbeat_s: 0.2, "
+      "peer_timeout_s: 20}\n"
+      "model: {backend: native, arch: lenet5}\n"
+      "data: {train_limit: 512}\n"
+      "placement: {mode: model, partitions: 2}\n";
+  ServerProc server(yaml);
+  Proc stage1("worker 1", {bin("psrt-worker"), "--config", server.dir + "/job.yaml", "--rank", "1",
+                           "--set", "cluster.coordinator=" + server.endpoint});
+  const Config config = parse_config(yaml, "test");
+  const ModelDesc model = engine::describe_network({.arch = "lenet5"});
+  const StageLayout layout = stage_layout(config, model);
+  const uint32_t boundary = layout.ranges[1].first;
+  const uint64_t width = model.layers[boundary - 1].activation_elements;
+
+  zmq::context_t ctx(1);
+  const std::string identity = process_identity(wire::WORKER, 0);
+  const Sender self{wire::WORKER, 0, "mpf"};
+  RawClient w0(ctx, server.endpoint, identity, self);
+  wire::Header reg = w0.header(wire::REGISTER);
+  for (const auto& t : model.tensors) {
+    auto* ti = reg.mutable_register_()->add_tensors();
+    ti->set_key(t.key);
+    ti->set_name(t.name);
+    ti->set_num_elements(t.num_elements);
+    ti->set_layer(t.layer);
+  }
+  reg.mutable_stage()->set_stage(0);
+  reg.mutable_stage()->set_stages(2);
+  for (uint32_t k : layout.keys(0, model)) reg.mutable_stage()->add_keys(k);
+  w0.send(reg);
+  const Reply m = expect(w0, wire::MEMBERSHIP);
+  REQUIRE(m.header.stage_map().workers_size() == 2);
+  const std::string address = m.header.stage_map().workers(1).address();
+  wire::Header barrier = w0.header(wire::BARRIER);
+  barrier.mutable_barrier()->set_name("start");
+  w0.send(barrier);
+  expect(w0, wire::BARRIER_RELEASE);
+  // The server answers a tensor's holder only: stage 0 may not pull stage 1's values.
+  const uint32_t theirs = layout.keys(1, model).front();
+  for (const auto& c : m.header.membership().chunks()) {
+    if (c.key() != theirs) continue;
+    w0.send(w0.tensor(wire::PULL, c.key(), c.offset(), c.length(), 0));
+    CHECK_THAT(expect_error(w0, ErrorCode::kUnexpected), Catch::Contains("does not hold tensor"));
+    break;
+  }
+
+  RawClient link(ctx, address, identity, self);
+  const bool lie = GENERATE(false, true);
+  const uint32_t samples = lie ? 16 : 5;  // the batch's only micro-batch has 16
+  wire::Header act = link.header(wire::ACTIVATION);
+  act.set_iteration(0);
+  act.set_micro_batch(0);
+  act.set_samples(samples);
+  act.set_num_elements(samples * width);
+  std::vector<zmq::message_t> frames;
+  frames.emplace_back(samples * width * sizeof(float));
+  std::memset(frames.back().data(), 0, frames.back().size());
+  frames.emplace_back(samples * sizeof(int32_t));
+  std::memset(frames.back().data(), 0, frames.back().size());
+  // lie: the header claims 4 bytes more than the frames hold
+  act.set_payload_bytes((samples * width + samples) * 4 + (lie ? 4 : 0));
+  act.set_seq(1);
+  link.send(act, std::move(frames));
+  const Reply err = expect(link, wire::ERROR);
+  INFO(err.header.error().message());
+  CHECK(err.header.error().code() == uint32_t(ErrorCode::kBadSize));
+  CHECK_THAT(err.header.error().message(), Catch::Contains(lie ? "payload bytes" : "16 samples"));
+
+  const auto rc = stage1.wait_exit(30);
+  INFO(stage1.output());
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 1);
+  CHECK_THAT(stage1.output(), Catch::Contains("malformed"));
+  CHECK_THAT(stage1.output(), Catch::Contains("from worker 0 (stage 0 of replica 0)"));
+  const auto src = server.proc->wait_exit(30);
+  INFO(server.proc->output());
+  REQUIRE(src.has_value());
+  CHECK(*src == 1);
+  CHECK_THAT(server.proc->output(), Catch::Contains("worker 1 gave up"));
+}

@@ -1,0 +1,280 @@
+// PsClient, model parallelism: the links between the stages of one replica. Stage s binds a
+// ROUTER that stage s-1 connects a DEALER to; activations (with the micro-batch's labels) go
+// forward over that connection and their gradients come back over it. Every message is checked
+// like any other (decode_header), then against the schedule: from the neighbour itself, the
+// micro-batch expected next (GPipe: forward 0 .. M-1, backward M-1 .. 0), its sizes. A message
+// that fails gets an ERROR reply and ends the job naming the sender and what was wrong. Sends go
+// out under byte credit (scheduler.credit_bytes), released by the receiver's ACK.
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "core/endpoints.h"
+#include "worker/ps_client.h"
+
+namespace psrt {
+
+namespace {
+using SteadyClock = std::chrono::steady_clock;
+const char* dir_name(bool forward) {
+  return forward ? "activations" : "activation gradients";
+}
+}  // namespace
+
+uint32_t PsClient::stage_peer_rank(StageDir dir) const {
+  const uint32_t s = stage_->stage;
+  return stage_->layout.worker(stage_->replica, dir == StageDir::kForward ? s + 1 : s - 1);
+}
+
+std::string PsClient::stage_peer(StageDir dir) const {
+  const uint32_t s = dir == StageDir::kForward ? stage_->stage + 1 : stage_->stage - 1;
+  return "worker " + std::to_string(stage_peer_rank(dir)) + " (stage " + std::to_string(s) +
+         " of replica " + std::to_string(stage_->replica) + ")";
+}
+
+namespace {
+// The largest frame a stage link carries toward this process: a micro-batch of `width` floats.
+int64_t stage_frame_limit(const StageLayout& l, std::size_t width) {
+  const uint64_t rows = (uint64_t(l.batch) + l.micro_batches - 1) / l.micro_batches;
+  return int64_t(rows * width * sizeof(float) + 4096);
+}
+}  // namespace
+
+void PsClient::bind_stage() {
+  if (stage_->stage == 0) return;
+  stage_in_.emplace(make_router(ctx_, {config_.limits.socket_hwm, curve_ ? &*curve_ : nullptr}));
+  stage_in_->set(zmq::sockopt::maxmsgsize, stage_frame_limit(stage_->layout, stage_->in_width));
+  stage_address_ =
+      listen_as_peer(*stage_in_, config_.cluster, "worker " + std::to_string(rank_)).advertised;
+}
+
+void PsClient::connect_stage(const wire::StageMap& map, uint64_t first) {
+  links_[int(StageDir::kForward)] = {};
+  links_[int(StageDir::kBackward)] = {};
+  links_[int(StageDir::kForward)].next_iteration = first;
+  links_[int(StageDir::kBackward)].next_iteration = first;
+  links_[int(StageDir::kBackward)].next_micro = stage_->layout.micro_batches - 1;
+  if (stage_->stage + 1 == stage_->layout.stages) return;
+  const uint32_t next = stage_peer_rank(StageDir::kForward);
+  const std::string& address = map.workers(int(next)).address();
+  if (address.rfind("tcp://", 0) != 0) {
+    fail("the membership gives " + stage_peer(StageDir::kForward) + " no tcp:// address");
+    return;
+  }
+  stage_out_.emplace(new_dealer());
+  stage_out_->set(zmq::sockopt::maxmsgsize, stage_frame_limit(stage_->layout, stage_->out_width));
+  stage_out_->connect(address);
+}
+
+void PsClient::send_stage(StageDir dir, uint64_t iteration, uint32_t micro_batch, uint32_t samples,
+                          std::shared_ptr<const std::vector<float>> values,
+                          std::shared_ptr<const std::vector<int32_t>> labels) {
+  StageOut out;
+  out.header =
+      make_header(self_, dir == StageDir::kForward ? wire::ACTIVATION : wire::ACTIVATION_GRAD);
+  out.header.set_iteration(iteration);
+  out.header.set_micro_batch(micro_batch);
+  out.header.set_samples(samples);
+  out.header.set_num_elements(values->size());
+  out.header.set_codec(wire::CODEC_NONE);
+  out.header.set_payload_bytes(values->size() * sizeof(float) +
+                               (labels ? labels->size() * sizeof(int32_t) : 0));
+  out.values = std::move(values);
+  out.labels = std::move(labels);
+  {
+    std::lock_guard lock(mu_);
+    if (error_) throw JobError(*error_);
+    stage_commands_.push_back(std::move(out));
+  }
+  wakeup_.notify();
+}
+
+void PsClient::pump_stage(StageDir dir) {
+  if (!stage_) return;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& out : stage_commands_) {
+      const bool fwd = out.header.type() == wire::ACTIVATION;
+      links_[int(fwd ? StageDir::kForward : StageDir::kBackward)].queue.push_back(std::move(out));
+    }
+    stage_commands_.clear();
+  }
+  StageLink& link = links_[int(dir)];
+  // Gradients go back to the previous stage's connection, known from its first message.
+  if (dir == StageDir::kBackward && prev_identity_.empty()) return;
+  while (!link.queue.empty()) {
+    StageOut& out = link.queue.front();
+    const uint64_t bytes = out.header.payload_bytes();
+    if (link.in_flight > 0 && link.in_flight + bytes > config_.scheduler.credit_bytes) return;
+    out.header.set_seq(++stage_seq_);
+    std::vector<zmq::message_t> payload;
+    payload.push_back(
+        shared_frame(out.values, out.values->data(), out.values->size() * sizeof(float)));
+    if (out.labels) {
+      payload.push_back(
+          shared_frame(out.labels, out.labels->data(), out.labels->size() * sizeof(int32_t)));
+    }
+    if (!send_stage_frame(dir, out.header, std::move(payload))) {
+      report("cannot send " + std::string(dir_name(dir == StageDir::kForward)) + " to " +
+             stage_peer(dir) + ": it is gone or does not read");
+      return;
+    }
+    link.unacked[out.header.seq()] = {bytes, SteadyClock::now()};
+    link.in_flight += bytes;
+    link.queue.pop_front();
+  }
+}
+
+bool PsClient::send_stage_frame(StageDir dir, const wire::Header& h,
+                                std::vector<zmq::message_t> payload) {
+  metrics_.message(Metrics::Dir::kSent, metrics_kind(h.type()), payload_size(payload));
+  if (dir == StageDir::kForward) return send_envelope(*stage_out_, nullptr, h, std::move(payload));
+  return send_envelope(*stage_in_, &prev_identity_, h, std::move(payload));
+}
+
+std::string PsClient::check_stage(StageDir dir, const wire::Header& h,
+                                  const std::vector<zmq::message_t>& payload) const {
+  const StageLink& link = links_[int(dir)];
+  const bool fwd = dir == StageDir::kForward;
+  const StageLayout& l = stage_->layout;
+  if (h.iteration() != link.next_iteration || h.micro_batch() != link.next_micro) {
+    return "expected iteration " + std::to_string(link.next_iteration) + " micro-batch " +
+           std::to_string(link.next_micro) + ", got iteration " + std::to_string(h.iteration()) +
+           " micro-batch " + std::to_string(h.micro_batch());
+  }
+  const uint64_t rows = l.micro_rows(h.micro_batch());
+  const uint64_t width = fwd ? stage_->in_width : stage_->out_width;
+  if (h.samples() != rows || h.num_elements() != rows * width || h.codec() != wire::CODEC_NONE) {
+    return "micro-batch " + std::to_string(h.micro_batch()) + " has " + std::to_string(rows) +
+           " samples of " + std::to_string(width) + " floats (uncompressed); the header says " +
+           std::to_string(h.samples()) + " samples, " + std::to_string(h.num_elements()) +
+           " elements, codec " + std::to_string(h.codec());
+  }
+  if (payload.size() != (fwd ? 2u : 1u) || payload[0].size() != rows * width * sizeof(float) ||
+      (fwd && payload[1].size() != rows * sizeof(int32_t))) {
+    return "expected " + std::string(fwd ? "2 frames (values, labels)" : "1 frame") + " of " +
+           std::to_string(rows * width * sizeof(float)) +
+           (fwd ? " and " + std::to_string(rows * 4) : "") + " bytes, got " +
+           std::to_string(payload.size()) + " frames";
+  }
+  if (fwd) {
+    for (uint64_t i = 0; i < rows; ++i) {
+      int32_t label = 0;
+      std::memcpy(&label, static_cast<const char*>(payload[1].data()) + i * 4, 4);
+      if (label < 0 || label >= stage_->classes) {
+        return "label " + std::to_string(label) + " of sample " + std::to_string(i) +
+               " is not in [0, " + std::to_string(stage_->classes) + ")";
+      }
+    }
+  }
+  return {};
+}
+
+void PsClient::take_stage(StageDir dir, const wire::Header& h,
+                          std::vector<zmq::message_t>& payload) {
+  StageLink& link = links_[int(dir)];
+  const bool fwd = dir == StageDir::kForward;
+  if (fwd) {
+    if (++link.next_micro == stage_->layout.micro_batches) {
+      link.next_micro = 0;
+      ++link.next_iteration;
+    }
+  } else if (link.next_micro-- == 0) {
+    link.next_micro = stage_->layout.micro_batches - 1;
+    ++link.next_iteration;
+  }
+  wire::Header ack = make_header(self_, wire::STAGE_ACK);
+  ack.set_iteration(h.iteration());
+  ack.set_micro_batch(h.micro_batch());
+  ack.set_seq(h.seq());
+  ack.set_num_elements(h.payload_bytes());  // bytes acknowledged, for the sender's credit
+  // The acknowledgement travels against the data: back to whoever sent it.
+  send_stage_frame(fwd ? StageDir::kBackward : StageDir::kForward, ack);
+  StageMessage msg;
+  msg.iteration = h.iteration();
+  msg.micro_batch = h.micro_batch();
+  msg.samples = h.samples();
+  msg.values = std::move(payload[0]);
+  if (fwd) msg.labels = std::move(payload[1]);
+  std::lock_guard lock(mu_);
+  stage_inbox_[int(dir)][{h.iteration(), h.micro_batch()}] = std::move(msg);
+  cv_.notify_all();
+}
+
+void PsClient::on_stage_message(StageDir data_dir, Envelope& env) {
+  // data_dir: the traffic this socket delivers (kForward: the ROUTER, from the previous stage).
+  const bool from_prev = data_dir == StageDir::kForward;
+  const StageDir back = from_prev ? StageDir::kBackward : StageDir::kForward;  // toward the peer
+  const uint32_t peer = stage_peer_rank(back);
+  const std::string who = stage_peer(back);
+  wire::Header h;
+  WireError err;
+  const bool parsed = decode_header(env.header, env.payload, config_.job.id, h, err);
+  wire::Role role = wire::ROLE_UNSPECIFIED;
+  uint32_t rank = 0;
+  const bool neighbour =
+      !from_prev || (parse_identity(env.identity, role, rank) && role == wire::WORKER &&
+                     rank == peer && (prev_identity_.empty() || prev_identity_ == env.identity));
+  if (!neighbour) {  // a stranger on the stage port: refused, and the job goes on
+    metrics_.error("stage_stranger");
+    log_.warn("stage stranger", "ignored a message from " + printable(env.identity) +
+                                    " on the stage port: only " + who + " sends there");
+    return;
+  }
+  if (from_prev && prev_identity_.empty()) prev_identity_ = env.identity;
+  if (parsed && (h.role() != wire::WORKER || h.rank() != peer)) {
+    err = {ErrorCode::kNotRegistered, "claims to be " + peer_name(h.role(), h.rank())};
+  } else if (parsed) {
+    metrics_.message(Metrics::Dir::kReceived, metrics_kind(h.type()), payload_size(env.payload));
+    const wire::MsgType data = from_prev ? wire::ACTIVATION : wire::ACTIVATION_GRAD;
+    if (h.type() == wire::STAGE_ACK) {
+      StageLink& link = links_[int(back)];
+      auto it = link.unacked.find(h.seq());
+      if (it == link.unacked.end()) return;
+      if (timeline_) {
+        char args[96];
+        std::snprintf(args, sizeof args, "{\"bytes\":%llu,\"to\":%u}",
+                      (unsigned long long)it->second.bytes, peer);
+        timeline_->flight(
+            from_prev ? "activation grad" : "activation",
+            "it " + std::to_string(h.iteration()) + " mb " + std::to_string(h.micro_batch()),
+            h.seq(), it->second.at, SteadyClock::now(), args);
+      }
+      link.in_flight -= it->second.bytes;
+      link.unacked.erase(it);
+      return;
+    }
+    if (h.type() == wire::ERROR) {
+      metrics_.error("refused_by_stage");
+      report(who + " rejected " + wire::MsgType_Name(h.error().about()) + " of iteration " +
+             std::to_string(h.iteration()) + ": " + printable(h.error().message(), 1024));
+      return;
+    }
+    if (h.type() != data) {
+      err = {ErrorCode::kUnexpected, std::string(wire::MsgType_Name(h.type())) + " is not what " +
+                                         who + " sends on this link"};
+    } else if (std::string why = check_stage(data_dir, h, env.payload); !why.empty()) {
+      err = {ErrorCode::kBadSize, why};
+    } else {
+      take_stage(data_dir, h, env.payload);
+      return;
+    }
+  }
+  // From the neighbour, and wrong: tell it, and end the job naming it.
+  metrics_.error(error_code_name(err.code));
+  wire::Header e = make_header(self_, wire::ERROR);
+  e.mutable_error()->set_code(uint32_t(err.code));
+  e.mutable_error()->set_message(err.message);
+  if (parsed) {
+    e.mutable_error()->set_about(h.type());
+    e.set_iteration(h.iteration());
+    e.set_seq(h.seq());
+  }
+  send_stage_frame(back, e);
+  report("worker " + std::to_string(rank_) + " got a malformed " +
+         (parsed ? std::string(wire::MsgType_Name(h.type())) : std::string("message")) + " from " +
+         who + ": " + err.message);
+}
+
+}  // namespace psrt

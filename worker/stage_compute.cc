@@ -1,0 +1,148 @@
+#include "worker/stage_compute.h"
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "core/profile.h"
+#include "engine/stage_net.h"
+#include "worker/native_backend.h"
+
+namespace psrt {
+
+namespace {
+
+// engine::StageNet as a StageCompute.
+class NativeStage final : public StageCompute {
+ public:
+  NativeStage(const Config& config, const StageLayout& layout, uint32_t stage)
+      : net_(net_spec(config.model), config.job.seed, layout.ranges.at(stage).first,
+             layout.ranges.at(stage).second, layout.micro_batches) {}
+  const ModelDesc& desc() const override { return net_.desc(); }
+  uint32_t first() const override { return net_.first(); }
+  uint32_t last() const override { return net_.last(); }
+  std::size_t in_width() const override { return net_.in_width(); }
+  std::size_t out_width() const override { return net_.out_width(); }
+  int classes() const override { return net_.classes(); }
+  void reseed_randomness(uint64_t seed) override { net_.reseed_randomness(seed); }
+  void skip_random_steps(uint64_t steps) override { net_.skip_random_steps(steps); }
+  std::span<float> param(uint32_t key) override { return net_.param(key); }
+  std::span<const float> grad(uint32_t key) const override { return net_.grad(key); }
+  std::span<float> input(uint32_t slot, int n) override { return net_.input(slot, n); }
+  void set_labels(uint32_t slot, std::span<const int32_t> labels) override {
+    net_.set_labels(slot, labels);
+  }
+  void forward_layer(uint32_t slot, uint32_t layer) override { net_.forward_layer(slot, layer); }
+  std::span<const float> output(uint32_t slot) const override { return net_.output(slot); }
+  std::optional<float> loss(uint32_t slot) const override { return net_.loss(slot); }
+  std::span<float> output_grad(uint32_t slot) override { return net_.output_grad(slot); }
+  void backward_layer(uint32_t slot, uint32_t layer, float scale, bool first_micro) override {
+    net_.backward_layer(slot, layer, scale, first_micro);
+  }
+  std::span<const float> input_grad(uint32_t slot) const override { return net_.input_grad(slot); }
+
+ private:
+  engine::StageNet net_;
+};
+
+// A profile's layers replayed (as the replay backend does): each micro-batch's forward and
+// backward of a layer take the profile's time over the micro-batch count, spent waiting; the
+// activations and their gradients have the real sizes (the profile's activation elements per
+// sample), with zeros in them; the gradients are the replay backend's fixed values. A stage on a
+// slower plan device waits longer (StageLayout::slowdown).
+class ReplayStage final : public StageCompute {
+ public:
+  ReplayStage(const Config& config, const StageLayout& layout, uint32_t stage, uint32_t rank)
+      : model_(stage_model(config)),
+        first_(layout.ranges.at(stage).first),
+        last_(layout.ranges.at(stage).second),
+        micro_(layout.micro_batches),
+        slowdown_(layout.slowdown.at(stage)),
+        slots_(layout.micro_batches) {
+    for (const auto& t : model_.tensors) {
+      if (t.layer < first_ || t.layer >= last_) continue;
+      if (first_key_ < 0) first_key_ = t.key;
+      params_.emplace_back(t.num_elements, 0.01f);
+      auto& g = grads_.emplace_back(t.num_elements);
+      for (uint64_t i = 0; i < t.num_elements; ++i) {
+        g[i] = 1e-3f * float(int((i * 2654435761u + t.key * 97u + rank * 31u) % 17u) - 8);
+      }
+    }
+  }
+  const ModelDesc& desc() const override { return model_; }
+  uint32_t first() const override { return first_; }
+  uint32_t last() const override { return last_; }
+  std::size_t in_width() const override {
+    return first_ == 0 ? 1 : std::size_t(model_.layers[first_ - 1].activation_elements);
+  }
+  std::size_t out_width() const override {
+    return std::size_t(model_.layers[last_ - 1].activation_elements);
+  }
+  int classes() const override { return 1; }  // no labels: zeros travel with the activations
+  void reseed_randomness(uint64_t) override {}
+  void skip_random_steps(uint64_t) override {}
+  std::span<float> param(uint32_t key) override { return params_.at(local(key)); }
+  std::span<const float> grad(uint32_t key) const override { return grads_.at(local(key)); }
+  std::span<float> input(uint32_t slot, int n) override {
+    Slot& s = slots_.at(slot);
+    s.in.assign(std::size_t(n) * in_width(), 0.0f);
+    s.out.assign(std::size_t(n) * out_width(), 0.0f);
+    return s.in;
+  }
+  void set_labels(uint32_t, std::span<const int32_t>) override {}
+  void forward_layer(uint32_t, uint32_t layer) override {
+    spend(model_.layers.at(layer).forward_ms);
+  }
+  std::span<const float> output(uint32_t slot) const override { return slots_.at(slot).out; }
+  std::optional<float> loss(uint32_t) const override { return std::nullopt; }
+  std::span<float> output_grad(uint32_t slot) override { return slots_.at(slot).out; }
+  void backward_layer(uint32_t, uint32_t layer, float, bool) override {
+    spend(model_.layers.at(layer).backward_ms);
+  }
+  std::span<const float> input_grad(uint32_t slot) const override { return slots_.at(slot).in; }
+
+ private:
+  struct Slot {
+    std::vector<float> in, out;
+  };
+  std::size_t local(uint32_t key) const {
+    if (first_key_ < 0 || key < uint32_t(first_key_) ||
+        key - uint32_t(first_key_) >= params_.size()) {
+      throw std::out_of_range("ReplayStage: tensor " + std::to_string(key) +
+                              " is not in this stage");
+    }
+    return key - uint32_t(first_key_);
+  }
+  void spend(double whole_batch_ms) const {
+    const double ms = whole_batch_ms * slowdown_ / micro_;
+    if (ms > 0) {
+      std::this_thread::sleep_until(std::chrono::steady_clock::now() +
+                                    std::chrono::duration<double, std::milli>(ms));
+    }
+  }
+
+  ModelDesc model_;
+  uint32_t first_, last_, micro_;
+  double slowdown_;
+  int64_t first_key_ = -1;
+  std::vector<std::vector<float>> params_, grads_;
+  std::vector<Slot> slots_;
+};
+
+}  // namespace
+
+ModelDesc stage_model(const Config& config) {
+  if (config.model.backend == "replay")
+    return load_profile(config.model.profile, config.model.scale);
+  return engine::describe_network(net_spec(config.model));
+}
+
+std::unique_ptr<StageCompute> make_stage_compute(const Config& config, const StageLayout& layout,
+                                                 uint32_t stage, uint32_t rank) {
+  if (config.model.backend == "replay") {
+    return std::make_unique<ReplayStage>(config, layout, stage, rank);
+  }
+  return std::make_unique<NativeStage>(config, layout, stage);
+}
+
+}  // namespace psrt

@@ -1,0 +1,194 @@
+#include "worker/stage_trainer.h"
+
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+
+#include "core/status.h"
+#include "engine/init.h"
+#include "worker/traced.h"
+
+namespace psrt {
+
+namespace {
+
+// The config each replica's data shard is cut by: data parallelism over the replicas.
+Config replica_config(const Config& config, uint32_t replicas) {
+  Config c = config;
+  c.cluster.workers = int(replicas);
+  return c;
+}
+
+}  // namespace
+
+StageWorker::StageWorker(const Config& config, uint32_t rank) : config_(config), rank_(rank) {
+  // The whole model's description, to cut it into stages.
+  const ModelDesc whole = stage_model(config);
+  role_.layout = stage_layout(config, whole);
+  const StageLayout& l = role_.layout;
+  if (rank >= l.stages * l.replicas) {
+    throw ConfigError("worker rank " + std::to_string(rank) + " is outside cluster.workers");
+  }
+  role_.stage = l.stage_of(rank);
+  role_.replica = l.replica_of(rank);
+  const auto [first, last] = l.ranges[role_.stage];
+  net_ = make_stage_compute(config, l, role_.stage, rank);
+  // Dropout masks: replica r draws what data-parallel worker r would.
+  net_->reseed_randomness(engine::mix_seed(config.job.seed, 0xd50b0000u + role_.replica));
+  role_.keys = l.keys(role_.stage, net_->desc());
+  role_.in_width = net_->in_width();
+  role_.out_width = net_->out_width();
+  role_.classes = net_->classes();
+  if (role_.stage == 0 && config.model.backend == "native") {
+    source_ = std::make_unique<BatchSource>(replica_config(config, l.replicas), role_.replica,
+                                            net_->in_width());
+  }
+  labels_.resize(l.micro_batches);
+  spdlog::info(
+      "worker {}: stage {} of {} (replica {}), layers {} .. {} ({} tensors), {} "
+      "micro-batches",
+      rank, role_.stage, l.stages, role_.replica, desc().layers[first].name,
+      desc().layers[last - 1].name, role_.keys.size(), l.micro_batches);
+}
+
+void StageWorker::forward(PsClient& client, Timeline* tl, uint64_t t, uint32_t mb) {
+  const StageLayout& l = role_.layout;
+  const uint32_t rows = l.micro_rows(mb);
+  std::span<float> in = net_->input(mb, int(rows));
+  if (source_) {
+    const std::size_t first = l.micro_first(mb);
+    std::memcpy(in.data(), source_->images() + first * role_.in_width, in.size_bytes());
+    labels_[mb] = std::make_shared<std::vector<int32_t>>(source_->labels() + first,
+                                                         source_->labels() + first + rows);
+  } else if (role_.stage == 0) {  // replay: no data, zero labels
+    labels_[mb] = std::make_shared<std::vector<int32_t>>(rows, 0);
+  } else {
+    StageMessage m;
+    traced(tl, "wait", "wait activations mb " + std::to_string(mb),
+           [&] { m = client.wait_stage(PsClient::StageDir::kForward, t, mb); });
+    std::memcpy(in.data(), m.values.data(), in.size_bytes());
+    labels_[mb] = std::make_shared<std::vector<int32_t>>(rows);
+    std::memcpy(labels_[mb]->data(), m.labels.data(), rows * sizeof(int32_t));
+  }
+  if (net_->holds_loss()) net_->set_labels(mb, *labels_[mb]);
+  const bool bigdl = config_.scheduler.mode == Mode::kBigdl;
+  for (uint32_t layer = net_->first(); layer < net_->last(); ++layer) {
+    const LayerDesc& ld = desc().layers[layer];
+    if (mb == 0 && !bigdl && !ld.tensors.empty()) {
+      traced(tl, "wait", "wait " + ld.name, [&] { client.wait_layer(layer, t); });
+    }
+    traced(tl, "forward", "fwd " + ld.name + " mb " + std::to_string(mb),
+           [&] { net_->forward_layer(mb, layer); });
+  }
+  if (net_->holds_loss()) {
+    const float loss = net_->loss(mb).value_or(0.0f);
+    if (!std::isfinite(loss)) {
+      throw JobError("loss is " + std::to_string(loss) + " at iteration " + std::to_string(t) +
+                     ": training diverged (lower optimizer.lr?)");
+    }
+    iter_loss_ += double(loss) * rows / l.batch;
+    return;
+  }
+  const auto out = net_->output(mb);
+  client.send_stage(PsClient::StageDir::kForward, t, mb, rows,
+                    std::make_shared<const std::vector<float>>(out.begin(), out.end()),
+                    labels_[mb]);
+}
+
+void StageWorker::backward(PsClient& client, Timeline* tl, uint64_t t, uint32_t mb) {
+  const StageLayout& l = role_.layout;
+  const uint32_t rows = l.micro_rows(mb);
+  if (!net_->holds_loss()) {
+    StageMessage m;
+    traced(tl, "wait", "wait gradients mb " + std::to_string(mb),
+           [&] { m = client.wait_stage(PsClient::StageDir::kBackward, t, mb); });
+    std::span<float> dout = net_->output_grad(mb);
+    std::memcpy(dout.data(), m.values.data(), dout.size_bytes());
+  }
+  // The micro-batch's share of the batch mean: exactly 1 with one micro-batch.
+  const float scale = l.micro_batches == 1 ? 1.0f : float(rows) / float(l.batch);
+  const bool first_micro = mb + 1 == l.micro_batches;
+  for (uint32_t layer = net_->last(); layer-- > net_->first();) {
+    const LayerDesc& ld = desc().layers[layer];
+    traced(tl, "backward", "bwd " + ld.name + " mb " + std::to_string(mb),
+           [&] { net_->backward_layer(mb, layer, scale, first_micro); });
+    if (mb == 0) {
+      for (uint32_t key : ld.tensors) client.push(key, t, net_->grad(key));
+    }
+  }
+  if (role_.stage > 0) {
+    const auto din = net_->input_grad(mb);
+    client.send_stage(PsClient::StageDir::kBackward, t, mb, rows,
+                      std::make_shared<const std::vector<float>>(din.begin(), din.end()));
+  }
+}
+
+TrainResult StageWorker::train(PsClient& client, Timeline* tl) {
+  using Clock = std::chrono::steady_clock;
+  const StageLayout& l = role_.layout;
+  const auto total = uint64_t(config_.job.iterations);
+  client.start();
+  const uint64_t first = client.start_iteration();
+  if (first > 0) net_->skip_random_steps(first * l.micro_batches);
+  TrainResult result;
+  const auto t0 = Clock::now();
+  auto window = t0;
+  // As the data-parallel trainer: the steady time leaves out the first tenth (start-up).
+  const uint64_t warmup =
+      first + (total - first > 1 ? std::max<uint64_t>(1, (total - first) / 10) : 0);
+  auto steady_start = t0;
+  for (uint64_t t = first; t < total; ++t) {
+    if (t == warmup) steady_start = Clock::now();
+    if (t > first) client.checkpoint(t);
+    if (source_) source_->load(t);
+    if (config_.scheduler.mode == Mode::kBigdl) client.wait_all(t);
+    for (uint32_t mb = 0; mb < l.micro_batches; ++mb) forward(client, tl, t, mb);
+    for (uint32_t mb = l.micro_batches; mb-- > 0;) backward(client, tl, t, mb);
+    if (net_->holds_loss()) {
+      loss_sum_ += iter_loss_;
+      ++loss_count_;
+      result.last_loss = iter_loss_;
+      iter_loss_ = 0;
+    }
+    const uint64_t done = t + 1;
+    if (config_.job.log_every > 0 &&
+        (done % uint64_t(config_.job.log_every) == 0 || done == total)) {
+      const auto now = Clock::now();
+      const double ms = std::chrono::duration<double, std::milli>(now - window).count();
+      const auto lvl =
+          net_->holds_loss() && role_.replica == 0 ? spdlog::level::info : spdlog::level::debug;
+      spdlog::log(lvl, "iter {}/{} stage {} loss {:.4f} {:.1f} ms/iter", done, total, role_.stage,
+                  loss_count_ > 0 ? loss_sum_ / loss_count_ : 0.0,
+                  ms / double(done % uint64_t(config_.job.log_every) == 0
+                                  ? uint64_t(config_.job.log_every)
+                                  : done % uint64_t(config_.job.log_every)));
+      window = now;
+      loss_sum_ = 0;
+      loss_count_ = 0;
+    }
+  }
+  if (total > first) client.checkpoint(total);
+  client.wait_all(total);
+  const auto end = Clock::now();
+  result.iterations = total;
+  result.seconds = std::chrono::duration<double>(end - t0).count();
+  result.steady_ms_per_iteration =
+      std::chrono::duration<double, std::milli>(end - steady_start).count() /
+      double(std::max<uint64_t>(1, total - warmup));
+  return result;
+}
+
+void StageWorker::dump_params(const std::string& path) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw JobError("cannot write parameters to " + path);
+  for (uint32_t key : role_.keys) {
+    auto p = net_->param(key);
+    out.write(reinterpret_cast<const char*>(p.data()), std::streamsize(p.size_bytes()));
+  }
+  if (!out) throw JobError("failed writing parameters to " + path);
+}
+
+}  // namespace psrt
