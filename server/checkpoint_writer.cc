@@ -22,15 +22,17 @@ CheckpointWriter::~CheckpointWriter() {
 
 void CheckpointWriter::submit(std::string path, ShardSnapshot snapshot) {
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
+    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
     if (next_) {
-      spdlog::warn("checkpoint of iteration {} skipped: the write of an earlier one is still "
-                   "running and iteration {} is newer (checkpoint.every / every_s too frequent "
-                   "for this disk?)",
-                   next_->snapshot.iteration, snapshot.iteration);
+      // Every checkpoint is written (resume needs one all servers share): when the disk is slower
+      // than checkpoint.every, the caller waits here, as it would for a write of its own.
+      spdlog::warn("checkpoint of iteration {} waits for the write of iteration {} to finish "
+                   "(checkpoint.every / every_s too frequent for this disk?)",
+                   snapshot.iteration, next_->snapshot.iteration);
+      cv_.wait(lock, [&] { return !next_; });
     }
     next_ = Job{std::move(path), std::move(snapshot)};
-    if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
   }
   cv_.notify_all();
 }

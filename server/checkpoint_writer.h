@@ -1,7 +1,8 @@
 // Writes a server's checkpoint files on a thread of its own, so that a large shard's write and
 // fsync never hold up the I/O thread (its heartbeats, replies and the peers' timeouts). One write
-// at a time; at most one snapshot waits behind it, and a newer one replaces a waiting one (the
-// skipped iteration is logged). The destructor finishes what was submitted.
+// at a time and at most one snapshot waiting behind it; a third submit blocks until the waiting
+// one is taken (every checkpoint is written: a resume needs one that every server has). The
+// destructor finishes what was submitted.
 #pragma once
 
 #include <atomic>
