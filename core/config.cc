@@ -269,6 +269,21 @@ Config parse_yaml(const std::string& yaml_text, const std::string& where,
     c.compression.momentum = c.optimizer.momentum;  // the workers apply it ...
     c.optimizer.momentum = 0;                       // ... so the servers must not
   }
+  const bool adam_default = c.optimizer.type == "adam" && c.compression.codec != "none" &&
+                            c.compression.error_feedback;
+  if (comp.get_bool("adam_correction", adam_default)) {
+    if (c.optimizer.type != "adam") comp.fail("adam_correction", "needs optimizer adam");
+    if (c.compression.codec == "none") comp.fail("adam_correction", "needs a codec other than none");
+    if (!c.compression.error_feedback) comp.fail("adam_correction", "needs error_feedback: true");
+    c.compression.adam = true;  // the workers run Adam's moments ...
+    c.compression.adam_beta1 = c.optimizer.beta1;
+    c.compression.adam_beta2 = c.optimizer.beta2;
+    c.compression.adam_eps = c.optimizer.eps;
+    c.compression.adam_weight_decay = c.optimizer.weight_decay;
+    c.optimizer.type = "sgd";  // ... and the servers apply the mean direction
+    c.optimizer.momentum = 0;
+    c.optimizer.weight_decay = 0;
+  }
   comp.reject_unknown();
 
   parse_security_and_limits(top, c, [&](const std::string& p) { return resolve(p, base_dir); });
@@ -305,6 +320,28 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
   } catch (const YAML::Exception& e) {  // anything yaml-cpp throws past the checks above
     throw ConfigError(where + ": " + e.what());
   }
+}
+
+std::vector<std::string> compression_warnings(const Config& c) {
+  std::vector<std::string> out;
+  const CompressionConfig& z = c.compression;
+  if (z.codec == "none") return out;
+  const OptimizerConfig& o = c.optimizer;
+  if (o.type == "adam") {
+    out.push_back("compression." + z.codec + " with the servers' Adam (adam_correction: false): "
+                  "Adam's second moment sees each element arrive as a burst of its residual, "
+                  "which shrinks its steps; expect a loss of accuracy (adam_correction: true "
+                  "runs Adam on the workers)");
+  } else if (o.momentum > 0) {
+    out.push_back("compression." + z.codec + " with the servers' SGD momentum " +
+                  std::to_string(o.momentum) + ": the momentum keeps pushing each burst of a "
+                  "sparse gradient; set compression.momentum_correction: true");
+  }
+  if (!z.error_feedback) {
+    out.push_back("compression." + z.codec + " without error_feedback: what is not sent is lost, "
+                  "and training drifts from dense; set compression.error_feedback: true");
+  }
+  return out;
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& sets) {

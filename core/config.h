@@ -90,6 +90,13 @@ struct CompressionConfig {
   // here from optimizer.momentum, which becomes 0 (the servers run plain SGD). 0: off.
   double momentum = 0;
   bool momentum_masking = false;  // momentum correction: clear a sent element's momentum (DGC)
+  // Adam correction (YAML `adam_correction`, on by default with optimizer adam and a codec): the
+  // workers run Adam's moments on their gradient and compress the update direction
+  // (compress/error_feedback.h); parse_config copies beta1, beta2, eps here and moves the weight
+  // decay (L2, added to the gradient by the workers), and the servers run plain SGD with the
+  // same learning rate and schedule.
+  bool adam = false;
+  double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-8, adam_weight_decay = 0;
   // Servers send each update as the codec's encoding of (new values - what the workers hold),
   // the same payload to every worker; what was not sent stays in that difference.
   bool compress_replies = false;
@@ -158,6 +165,10 @@ struct Config {
 
 // Parses `yaml_text` (named `where` in errors) after applying `sets` ("a.b=value", value as YAML).
 // Relative paths in the file are resolved against `base_dir`.
+// Settings that run but cannot be expected to converge like dense training (the codec cannot
+// correct the optimizer): one line each, for the workers to log at start.
+std::vector<std::string> compression_warnings(const Config& config);
+
 Config parse_config(const std::string& yaml_text, const std::string& where,
                     const std::vector<std::string>& sets = {}, const std::string& base_dir = "");
 Config load_config(const std::string& path, const std::vector<std::string>& sets = {});
