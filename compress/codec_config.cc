@@ -61,7 +61,7 @@ Status validate(const CodecConfig& c) {
                  "one worker-side optimizer at a time (Adam has its own first moment)");
     }
     if (!(c.adam_beta1 >= 0.0 && c.adam_beta1 < 1.0 && c.adam_beta2 >= 0.0 && c.adam_beta2 < 1.0 &&
-          c.adam_eps > 0.0)) {
+          c.adam_eps > 0.0 && c.adam_workers >= 1)) {
       return bad("adam_correction", "true with beta1 " + std::to_string(c.adam_beta1) +
                                         ", beta2 " + std::to_string(c.adam_beta2) + ", eps " +
                                         std::to_string(c.adam_eps),

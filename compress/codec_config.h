@@ -27,6 +27,7 @@ struct CodecConfig {
   double adam_beta1 = 0.9;
   double adam_beta2 = 0.999;
   double adam_eps = 1e-8;
+  int adam_workers = 1;  // > 1: v rescaled to the global batch of this many workers
 
   // Settings with no YAML key yet; the defaults are the documented method.
   int log_range = 12;           // laco: log2 dynamic range of the 7-bit code, 1..64

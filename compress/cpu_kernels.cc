@@ -138,8 +138,9 @@ ChunkMoments momentum_add_and_moments(std::span<float> momentum, float mu, std::
   return moments_pass<Pass::kMomentum>(acc.data(), values.data(), n, momentum.data(), mu);
 }
 
-AdamStep adam_step(double beta1, double beta2, double eps, uint64_t t) {
+AdamStep adam_step(double beta1, double beta2, double eps, uint64_t t, int workers) {
   AdamStep a;
+  a.inv_workers = workers > 1 ? float(1.0 / workers) : 1.0f;
   a.beta1 = float(beta1);
   a.beta2 = float(beta2);
   a.eps = float(eps);
@@ -156,10 +157,22 @@ ChunkMoments adam_add_and_moments(std::span<float> m, std::span<float> v, const 
   float* vp = v.data();
   float* r = acc.data();
   const float* g = values.data();
-  for (size_t i = 0; i < n; ++i) {
-    mp[i] = b1 * mp[i] + nb1 * g[i];
-    vp[i] = b2 * vp[i] + nb2 * g[i] * g[i];
-    r[i] += a.c1 * mp[i] / (std::sqrt(vp[i]) * a.c2 + a.eps);
+  if (a.inv_workers == 1.0f) {
+    for (size_t i = 0; i < n; ++i) {
+      mp[i] = b1 * mp[i] + nb1 * g[i];
+      vp[i] = b2 * vp[i] + nb2 * g[i] * g[i];
+      r[i] += a.c1 * mp[i] / (std::sqrt(vp[i]) * a.c2 + a.eps);
+    }
+  } else {
+    const float c2sq = a.c2 * a.c2;
+    for (size_t i = 0; i < n; ++i) {
+      mp[i] = b1 * mp[i] + nb1 * g[i];
+      vp[i] = b2 * vp[i] + nb2 * g[i] * g[i];
+      const float mh = a.c1 * mp[i];
+      const float vh = vp[i] * c2sq;
+      const float q = std::min(mh * mh, vh);
+      r[i] += mh / (std::sqrt(q + (vh - q) * a.inv_workers) + a.eps);
+    }
   }
   return chunk_moments(std::span<const float>(r, n));
 }

@@ -67,7 +67,8 @@ Status ErrorFeedback::encode(CodecState& state, const ChunkInput& chunk,
       ++s->adam_steps_;
       s->last_iteration_ = chunk.iteration;
     }
-    const AdamStep step = adam_step(adam_->beta1, adam_->beta2, adam_->eps, s->adam_steps_);
+    const AdamStep step = adam_step(adam_->beta1, adam_->beta2, adam_->eps, s->adam_steps_,
+                                     adam_->workers);
     moments = adam_add_and_moments(std::span<float>(u, rs.size()),
                                    std::span<float>(s->second_.data() + chunk.offset, rs.size()),
                                    step, rs, chunk.values);

@@ -36,6 +36,7 @@ namespace psrt::compress {
 
 struct AdamCorrection {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+  int workers = 1;  // > 1: the second moment rescaled to the W workers' global batch (cpu_kernels.h)
 };
 
 class ErrorFeedback final : public Codec {

@@ -15,12 +15,14 @@ inline CodecConfig codec_config(const CompressionConfig& c) {
   out.dense_below = c.dense_below;
   out.quant_bits = c.quant_bits;
   out.error_feedback = c.error_feedback;
+  out.hierarchical = c.hierarchical;
   out.momentum = c.momentum;
   out.momentum_masking = c.momentum_masking;
   out.adam = c.adam;
   out.adam_beta1 = c.adam_beta1;
   out.adam_beta2 = c.adam_beta2;
   out.adam_eps = c.adam_eps;
+  out.adam_workers = c.adam_global_variance ? c.adam_workers : 1;
   return out;
 }
 

@@ -77,6 +77,9 @@ struct SchedulerConfig {
 
 // Gradient compression (compress/README.md has the method). The servers decode and accumulate;
 // the parameter replies stay dense unless `compress_replies`.
+// compression.density's default with codec laco (others: CompressionConfig::density).
+inline constexpr double kLacoDensity = 0.0065;
+
 struct CompressionConfig {
   std::string codec = "none";  // none | laco | signsgd | graddrop | topk
   double density = 0.01;       // fraction of elements sent (laco, graddrop, topk)
@@ -84,6 +87,7 @@ struct CompressionConfig {
   int warmup_iters = 20;       // laco: hot start from density 1 to the target
   int64_t dense_below = 1024;  // laco: tensors smaller than this go dense
   int quant_bits = 8;          // laco: 8 (log code) or 32 (fp32 values)
+  bool hierarchical = true;    // laco: per-tensor density by size and depth
   bool error_feedback = true;  // residual accumulation
   // Momentum correction (YAML `momentum_correction: true`): the workers apply the optimizer's
   // SGD momentum before compressing (compress/error_feedback.h); parse_config then moves it
@@ -97,6 +101,8 @@ struct CompressionConfig {
   // same learning rate and schedule.
   bool adam = false;
   double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-8, adam_weight_decay = 0;
+  int adam_workers = 1;               // cluster.workers, for ...
+  bool adam_global_variance = true;   // ... v rescaled from the local batch to the global one
   // Servers send each update as the codec's encoding of (new values - what the workers hold),
   // the same payload to every worker; what was not sent stays in that difference.
   bool compress_replies = false;

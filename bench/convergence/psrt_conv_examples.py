@@ -10,8 +10,10 @@ import argparse
 import json
 import os
 import re
+import shutil
 
 from psrt_bench import bytes_per_iteration
+from psrt_conv_curves import plot_example
 from psrt_conv_runs import launch, log
 
 TRAIN_IMAGES = 60000
@@ -30,6 +32,12 @@ def example_facts(path):
             "epochs": num("epochs", 1), "optimizer": m.group(1) if m else "sgd"}
 
 
+def sent_before(per_worker, iteration):
+    """Payload bytes one worker pushed before `iteration` (mean over the workers)."""
+    sums = [sum(b for it, b in per.items() if it < iteration) for per in per_worker.values()]
+    return sum(sums) / len(sums) if sums else 0
+
+
 def one_run(args, path, facts, sets, tag, workdir):
     """launch() of the example with `sets`, or the saved figures with --reuse."""
     saved = os.path.join(workdir, tag, "result.json")
@@ -39,11 +47,14 @@ def one_run(args, path, facts, sets, tag, workdir):
     a = argparse.Namespace(**vars(args))
     a.workers = facts["workers"]
     r = launch(a, path, sets, tag, workdir, args.run_timeout_s)
-    m = {"accuracy": r["accuracy"], "evals": r["evals"], "iterations": r["iterations"],
+    evals = r["evals"] + ([(r["iterations"], r["accuracy"])] if r["accuracy"] is not None else [])
+    m = {"accuracy": r["accuracy"], "evals": evals, "iterations": r["iterations"],
          "seconds": r["seconds"], "steady": bytes_per_iteration(r["bytes"], args.steady_from),
-         "whole": bytes_per_iteration(r["bytes"], 0), "received": r.get("received_bytes")}
+         "whole": bytes_per_iteration(r["bytes"], 0), "received": r.get("received_bytes"),
+         "sent_before": [sent_before(r["bytes"], it) for it, _ in evals]}
     with open(saved, "w") as f:
         json.dump(m, f)
+    shutil.rmtree(r["timeline"], ignore_errors=True)  # large; the figures are in result.json
     return m
 
 
@@ -119,6 +130,9 @@ def examples(args, workdir):
         results[name] = run_example(args, name, workdir)
     for name in args.examples:
         lines += report(args, name, results[name])
+    for name in args.examples:
+        for path in plot_example(workdir, name, os.path.join(args.plot_dir or workdir, name)):
+            print("plot: " + path)
     print("\n== targets (issue 18 items 1, 2)")
     for line in lines:
         print(line)

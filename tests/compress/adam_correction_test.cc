@@ -2,10 +2,12 @@
 // Adam's direction (compress/error_feedback.h).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "compress/cpu_kernels.h"
 #include "compress/error_feedback.h"
 #include "test_util.h"
 
@@ -160,6 +162,35 @@ TEST_CASE("Adam correction: t counts iterations, not chunks; config errors", "[c
   bad = adam_config("laco");
   bad.adam_beta2 = 1.0;
   CHECK_FALSE(make_codec(bad).is_ok());
+}
+
+}  // namespace psrt::compress
+
+namespace psrt::compress {
+
+// The second moment rescaled to W workers' global batch: a steady gradient has no variance to
+// shrink (the same direction as W = 1); pure noise has nothing else, so v shrinks by W and the
+// direction grows by nearly sqrt(W).
+TEST_CASE("Adam correction with W workers: the variance part of v shrinks by W", "[compress][adam]") {
+  const size_t n = 4000;
+  auto run = [&](int workers, float mean, float sigma) {
+    std::vector<float> m(n, 0.0f), v(n, 0.0f), acc(n, 0.0f);
+    for (uint64_t t = 1; t <= 200; ++t) {
+      auto g = testing::gaussian(n, 40 + t, sigma);
+      for (float& x : g) x += mean;
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      adam_add_and_moments(m, v, adam_step(0.9, 0.999, 1e-8, t, workers), acc, g);
+    }
+    double s = 0;
+    for (float x : acc) s += std::fabs(x);
+    return s / double(n);
+  };
+  CHECK(run(4, 1e-3f, 0.0f) == Approx(run(1, 1e-3f, 0.0f)).epsilon(1e-5));
+  const double one = run(1, 0.0f, 1e-3f), four = run(4, 0.0f, 1e-3f);
+  INFO("mean |direction|: W = 1 " << one << ", W = 4 " << four);
+  // Nearly sqrt(W) = 2: m's own noise (about (1-b1)/(1+b1) of the variance) counts as mean.
+  CHECK(four / one > 1.6);
+  CHECK(four / one < 2.0);
 }
 
 }  // namespace psrt::compress

@@ -163,7 +163,18 @@ TEST_CASE("a bad configuration is a ConfigError naming the key and the value", "
                Catch::Contains("compression.replies") && Catch::Contains("sparse"));
     CHECK(parse_config("compression: {codec: laco, replies: compressed}", "j").compression
               .compress_replies);
-    CHECK_FALSE(parse_config("compression: {codec: laco}", "j").compression.compress_replies);
+    CHECK_FALSE(parse_config("compression: {codec: laco, replies: dense}", "j").compression
+                    .compress_replies);
+    CHECK_FALSE(parse_config("compression: {codec: topk}", "j").compression.compress_replies);
+  }
+  SECTION("codec laco's defaults: compressed replies, every tensor compressed, kLacoDensity") {
+    const Config laco = parse_config("compression: {codec: laco}", "j");
+    CHECK(laco.compression.compress_replies);
+    CHECK(laco.compression.dense_below == 0);
+    CHECK(laco.compression.density == kLacoDensity);
+    const Config topk = parse_config("compression: {codec: topk}", "j");
+    CHECK(topk.compression.density == 0.01);
+    CHECK(topk.compression.dense_below == 1024);
   }
   SECTION("momentum correction moves SGD's momentum from the servers to the workers") {
     const Config on = parse_config(
