@@ -90,3 +90,31 @@ plot %s
             continue
         made.append(png)
     return made
+
+
+def mean_final(runs):
+    finals = [r["accuracy"] for r in runs.values()]
+    return sum(finals) / len(finals)
+
+
+# (LACO's variant, the baseline's variant, what the pair measures): issue 18 item 3, at equal
+# bytes. signSGD is fixed at 1 bit per element, so LACO runs at the density matching its bytes.
+PAIRS = [("laco-at-signsgd-bytes", "signsgd", "signSGD (EF)"),
+         ("laco", "graddrop", "Gradient Dropping")]
+
+
+def compare(workdir, name):
+    """MET / MISSED lines of LACO against the baselines' runs found for the example."""
+    runs = collect(workdir, name)
+    lines = []
+    for mine, other, label in PAIRS:
+        if mine not in runs or other not in runs:
+            continue
+        a, b = mean_final(runs[mine]), mean_final(runs[other])
+        ba = sum(r["steady"] for r in runs[mine].values()) / len(runs[mine])
+        bb = sum(r["steady"] for r in runs[other].values()) / len(runs[other])
+        lines.append("%-6s %s: LACO (%s) at least as accurate as %s at equal bytes: %+.2f points "
+                     "(%.4f vs %.4f; %.0f vs %.0f B per iteration per worker; seeds %d vs %d)" % (
+                         "MET" if a >= b else "MISSED", name, mine, label, 100 * (a - b), a, b,
+                         ba, bb, len(runs[mine]), len(runs[other])))
+    return lines

@@ -13,7 +13,7 @@ import re
 import shutil
 
 from psrt_bench import bytes_per_iteration
-from psrt_conv_curves import plot_example
+from psrt_conv_curves import compare, plot_example
 from psrt_conv_runs import launch, log
 
 TRAIN_IMAGES = 60000
@@ -106,20 +106,21 @@ def report(args, name, res):
         print("replies (worker 0's parameter bytes received): dense %.0f, LACO run %.0f: %.1fx" % (
             mean(rec_d), mean(rec_c), mean(rec_d) / mean(rec_c)))
     gap = 100 * (mean(acc_c) - mean(acc_d))
-    lines = ["%-6s %s: LACO within 0.5 points of dense: %+.2f points (mean of %d seeds %.4f vs "
-             "%.4f; seed spread LACO %.4f, dense %.4f)" % (
-                 "MET" if gap >= -0.5 else "MISSED", name, gap, args.seeds, mean(acc_c),
-                 mean(acc_d), max(acc_c) - min(acc_c), max(acc_d) - min(acc_d)),
-             "%-6s %s: LACO push ratio at least 100x: %.1fx steady (iterations >= %d); %.1fx over "
-             "the whole run" % ("MET" if ratio >= 100 else "MISSED", name, ratio,
+    v = args.variant
+    lines = ["%-6s %s: %s within 0.5 points of dense: %+.2f points (mean of %d seeds %.4f vs "
+             "%.4f; seed spread %s %.4f, dense %.4f)" % (
+                 "MET" if gap >= -0.5 else "MISSED", name, v, gap, args.seeds, mean(acc_c),
+                 mean(acc_d), v, max(acc_c) - min(acc_c), max(acc_d) - min(acc_d)),
+             "%-6s %s: %s push ratio at least 100x: %.1fx steady (iterations >= %d); %.1fx over "
+             "the whole run" % ("MET" if ratio >= 100 else "MISSED", name, v, ratio,
                                 args.steady_from, whole)]
     if rec_d and rec_c:
         rr = mean(rec_d) / mean(rec_c)
         lines.append("%-6s %s: compressed replies on: %.1fx fewer parameter bytes received" % (
             "MET" if rr > 1.5 else "MISSED", name, rr))
     if name.startswith("lenet5"):
-        lines.append("%-6s %s: LACO at least 0.90 test accuracy: %.4f (mean of %d seeds)" % (
-            "MET" if mean(acc_c) >= 0.90 else "MISSED", name, mean(acc_c), args.seeds))
+        lines.append("%-6s %s: %s at least 0.90 test accuracy: %.4f (mean of %d seeds)" % (
+            "MET" if mean(acc_c) >= 0.90 else "MISSED", name, v, mean(acc_c), args.seeds))
     return lines
 
 
@@ -131,9 +132,11 @@ def examples(args, workdir):
     for name in args.examples:
         lines += report(args, name, results[name])
     for name in args.examples:
+        lines += compare(workdir, name)
+    for name in args.examples:
         for path in plot_example(workdir, name, os.path.join(args.plot_dir or workdir, name)):
             print("plot: " + path)
-    print("\n== targets (issue 18 items 1, 2)")
+    print("\n== targets (issue 18 items 1-3)")
     for line in lines:
         print(line)
     return results

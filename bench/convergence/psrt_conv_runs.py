@@ -73,6 +73,7 @@ optimizer:
 compression:
   codec: none
   density: %s
+  replies: dense
 log_level: info
 """ % (epochs_or_iters, args.batch_size, args.seed, 0 if iterations else args.eval_every,
        args.servers, args.workers, args.arch, hidden, args.data, args.train_limit,
