@@ -50,6 +50,24 @@ Status validate(const CodecConfig& c) {
                  "needs error_feedback (the unsent velocity accumulates in the residual)");
     }
   }
+  if (c.adam) {
+    if (c.codec == "none") return bad("adam_correction", "true with codec none", "needs a codec");
+    if (!c.error_feedback) {
+      return bad("adam_correction", "true with error_feedback false",
+                 "needs error_feedback (the unsent direction accumulates in the residual)");
+    }
+    if (c.momentum > 0.0) {
+      return bad("adam_correction", "true with momentum_correction",
+                 "one worker-side optimizer at a time (Adam has its own first moment)");
+    }
+    if (!(c.adam_beta1 >= 0.0 && c.adam_beta1 < 1.0 && c.adam_beta2 >= 0.0 && c.adam_beta2 < 1.0 &&
+          c.adam_eps > 0.0 && c.adam_workers >= 1)) {
+      return bad("adam_correction", "true with beta1 " + std::to_string(c.adam_beta1) +
+                                        ", beta2 " + std::to_string(c.adam_beta2) + ", eps " +
+                                        std::to_string(c.adam_eps),
+                 "betas in [0, 1) and eps > 0");
+    }
+  }
   if (c.log_range < 1 || c.log_range > 64) {
     return bad("log_range", std::to_string(c.log_range), "an integer 1..64");
   }

@@ -20,6 +20,14 @@ struct CodecConfig {
                                 // none; needs error_feedback)
   bool momentum_masking = false;  // momentum correction: clear a sent element's momentum (laco,
                                   // graddrop, topk)
+  // Adam correction on the worker (error_feedback.h): the workers run Adam's moments on their own
+  // gradient and compress the update direction; the servers then run plain SGD. Needs
+  // error_feedback; excludes momentum correction.
+  bool adam = false;
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.999;
+  double adam_eps = 1e-8;
+  int adam_workers = 1;  // > 1: v rescaled to the global batch of this many workers
 
   // Settings with no YAML key yet; the defaults are the documented method.
   int log_range = 12;           // laco: log2 dynamic range of the 7-bit code, 1..64

@@ -138,6 +138,45 @@ ChunkMoments momentum_add_and_moments(std::span<float> momentum, float mu, std::
   return moments_pass<Pass::kMomentum>(acc.data(), values.data(), n, momentum.data(), mu);
 }
 
+AdamStep adam_step(double beta1, double beta2, double eps, uint64_t t, int workers) {
+  AdamStep a;
+  a.inv_workers = workers > 1 ? float(1.0 / workers) : 1.0f;
+  a.beta1 = float(beta1);
+  a.beta2 = float(beta2);
+  a.eps = float(eps);
+  a.c1 = float(1.0 / (1.0 - std::pow(beta1, double(t))));
+  a.c2 = float(1.0 / std::sqrt(1.0 - std::pow(beta2, double(t))));
+  return a;
+}
+
+ChunkMoments adam_add_and_moments(std::span<float> m, std::span<float> v, const AdamStep& a,
+                                  std::span<float> acc, std::span<const float> values) {
+  const size_t n = std::min({m.size(), v.size(), acc.size(), values.size()});
+  const float b1 = a.beta1, b2 = a.beta2, nb1 = 1.0f - b1, nb2 = 1.0f - b2;
+  float* mp = m.data();
+  float* vp = v.data();
+  float* r = acc.data();
+  const float* g = values.data();
+  if (a.inv_workers == 1.0f) {
+    for (size_t i = 0; i < n; ++i) {
+      mp[i] = b1 * mp[i] + nb1 * g[i];
+      vp[i] = b2 * vp[i] + nb2 * g[i] * g[i];
+      r[i] += a.c1 * mp[i] / (std::sqrt(vp[i]) * a.c2 + a.eps);
+    }
+  } else {
+    const float c2sq = a.c2 * a.c2;
+    for (size_t i = 0; i < n; ++i) {
+      mp[i] = b1 * mp[i] + nb1 * g[i];
+      vp[i] = b2 * vp[i] + nb2 * g[i] * g[i];
+      const float mh = a.c1 * mp[i];
+      const float vh = vp[i] * c2sq;
+      const float q = std::min(mh * mh, vh);
+      r[i] += mh / (std::sqrt(q + (vh - q) * a.inv_workers) + a.eps);
+    }
+  }
+  return chunk_moments(std::span<const float>(r, n));
+}
+
 namespace {
 
 // Calls on_hit(i) for every i with |values[i]| >= threshold, in order. The SSE2 path compares 16

@@ -22,6 +22,22 @@ ChunkMoments add_and_moments(std::span<float> acc, std::span<const float> values
 ChunkMoments momentum_add_and_moments(std::span<float> momentum, float mu, std::span<float> acc,
                                       std::span<const float> values);
 
+// One step of Adam on the worker (error_feedback.h's Adam correction), in fp32 as the servers'
+// Adam computes it: m = b1*m + (1-b1)*g; v = b2*v + (1-b2)*g*g; d = c1*m / (sqrt(v)*c2 + eps)
+// with the bias corrections c1 = 1/(1-b1^t), c2 = 1/sqrt(1-b2^t); then acc += d. Returns
+// chunk_moments(acc). With workers W > 1 the second moment is the estimate of the global batch's
+// (W local batches' mean) from the local one: with mh = c1*m, vh = c2*c2*v and
+// q = min(mh*mh, vh) standing for the squared mean, v_global = q + (vh - q) / W (the variance
+// part shrinks by W) and d = mh / (sqrt(v_global) + eps).
+struct AdamStep {
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  float c1 = 1, c2 = 1;
+  float inv_workers = 1;  // 1 / W
+};
+AdamStep adam_step(double beta1, double beta2, double eps, uint64_t t, int workers = 1);
+ChunkMoments adam_add_and_moments(std::span<float> m, std::span<float> v, const AdamStep& a,
+                                  std::span<float> acc, std::span<const float> values);
+
 // Appends to `indices` (cleared first) every i with |values[i]| >= threshold, in order.
 void select_at_least(std::span<const float> values, float threshold,
                      std::vector<uint32_t>& indices);

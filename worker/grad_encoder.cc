@@ -42,7 +42,8 @@ GradEncoder::GradEncoder(const CompressionConfig& config, const ModelDesc& model
 #if PSRT_WITH_CUDA
   // cudaGetDeviceCount only for the one codec that can use it: it starts the CUDA driver.
   on_device_ = codec_config_.codec == "laco" && codec_config_.error_feedback &&
-               !codec_config_.momentum_masking && compress::cuda::device_available();
+               !codec_config_.momentum_masking && !codec_config_.adam &&
+               compress::cuda::device_available();
 #endif
 }
 

@@ -37,7 +37,7 @@ class GradEncoder {
                                                      std::span<const float> grad);
 
   // Whether encode_device() can run: the codec is laco with error feedback and without momentum
-  // masking (host only), this build has CUDA and the machine a CUDA device.
+  // masking or Adam correction (host only), this build has CUDA and the machine a CUDA device.
   bool encodes_on_device() const { return on_device_; }
   // encode() for a gradient in device memory: `device_grad` is the whole tensor on the current
   // CUDA device, produced on the default stream (see compress/cuda/device_laco.h); it is no longer

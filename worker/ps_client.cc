@@ -182,7 +182,7 @@ void PsClient::push_device(uint32_t key, uint64_t iteration, const float* device
   if (!encoder_.encodes_on_device()) {
     throw JobError(
         "push_device: gradients are compressed on the device only with laco, error "
-        "feedback and no momentum masking, a CUDA build and a device");
+        "feedback and no momentum masking or Adam correction, a CUDA build and a device");
   }
   check_key(key, std::nullopt);
   if (device_grad == nullptr) throw std::invalid_argument("push_device: no gradient");
@@ -196,7 +196,7 @@ void PsClient::push_device(std::span<const uint32_t> keys, uint64_t iteration,
   if (!encoder_.encodes_on_device()) {
     throw JobError(
         "push_device: gradients are compressed on the device only with laco, error "
-        "feedback and no momentum masking, a CUDA build and a device");
+        "feedback and no momentum masking or Adam correction, a CUDA build and a device");
   }
   if (keys.size() != device_grads.size()) throw std::invalid_argument("push_device: sizes");
   std::vector<ChunkDesc> chunks;

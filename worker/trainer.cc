@@ -41,10 +41,19 @@ namespace {
 // Hands tensor `key`'s gradient to the client: from device memory where the backend keeps it
 // there and the client compresses on the device (it never comes to the host uncompressed), else
 // from host memory.
-void push_gradient(PsClient& client, const Backend& backend, uint32_t key, uint64_t iteration) {
+// With Adam correction and weight decay, the L2 term the servers' Adam would add (g + wd * p)
+// is added here, where the parameters are: `scratch` holds the sum.
+void push_gradient(PsClient& client, Backend& backend, uint32_t key, uint64_t iteration,
+                   float weight_decay, std::vector<float>& scratch) {
   const float* on_device = backend.device_grad(key);
   if (on_device != nullptr && client.encodes_on_device()) {
     client.push_device(key, iteration, on_device);
+  } else if (weight_decay > 0) {
+    const std::span<const float> g = backend.grad(key);
+    const std::span<const float> p = backend.param(key);
+    scratch.resize(g.size());
+    for (std::size_t i = 0; i < g.size(); ++i) scratch[i] = g[i] + weight_decay * p[i];
+    client.push(key, iteration, scratch);
   } else {
     client.push(key, iteration, backend.grad(key));
   }
@@ -93,6 +102,12 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
                                                 c.momentum)
                                   : std::string(),
                    c.compress_replies ? "compressed" : "dense");
+      if (c.adam) {
+        spdlog::info("compression: Adam (beta1 {}, beta2 {}) on the workers, which compress its "
+                     "direction (adam_correction; the servers run plain SGD)",
+                     c.adam_beta1, c.adam_beta2);
+      }
+      for (const std::string& w : compression_warnings(config)) spdlog::warn("{}", w);
     }
   }
   TrainResult result;
@@ -103,6 +118,7 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
   const uint64_t warmup = first + (total - first > 1 ? std::max<uint64_t>(1, (total - first) / 10) : 0);
   auto steady_start = t0;
   auto iteration_start = t0;
+  std::vector<float> decayed;  // push_gradient's scratch
   for (uint64_t t = first; t < total; ++t) {
     if (t == warmup) steady_start = Clock::now();
     if (t > first) {
@@ -144,7 +160,10 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
         client.push_device(keys, t, grads);
         return;
       }
-      for (uint32_t key : keys) push_gradient(client, backend, key, t);
+      for (uint32_t key : keys) {
+        push_gradient(client, backend, key, t, float(config.compression.adam_weight_decay),
+                      decayed);
+      }
     };
     for (std::size_t l = layers; l-- > 0;) {
       traced(timeline, "backward", "bwd " + model.layers[l].name, [&] { backend.backward_layer(l); });

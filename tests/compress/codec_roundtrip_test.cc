@@ -202,13 +202,15 @@ TEST_CASE("a saved and reloaded state encodes the next iterations like the origi
           "[compress][checkpoint]") {
   const size_t n = 5000;
   for (const char* name : testing::kAllCodecs) {
-    for (bool momentum : {false, true}) {
-      if (momentum && std::string_view(name) == "none") continue;  // config: needs a codec
-      INFO(name << (momentum ? " with momentum correction" : ""));
+    for (const char* correction : {"", "momentum", "adam"}) {
+      const std::string_view corr = correction;
+      if (!corr.empty() && std::string_view(name) == "none") continue;  // config: needs a codec
+      INFO(name << " correction: " << corr);
       CodecConfig c = testing::config_for(name);
       c.calibration_iters = 2;
       c.warmup_iters = 3;
-      if (momentum) c.momentum = 0.9;
+      if (corr == "momentum") c.momentum = 0.9;
+      c.adam = corr == "adam";
       auto codec = testing::make(c);
       const TensorInfo info{.num_elements = static_cast<int64_t>(n)};
       auto original = codec->make_state(info);

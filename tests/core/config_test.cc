@@ -168,7 +168,18 @@ TEST_CASE("a bad configuration is a ConfigError naming the key and the value", "
                Catch::Contains("compression.replies") && Catch::Contains("sparse"));
     CHECK(parse_config("compression: {codec: laco, replies: compressed}", "j").compression
               .compress_replies);
-    CHECK_FALSE(parse_config("compression: {codec: laco}", "j").compression.compress_replies);
+    CHECK_FALSE(parse_config("compression: {codec: laco, replies: dense}", "j").compression
+                    .compress_replies);
+    CHECK_FALSE(parse_config("compression: {codec: topk}", "j").compression.compress_replies);
+  }
+  SECTION("codec laco's defaults: compressed replies, every tensor compressed, kLacoDensity") {
+    const Config laco = parse_config("compression: {codec: laco}", "j");
+    CHECK(laco.compression.compress_replies);
+    CHECK(laco.compression.dense_below == 0);
+    CHECK(laco.compression.density == kLacoDensity);
+    const Config topk = parse_config("compression: {codec: topk}", "j");
+    CHECK(topk.compression.density == 0.01);
+    CHECK(topk.compression.dense_below == 1024);
   }
   SECTION("momentum correction moves SGD's momentum from the servers to the workers") {
     const Config on = parse_config(
@@ -201,6 +212,33 @@ TEST_CASE("a bad configuration is a ConfigError naming the key and the value", "
     CHECK_THAT(error_of("optimizer: {momentum: 0}\n"
                         "compression: {codec: laco, momentum_correction: true}"),
                Catch::Contains("compression.momentum_correction") && Catch::Contains("momentum > 0"));
+  }
+  SECTION("Adam correction: on by default with adam and a codec; the servers then run SGD") {
+    const Config on = parse_config(
+        "optimizer: {type: adam, lr: 0.002, beta1: 0.8, weight_decay: 0.001}\n"
+        "compression: {codec: laco}", "j");
+    CHECK(on.compression.adam);
+    CHECK(on.compression.adam_beta1 == 0.8);
+    CHECK(on.compression.adam_weight_decay == 0.001);
+    CHECK(on.optimizer.type == "sgd");
+    CHECK(on.optimizer.lr == 0.002);
+    CHECK(on.optimizer.momentum == 0);
+    CHECK(on.optimizer.weight_decay == 0);
+    CHECK(compression_warnings(on).empty());
+    const Config off = parse_config(
+        "optimizer: {type: adam}\ncompression: {codec: laco, adam_correction: false}", "j");
+    CHECK_FALSE(off.compression.adam);
+    CHECK(off.optimizer.type == "adam");
+    REQUIRE(compression_warnings(off).size() == 1);
+    CHECK_THAT(compression_warnings(off)[0], Catch::Contains("adam_correction"));
+    CHECK_FALSE(parse_config("optimizer: {type: adam}", "j").compression.adam);  // codec none
+    CHECK_FALSE(parse_config("optimizer: {type: adam}\n"
+                             "compression: {codec: laco, error_feedback: false}", "j")
+                    .compression.adam);
+    CHECK_THAT(error_of("compression: {codec: laco, adam_correction: true}"),
+               Catch::Contains("compression.adam_correction") && Catch::Contains("adam"));
+    CHECK_THAT(compression_warnings(parse_config("compression: {codec: topk}", "j"))[0],
+               Catch::Contains("momentum_correction"));
   }
   SECTION("not YAML, or not a mapping") {
     CHECK_THAT(error_of("cluster: {servers: [1"), Catch::Contains("job.yaml"));

@@ -159,7 +159,8 @@ TEST_CASE("with compression the workers' codec state is checkpointed too, bit-id
   Job laco = kMlp;
   laco.iterations = 300;
   laco.extra =
-      "compression: {codec: laco, density: 0.05, calibration_iters: 3, warmup_iters: 20}\n";
+      "compression: {codec: laco, density: 0.05, calibration_iters: 3, warmup_iters: 20, "
+      "replies: dense}\n";  // compressed replies' codec state restarts (README, Checkpoints)
   kill_and_resume(laco);
 }
 

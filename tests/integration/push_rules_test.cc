@@ -121,7 +121,7 @@ TEST_CASE("a repeated push (same worker, iteration, key, range) is counted once"
 TEST_CASE("compressed pushes are checked on arrival and decoded into the update",
           "[integration][compress]") {
   ServerProc s(yaml(1, "compression: {codec: laco, calibration_iters: 1, warmup_iters: 0, "
-                       "density: 0.05, error_feedback: false}\n"));
+                       "density: 0.05, error_feedback: false, replies: dense}\n"));
   zmq::context_t ctx(1);
   RawClient w(ctx, s.endpoint, "w0", {wire::WORKER, 0, "rules"});
   std::mt19937 rng(11);
