@@ -178,10 +178,10 @@ def prepare(args, suite, plan_, bandwidth, out):
         if m["name"] not in derived:
             derived[m["name"]] = derive(suite, m, bandwidth, out)
         c.profile = derived[m["name"]]
-        sim_mode = "preemptive" if c.mode == "preemptive+laco" else c.mode
+        sim_mode = c.mode.split("+")[0]
         sim = pb.simulate(args.bin_dir, c.profile, c.workers, c.servers, bandwidth, sim_mode,
                           suite["chunk_bytes"], suite["credit_bytes"], suite["sim_iterations"],
-                          0.0)
+                          0.0, grouping="auto" if c.mode == "preemptive+grouping" else None)
         c.sim_hint_ms = sim["iter_ms"]
         c.sim = None if c.mode == "preemptive+laco" else sim  # psrt-sim has no codecs
 
@@ -216,7 +216,7 @@ def job(suite, c, net, rundir, data):
         "cluster": {"servers": c.servers, "workers": c.workers,
                     "coordinator": "tcp://%s:0" % net.addr(0), "start_timeout_s": 60},
         "optimizer": {"type": "sgd", "lr": 0.01},
-        "scheduler": {"mode": "preemptive" if laco else c.mode,
+        "scheduler": {"mode": c.mode.split("+")[0],
                       "chunk_bytes": suite["chunk_bytes"], "credit_bytes": suite["credit_bytes"]},
         "timeline": os.path.join(rundir, "timeline"),
         "log_level": "info" if c.native else "warn",
@@ -233,8 +233,12 @@ def job(suite, c, net, rundir, data):
         d["optimizer"] = {"type": "adam", "lr": m["lr"]}
     else:
         d["model"] = {"backend": "replay", "profile": c.profile}
+    if c.mode == "preemptive+grouping":
+        d["scheduler"]["grouping"] = "auto"  # GradOptimizer
     if laco:
-        d["compression"] = {"codec": "laco", "density": suite["laco"]["density"]}
+        # Dense replies, as the study was first measured (laco's default is now compressed).
+        d["compression"] = {"codec": "laco", "density": suite["laco"]["density"],
+                            "replies": "dense"}
         if not c.native:  # native: the runtime's calibration and warm-up, for accuracy
             d["compression"].update({k: suite["laco"][k] for k in ("calibration_iters",
                                                                    "warmup_iters")})

@@ -6,7 +6,8 @@ import os
 
 import psrt_bench as pb
 
-MODES = ["bigdl", "fifo", "nonpreemptive", "preemptive", "preemptive+laco"]
+MODES = ["bigdl", "fifo", "nonpreemptive", "preemptive", "preemptive+laco", "preemptive+grouping"]
+DEFAULT_MODES = MODES[:5]  # preemptive+grouping (scheduler.grouping: auto) when a suite names it
 NATIVE_ARCHS = ["vgg-small", "lenet5", "mlp"]
 
 
@@ -94,7 +95,7 @@ def _keys(where, d, allowed):
 TOP = {
     "name": ("", None),
     "models": (None, None),
-    "modes": (list(MODES), _modes),
+    "modes": (list(DEFAULT_MODES), _modes),
     "workers": ([1, 2, 4, 8], lambda k, v: _ints(k, v, 1)),
     "servers": ({"per_workers": 4}, _servers),
     "link_rate": ("500mbit", _rate),

@@ -10,7 +10,8 @@ import psrt_bench as pb
 
 PROG = "psrt-bench-suite"
 COLORS = {"bigdl": "#000000", "fifo": "#999999", "nonpreemptive": "#1f77b4",
-          "preemptive": "#d62728", "preemptive+laco": "#2ca02c"}
+          "preemptive": "#d62728", "preemptive+laco": "#2ca02c",
+          "preemptive+grouping": "#9467bd"}
 
 
 def tables(rows):
