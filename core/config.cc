@@ -7,8 +7,8 @@
 #include <iterator>
 
 #include "core/config_limits.h"
+#include "core/config_placement.h"
 #include "core/grouping_spec.h"
-#include "core/plan_yaml.h"
 #include "core/status.h"
 #include "core/yaml_reader.h"
 
@@ -65,66 +65,6 @@ std::string resolve(const std::string& path, const std::string& base_dir) {
   auto p = std::filesystem::path(base_dir) / path;
   if (std::filesystem::exists(p)) return p.string();
   return std::filesystem::exists(path) ? path : p.string();
-}
-
-PlacementConfig parse_placement(const YamlReader& r, const std::string& base_dir) {
-  PlacementConfig p;
-  p.plan = r.get_string("plan", "");
-  if (!p.plan.empty() && p.plan != "auto") p.plan = resolve(p.plan, base_dir);
-  p.placer = r.get_string("placer", p.placer);
-  p.address = r.get_string("address", "");
-  p.micro_batches = static_cast<uint32_t>(r.get_int("micro_batches", 1, 1, 4096));
-  p.mode = r.get_choice("mode", "data", {"data", "model", "hybrid"});
-  p.partitions = static_cast<uint32_t>(r.get_int("partitions", 1, 1, kMaxWorkers));
-  if (r.has("devices")) {
-    p.devices = read_devices(r);
-  } else {
-    for (const char* key : {"link", "server_link", "link_pairs"}) {
-      if (r.has(key)) r.fail(key, "needs placement.devices");
-    }
-    if (!p.plan.empty()) r.fail("devices", "is required when placement.plan is set");
-  }
-  r.reject_unknown();
-  return p;
-}
-
-// The combinations of placement.mode, partitions, micro_batches and the rest that can run.
-void check_split(const Config& c, const YamlReader& r) {
-  const PlacementConfig& p = c.placement;
-  if (!p.split()) {
-    if (p.partitions != 1) r.fail("partitions", "must be 1 with placement.mode data (or set mode model or hybrid)");
-    return;
-  }
-  if (p.partitions < 2) r.fail("partitions", "must be at least 2 with placement.mode " + p.mode);
-  const auto workers = uint32_t(c.cluster.workers);
-  if (p.mode == "model" && workers != p.partitions) {
-    r.fail("partitions", std::to_string(p.partitions) + " stages need cluster.workers = " +
-                             std::to_string(p.partitions) + " in mode model, not " +
-                             std::to_string(workers) + " (mode hybrid runs several replicas)");
-  }
-  if (p.mode == "hybrid" && (workers % p.partitions != 0 || workers / p.partitions < 2)) {
-    r.fail("partitions", "mode hybrid needs cluster.workers (" + std::to_string(workers) +
-                             ") = replicas x " + std::to_string(p.partitions) +
-                             " with at least 2 replicas");
-  }
-  if (c.job.iterations <= 0) {
-    throw ConfigError(c.source + ": job.iterations: must be set with placement.mode " + p.mode +
-                      " (only the first stage reads the data, so no stage counts epochs)");
-  }
-  if (c.model.backend == "gpu") {
-    r.fail("mode", p.mode + " runs on model.backend native or replay, not gpu (not built yet)");
-  }
-  if (c.scheduler.grouping != "none") {
-    throw ConfigError(c.source + ": scheduler.grouping: " + c.scheduler.grouping +
-                      " with placement.mode " + p.mode +
-                      ": stages push their tensors ungrouped (grouping of a stage's own tensors "
-                      "is not built yet); use grouping none");
-  }
-  if (int64_t(p.micro_batches) > c.job.batch_size) {
-    r.fail("micro_batches", std::to_string(p.micro_batches) + " micro-batches need job.batch_size >= " +
-                                std::to_string(p.micro_batches) + ", not " +
-                                std::to_string(c.job.batch_size));
-  }
 }
 
 }  // namespace
@@ -346,8 +286,9 @@ Config parse_yaml(const std::string& yaml_text, const std::string& where,
   }
   comp.reject_unknown();
 
-  parse_security_and_limits(top, c, [&](const std::string& p) { return resolve(p, base_dir); });
-  c.placement = parse_placement(top.child("placement"), base_dir);
+  const auto in_base = [&](const std::string& p) { return resolve(p, base_dir); };
+  parse_security_and_limits(top, c, in_base);
+  c.placement = parse_placement(top.child("placement"), in_base);
   if (c.compression.adam && c.placement.split()) {
     // The global batch is the replicas' (each stage of a replica sees the same samples).
     c.compression.adam_workers = std::max(1, c.cluster.workers / int(c.placement.partitions));

@@ -1,4 +1,5 @@
-// The data plane of psrt-server: INIT, PULL and PUSH of chunks; aggregation and replies.
+// The data plane of psrt-server: INIT, PULL and PUSH of chunks and their aggregation (the replies
+// go out through server_reply_queue.cc).
 #include <spdlog/spdlog.h>
 
 #include <cmath>
@@ -312,66 +313,6 @@ void Server::complete_update(ChunkState& c) {
     return;
   }
   for (uint32_t w : c.holders) queue_reply(w, c);
-}
-
-void Server::queue_reply(uint32_t worker, const ChunkState& c, bool dense) {
-  PushUnit unit;
-  unit.chunk = c.index;
-  unit.bytes = dense || !c.reply ? c.desc.bytes() : c.reply->size();
-  if (dense) replies_[worker].dense.insert(c.index);
-  replies_[worker].queue.add(c.desc.key, c.priority, {unit});
-  pump_replies(worker);
-}
-
-void Server::pump_replies(uint32_t worker) {
-  ReplyLink& link = replies_[worker];
-  const std::string& identity = worker_ids_[worker];
-  while (auto unit = link.queue.next()) {
-    const uint64_t seq = ++link.seq;
-    link.unacked[seq] = unit->bytes;
-    auto group = link.groups.find(unit->chunk);
-    if (group != link.groups.end()) {
-      send_group_params(identity, *group->second, seq);
-      link.groups.erase(group);
-      continue;
-    }
-    const bool dense = link.dense.erase(unit->chunk) > 0;
-    send_params(identity, chunks_.at(unit->chunk), seq, dense);
-  }
-}
-
-void Server::on_reply_ack(uint32_t worker, const wire::Header& h) {
-  ReplyLink& link = replies_[worker];
-  auto it = link.unacked.find(h.seq());
-  if (it == link.unacked.end()) {
-    reply_error(worker_ids_[worker], &h,
-                {ErrorCode::kUnexpected, "ACK for reply " + std::to_string(h.seq()) +
-                                             ", which is not in flight"});
-    return;
-  }
-  link.queue.acked(it->second);
-  link.unacked.erase(it);
-  pump_replies(worker);
-}
-
-void Server::send_params(const std::string& identity, const ChunkState& c, uint64_t seq,
-                         bool dense) {
-  wire::Header h = make_header(self_, wire::PARAMS);
-  h.set_key(c.desc.key);
-  h.set_offset(c.desc.offset);
-  h.set_length(c.desc.length);
-  h.set_iteration(c.iteration);
-  h.set_num_elements(c.desc.length);
-  h.set_seq(seq);
-  std::vector<zmq::message_t> payload;
-  if (reply_codec_) {
-    payload.push_back(reply_frame(c, dense, h));
-  } else {
-    h.set_codec(wire::CODEC_NONE);
-    payload.push_back(shared_frame(c.params, c.params->data(), c.desc.bytes()));
-  }
-  h.set_payload_bytes(payload.back().size());
-  send(identity, h, std::move(payload));
 }
 
 void Server::reply_error(const std::string& identity, const wire::Header* about,

@@ -9,6 +9,7 @@
 
 #include "core/status.h"
 #include "engine/init.h"
+#include "worker/run_clock.h"
 #include "worker/traced.h"
 
 namespace psrt {
@@ -134,14 +135,10 @@ TrainResult StageWorker::train(PsClient& client, Timeline* tl) {
   const uint64_t first = client.start_iteration();
   if (first > 0) net_->skip_random_steps(first * l.micro_batches);
   TrainResult result;
-  const auto t0 = Clock::now();
-  auto window = t0;
-  // As the data-parallel trainer: the steady time leaves out the first tenth (start-up).
-  const uint64_t warmup =
-      first + (total - first > 1 ? std::max<uint64_t>(1, (total - first) / 10) : 0);
-  auto steady_start = t0;
+  RunClock clock(first, total);  // as the data-parallel trainer's
+  auto window = clock.start();
   for (uint64_t t = first; t < total; ++t) {
-    if (t == warmup) steady_start = Clock::now();
+    clock.at(t);
     if (t > first) client.checkpoint(t);
     if (source_) source_->load(t);
     if (config_.scheduler.mode == Mode::kBigdl) client.wait_all(t);
@@ -172,12 +169,7 @@ TrainResult StageWorker::train(PsClient& client, Timeline* tl) {
   }
   if (total > first) client.checkpoint(total);
   client.wait_all(total);
-  const auto end = Clock::now();
-  result.iterations = total;
-  result.seconds = std::chrono::duration<double>(end - t0).count();
-  result.steady_ms_per_iteration =
-      std::chrono::duration<double, std::milli>(end - steady_start).count() /
-      double(std::max<uint64_t>(1, total - warmup));
+  clock.finish(result);
   return result;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "worker/run_clock.h"
 #include "worker/traced.h"
 
 namespace psrt {
@@ -111,16 +112,15 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
     }
   }
   TrainResult result;
-  const auto t0 = Clock::now();
+  RunClock clock(first, total);
+  const auto t0 = clock.start();
   auto window_start = t0;
   double loss_sum = 0;
   int loss_count = 0;
-  const uint64_t warmup = first + (total - first > 1 ? std::max<uint64_t>(1, (total - first) / 10) : 0);
-  auto steady_start = t0;
   auto iteration_start = t0;
   std::vector<float> decayed;  // push_gradient's scratch
   for (uint64_t t = first; t < total; ++t) {
-    if (t == warmup) steady_start = Clock::now();
+    clock.at(t);
     if (t > first) {
       client.checkpoint(t);  // the compression state after iteration t - 1
       const auto now = Clock::now();
@@ -213,12 +213,7 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
   }
   if (total > first) client.checkpoint(total);
   client.wait_all(total);  // the final parameters
-  const auto end = Clock::now();
-  result.iterations = total;
-  result.seconds = std::chrono::duration<double>(end - t0).count();
-  result.steady_ms_per_iteration =
-      std::chrono::duration<double, std::milli>(end - steady_start).count() /
-      double(std::max<uint64_t>(1, total - warmup));
+  clock.finish(result);
   return result;
 }
 
