@@ -160,7 +160,12 @@ void Server::on_push(const std::string& identity, PeerId from, const wire::Heade
 
 std::optional<WireError> Server::check_push(const wire::Header& h, ChunkState& c,
                                             zmq::message_t& frame) const {
-  if (!c.initialized || !started_) {
+  // Not `started_`: the coordinator's release of the start barrier travels to this server and to
+  // the workers on separate connections, and a worker's first push (a pipeline's last stage pushes
+  // a few milliseconds after the release) may arrive before this server's copy. A chunk is
+  // initialised (INIT, or a checkpoint) only after the membership and before any worker may
+  // arrive at the barrier, so a push for it can only follow the release.
+  if (!c.initialized || !have_membership_) {
     return WireError{ErrorCode::kNotReady, "push before the start barrier"};
   }
   if (c.updating || h.iteration() != c.iteration) {
