@@ -65,6 +65,10 @@ StageLayout stage_layout(const Config& config, const ModelDesc& model) {
   s.replicas = p.replicas(config.cluster.workers);
   s.micro_batches = p.micro_batches;
   s.batch = uint32_t(config.job.batch_size);
+  const bool has_data = config.model.backend != "replay";
+  s.iterations = uint64_t(config.job.iterations);
+  s.eval_every = has_data ? uint64_t(config.job.eval_every) : 0;
+  s.eval_at_end = has_data && config.job.evaluate;
   const auto layers = uint32_t(model.layers.size());
   if (layers < s.stages) {
     throw ConfigError("placement.partitions: " + std::to_string(s.stages) + " stages for " +

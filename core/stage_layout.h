@@ -35,6 +35,17 @@ struct StageLayout {
   // Micro-batch `mb` is rows [first, first + count) of the batch: sizes differ by one at most.
   uint32_t micro_first(uint32_t mb) const { return uint32_t(uint64_t(mb) * batch / micro_batches); }
   uint32_t micro_rows(uint32_t mb) const { return micro_first(mb + 1) - micro_first(mb); }
+  uint32_t max_micro_rows() const { return (batch + micro_batches - 1) / micro_batches; }
+
+  // Test-set evaluation (replica 0's stages, between iterations; none on the replay backend,
+  // which has no data): after the final iteration with job.evaluate, and every job.eval_every.
+  uint64_t iterations = 0;
+  uint64_t eval_every = 0;
+  bool eval_at_end = false;
+  bool evaluates_after(uint64_t done) const {
+    if (done == iterations) return eval_at_end;
+    return eval_every > 0 && done % eval_every == 0 && done < iterations;
+  }
 };
 
 // Throws ConfigError naming placement.plan or placement.partitions when the plan does not fit the

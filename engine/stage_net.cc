@@ -123,6 +123,29 @@ void StageNet::forward_layer(uint32_t slot, uint32_t layer) {
   if (auto* loss = dynamic_cast<SoftmaxXent*>(&l)) s.loss = loss->loss();
 }
 
+void StageNet::eval_forward(uint32_t slot) {
+  Slot& s = slots_.at(slot);
+  if (s.n == 0) throw std::logic_error("StageNet::eval_forward before input");
+  const std::size_t layers = holds_loss() ? layers_.size() - 1 : layers_.size();
+  for (std::size_t i = 0; i < layers; ++i) {
+    layers_[i]->forward(s.acts[i].data(), s.acts[i + 1].data(), s.n, false);
+  }
+}
+
+int64_t StageNet::eval_correct(uint32_t slot) const {
+  const Slot& s = slots_.at(slot);
+  if (!holds_loss()) throw std::logic_error("StageNet::eval_correct: not the last stage");
+  if (s.labels.size() != std::size_t(s.n)) throw std::logic_error("StageNet: no labels");
+  const auto k = std::size_t(classes_);
+  const std::vector<float>& logits = s.acts[layers_.size() - 1];
+  int64_t correct = 0;
+  for (int r = 0; r < s.n; ++r) {
+    const float* z = logits.data() + std::size_t(r) * k;
+    if (std::max_element(z, z + k) - z == s.labels[std::size_t(r)]) ++correct;
+  }
+  return correct;
+}
+
 std::span<const float> StageNet::output(uint32_t slot) const {
   return slots_.at(slot).acts.back();
 }

@@ -59,6 +59,14 @@ class StageNet {
   void backward_layer(uint32_t slot, uint32_t layer, float loss_scale, bool first_micro);
   std::span<const float> input_grad(uint32_t slot) const;  // not the first stage
 
+  // Evaluation (test accuracy): the slot's input through every layer of the stage in evaluation
+  // mode (dropout is the identity and draws nothing), stopping before the loss layer; output()
+  // is what goes to the next stage. The training state (random streams, gradient sums)
+  // is untouched; the slot's activations are overwritten.
+  void eval_forward(uint32_t slot);
+  // The last stage, after eval_forward and set_labels: samples whose largest logit is their label.
+  int64_t eval_correct(uint32_t slot) const;
+
  private:
   struct Slot;
   Layer& at(uint32_t layer) { return *layers_.at(layer - first_); }

@@ -46,9 +46,9 @@ void run_stage(const psrt::Config& config, uint32_t rank, const std::string& dum
     std::fflush(stdout);
   }
   if (!dump.empty()) stage.dump_params(dump);
-  if (rank == 0 && config.job.evaluate) {
-    spdlog::info("no test accuracy: a split job does not evaluate yet (placement.mode {})",
-                 config.placement.mode);
+  if (result.test_accuracy) {  // the last stage of replica 0
+    std::printf("test accuracy: %.4f\n", *result.test_accuracy);
+    std::fflush(stdout);
   }
   client.finish();
   timeline.flush();

@@ -229,15 +229,26 @@ void PsClient::enqueue(Command cmd) {
 }
 
 StageMessage PsClient::wait_stage(StageDir dir, uint64_t iteration, uint32_t micro_batch) {
-  const auto key = std::make_pair(iteration, micro_batch);
-  auto& inbox = stage_inbox_[int(dir)];
+  return wait_inbox(stage_inbox_[int(dir)], {iteration, micro_batch},
+                    std::string(dir == StageDir::kForward ? "activations" : "activation gradients") +
+                        " of iteration " + std::to_string(iteration) + " micro-batch " +
+                        std::to_string(micro_batch) + " from " +
+                        stage_peer(dir == StageDir::kForward ? StageDir::kBackward
+                                                             : StageDir::kForward));
+}
+
+StageMessage PsClient::wait_eval(uint64_t done, uint32_t batch) {
+  return wait_inbox(eval_inbox_, {done, batch},
+                    "evaluation batch " + std::to_string(batch) + " after iteration " +
+                        std::to_string(done) + " from " + stage_peer(StageDir::kBackward));
+}
+
+StageMessage PsClient::wait_inbox(std::map<std::pair<uint64_t, uint32_t>, StageMessage>& inbox,
+                                  std::pair<uint64_t, uint32_t> key, std::string what) {
   {
     std::lock_guard lock(mu_);
     waiting_since_ = std::chrono::steady_clock::now();
-    waiting_stage_ = std::string(dir == StageDir::kForward ? "activations" : "activation gradients") + " of iteration " +
-                     std::to_string(iteration) + " micro-batch " + std::to_string(micro_batch) +
-                     " from " +
-                     stage_peer(dir == StageDir::kForward ? StageDir::kBackward : StageDir::kForward);
+    waiting_stage_ = std::move(what);
   }
   wait_for([&] { return inbox.count(key) > 0; });
   std::lock_guard lock(mu_);

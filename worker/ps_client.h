@@ -63,6 +63,7 @@ struct StageRole {
 struct StageMessage {
   uint64_t iteration = 0;
   uint32_t micro_batch = 0, samples = 0;
+  uint32_t eval_batches = 0;  // an evaluation pass's batch count (micro_batch: the batch); 0: training
   zmq::message_t values;  // samples x width floats
   zmq::message_t labels;  // forward only: samples int32 labels
 };
@@ -110,12 +111,18 @@ class PsClient {
   // Model parallelism: hands a micro-batch's activations (kForward, with its labels) to the next
   // stage or its activation gradients (kBackward) to the previous one; the buffers are shared with
   // the transport until sent (zero-copy), under byte credit (scheduler.credit_bytes).
+  // `eval_batches` > 0: batch `micro_batch` of the evaluation pass after `iteration` iterations
+  // (forward only; StageLayout::evaluates_after says when a pass is due).
   void send_stage(StageDir dir, uint64_t iteration, uint32_t micro_batch, uint32_t samples,
                   std::shared_ptr<const std::vector<float>> values,
-                  std::shared_ptr<const std::vector<int32_t>> labels = nullptr);
+                  std::shared_ptr<const std::vector<int32_t>> labels = nullptr,
+                  uint32_t eval_batches = 0);
   // Blocks until the previous stage's activations (kForward) or the next stage's gradients
   // (kBackward) of that micro-batch are in; they come in schedule order and were checked.
   StageMessage wait_stage(StageDir dir, uint64_t iteration, uint32_t micro_batch);
+  // The same for batch `batch` of the evaluation pass after `done` iterations (from the previous
+  // stage; its eval_batches says how many the pass has).
+  StageMessage wait_eval(uint64_t done, uint32_t batch);
   // Passes the shutdown barrier; the servers exit when every worker has.
   void finish();
 
@@ -187,6 +194,10 @@ class PsClient {
     // The next message expected from the peer on this link.
     uint64_t next_iteration = 0;
     uint32_t next_micro = 0;
+    // An evaluation pass in progress (forward link): its batch count and next batch; the
+    // iteration count of the last pass received whole (or where training started).
+    uint32_t eval_batches = 0, next_eval = 0;
+    uint64_t evaluated_at = 0;
   };
   void bind_stage();
   void connect_stage(const wire::StageMap& map, uint64_t first_iteration);
@@ -194,6 +205,12 @@ class PsClient {
   // The check of an ACTIVATION / ACTIVATION_GRAD: empty when it is the one expected.
   std::string check_stage(StageDir dir, const wire::Header& h,
                           const std::vector<zmq::message_t>& payload) const;
+  // The schedule part of that check, for training messages and for evaluation batches.
+  std::string check_order(StageDir dir, const wire::Header& h) const;
+  std::string check_eval_order(StageDir dir, const wire::Header& h) const;
+  bool eval_due(const StageLink& link) const;  // the forward link's next message is an eval batch
+  StageMessage wait_inbox(std::map<std::pair<uint64_t, uint32_t>, StageMessage>& inbox,
+                          std::pair<uint64_t, uint32_t> key, std::string what);
   void take_stage(StageDir dir, const wire::Header& h, std::vector<zmq::message_t>& payload);
   void pump_stage(StageDir dir);
   // Sends toward the next stage (kForward) or the previous one (kBackward).
@@ -259,6 +276,7 @@ class PsClient {
   std::deque<StageOut> stage_commands_;  // under mu_
   // Received and checked, under mu_: by direction, keyed (iteration, micro-batch).
   std::map<std::pair<uint64_t, uint32_t>, StageMessage> stage_inbox_[2];
+  std::map<std::pair<uint64_t, uint32_t>, StageMessage> eval_inbox_;  // under mu_
   std::string waiting_stage_;  // under mu_: what the compute thread waits for from a stage
 
   // shared, under mu_

@@ -2,7 +2,9 @@
 // ROUTER that stage s-1 connects a DEALER to; activations (with the micro-batch's labels) go
 // forward over that connection and their gradients come back over it. Every message is checked
 // like any other (decode_header), then against the schedule: from the neighbour itself, the
-// micro-batch expected next (GPipe: forward 0 .. M-1, backward M-1 .. 0), its sizes. A message
+// micro-batch expected next (GPipe: forward 0 .. M-1, backward M-1 .. 0; between iterations,
+// on replica 0, the batches of a test-set pass when StageLayout::evaluates_after says one is due),
+// its sizes. A message
 // that fails gets an ERROR reply and ends the job naming the sender and what was wrong. Sends go
 // out under byte credit (scheduler.credit_bytes), released by the receiver's ACK.
 #include <spdlog/spdlog.h>
@@ -53,6 +55,7 @@ void PsClient::connect_stage(const wire::StageMap& map, uint64_t first) {
   links_[int(StageDir::kForward)] = {};
   links_[int(StageDir::kBackward)] = {};
   links_[int(StageDir::kForward)].next_iteration = first;
+  links_[int(StageDir::kForward)].evaluated_at = first;  // no pass before the first iteration
   links_[int(StageDir::kBackward)].next_iteration = first;
   links_[int(StageDir::kBackward)].next_micro = stage_->layout.micro_batches - 1;
   if (stage_->stage + 1 == stage_->layout.stages) return;
@@ -69,7 +72,8 @@ void PsClient::connect_stage(const wire::StageMap& map, uint64_t first) {
 
 void PsClient::send_stage(StageDir dir, uint64_t iteration, uint32_t micro_batch, uint32_t samples,
                           std::shared_ptr<const std::vector<float>> values,
-                          std::shared_ptr<const std::vector<int32_t>> labels) {
+                          std::shared_ptr<const std::vector<int32_t>> labels,
+                          uint32_t eval_batches) {
   StageOut out;
   out.header =
       make_header(self_, dir == StageDir::kForward ? wire::ACTIVATION : wire::ACTIVATION_GRAD);
@@ -78,6 +82,7 @@ void PsClient::send_stage(StageDir dir, uint64_t iteration, uint32_t micro_batch
   out.header.set_samples(samples);
   out.header.set_num_elements(values->size());
   out.header.set_codec(wire::CODEC_NONE);
+  out.header.set_eval_batches(eval_batches);
   out.header.set_payload_bytes(values->size() * sizeof(float) +
                                (labels ? labels->size() * sizeof(int32_t) : 0));
   out.values = std::move(values);
@@ -133,20 +138,64 @@ bool PsClient::send_stage_frame(StageDir dir, const wire::Header& h,
   return send_envelope(*stage_in_, &prev_identity_, h, std::move(payload));
 }
 
-std::string PsClient::check_stage(StageDir dir, const wire::Header& h,
-                                  const std::vector<zmq::message_t>& payload) const {
+bool PsClient::eval_due(const StageLink& link) const {
+  return stage_->replica == 0 && link.next_micro == 0 &&
+         link.evaluated_at != link.next_iteration &&
+         stage_->layout.evaluates_after(link.next_iteration);
+}
+
+std::string PsClient::check_order(StageDir dir, const wire::Header& h) const {
   const StageLink& link = links_[int(dir)];
-  const bool fwd = dir == StageDir::kForward;
-  const StageLayout& l = stage_->layout;
+  const std::string got = "got iteration " + std::to_string(h.iteration()) + " micro-batch " +
+                          std::to_string(h.micro_batch());
+  if (dir == StageDir::kForward && eval_due(link)) {
+    return "expected evaluation batch " + std::to_string(link.next_eval) +
+           " of the test-set pass after iteration " + std::to_string(link.next_iteration) +
+           " (job.evaluate / job.eval_every), " + got;
+  }
   if (h.iteration() != link.next_iteration || h.micro_batch() != link.next_micro) {
     return "expected iteration " + std::to_string(link.next_iteration) + " micro-batch " +
-           std::to_string(link.next_micro) + ", got iteration " + std::to_string(h.iteration()) +
-           " micro-batch " + std::to_string(h.micro_batch());
+           std::to_string(link.next_micro) + ", " + got;
   }
-  const uint64_t rows = l.micro_rows(h.micro_batch());
+  return {};
+}
+
+std::string PsClient::check_eval_order(StageDir dir, const wire::Header& h) const {
+  const StageLink& link = links_[int(dir)];
+  const std::string got = "got evaluation batch " + std::to_string(h.micro_batch()) + " of " +
+                          std::to_string(h.eval_batches()) + " after iteration " +
+                          std::to_string(h.iteration());
+  if (dir != StageDir::kForward) return "evaluation batches travel forward only; " + got;
+  if (!eval_due(link) || h.iteration() != link.next_iteration) {
+    return "no test-set pass is due: expected iteration " + std::to_string(link.next_iteration) +
+           " micro-batch " + std::to_string(link.next_micro) + ", " + got;
+  }
+  const bool starts = link.eval_batches == 0;
+  if (starts ? h.micro_batch() != 0
+             : h.eval_batches() != link.eval_batches || h.micro_batch() != link.next_eval) {
+    return "expected evaluation batch " + std::to_string(link.next_eval) +
+           (starts ? std::string() : " of " + std::to_string(link.eval_batches)) + ", " + got;
+  }
+  const uint32_t most = stage_->layout.max_micro_rows();
+  if (h.samples() < 1 || h.samples() > most) {
+    return "an evaluation batch has 1 to " + std::to_string(most) + " samples; " + got + " of " +
+           std::to_string(h.samples());
+  }
+  return {};
+}
+
+std::string PsClient::check_stage(StageDir dir, const wire::Header& h,
+                                  const std::vector<zmq::message_t>& payload) const {
+  const bool fwd = dir == StageDir::kForward;
+  const bool eval = h.eval_batches() > 0;
+  if (std::string why = eval ? check_eval_order(dir, h) : check_order(dir, h); !why.empty()) {
+    return why;
+  }
+  const std::string what = eval ? "evaluation batch " : "micro-batch ";
+  const uint64_t rows = eval ? h.samples() : stage_->layout.micro_rows(h.micro_batch());
   const uint64_t width = fwd ? stage_->in_width : stage_->out_width;
   if (h.samples() != rows || h.num_elements() != rows * width || h.codec() != wire::CODEC_NONE) {
-    return "micro-batch " + std::to_string(h.micro_batch()) + " has " + std::to_string(rows) +
+    return what + std::to_string(h.micro_batch()) + " has " + std::to_string(rows) +
            " samples of " + std::to_string(width) + " floats (uncompressed); the header says " +
            std::to_string(h.samples()) + " samples, " + std::to_string(h.num_elements()) +
            " elements, codec " + std::to_string(h.codec());
@@ -175,7 +224,15 @@ void PsClient::take_stage(StageDir dir, const wire::Header& h,
                           std::vector<zmq::message_t>& payload) {
   StageLink& link = links_[int(dir)];
   const bool fwd = dir == StageDir::kForward;
-  if (fwd) {
+  const bool eval = h.eval_batches() > 0;
+  if (eval) {
+    link.eval_batches = h.eval_batches();
+    if (++link.next_eval == link.eval_batches) {  // the pass is whole
+      link.evaluated_at = link.next_iteration;
+      link.eval_batches = 0;
+      link.next_eval = 0;
+    }
+  } else if (fwd) {
     if (++link.next_micro == stage_->layout.micro_batches) {
       link.next_micro = 0;
       ++link.next_iteration;
@@ -195,10 +252,11 @@ void PsClient::take_stage(StageDir dir, const wire::Header& h,
   msg.iteration = h.iteration();
   msg.micro_batch = h.micro_batch();
   msg.samples = h.samples();
+  msg.eval_batches = h.eval_batches();
   msg.values = std::move(payload[0]);
   if (fwd) msg.labels = std::move(payload[1]);
   std::lock_guard lock(mu_);
-  stage_inbox_[int(dir)][{h.iteration(), h.micro_batch()}] = std::move(msg);
+  (eval ? eval_inbox_ : stage_inbox_[int(dir)])[{h.iteration(), h.micro_batch()}] = std::move(msg);
   cv_.notify_all();
 }
 

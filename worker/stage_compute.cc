@@ -1,6 +1,7 @@
 #include "worker/stage_compute.h"
 
 #include <chrono>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -40,6 +41,8 @@ class NativeStage final : public StageCompute {
     net_.backward_layer(slot, layer, scale, first_micro);
   }
   std::span<const float> input_grad(uint32_t slot) const override { return net_.input_grad(slot); }
+  void eval_forward(uint32_t slot) override { net_.eval_forward(slot); }
+  int64_t eval_correct(uint32_t slot) const override { return net_.eval_correct(slot); }
 
  private:
   engine::StageNet net_;
@@ -100,6 +103,9 @@ class ReplayStage final : public StageCompute {
     spend(model_.layers.at(layer).backward_ms);
   }
   std::span<const float> input_grad(uint32_t slot) const override { return slots_.at(slot).in; }
+  // A profile has no data: StageLayout never schedules an evaluation on the replay backend.
+  void eval_forward(uint32_t) override { no_data(); }
+  int64_t eval_correct(uint32_t) const override { no_data(); }
 
  private:
   struct Slot {
@@ -112,6 +118,9 @@ class ReplayStage final : public StageCompute {
                               " is not in this stage");
     }
     return key - uint32_t(first_key_);
+  }
+  [[noreturn]] static void no_data() {
+    throw std::logic_error("the replay backend has no test set to evaluate");
   }
   void spend(double whole_batch_ms) const {
     const double ms = whole_batch_ms * slowdown_ / micro_;

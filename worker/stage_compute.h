@@ -40,6 +40,12 @@ class StageCompute {
   virtual void backward_layer(uint32_t slot, uint32_t layer, float loss_scale,
                               bool first_micro) = 0;
   virtual std::span<const float> input_grad(uint32_t slot) const = 0;
+
+  // Test-set evaluation between iterations (engine::StageNet::eval_forward): the slot's input
+  // through the stage in evaluation mode, up to the logits on the last stage, which then counts
+  // the samples whose largest logit is their label (after set_labels).
+  virtual void eval_forward(uint32_t slot) = 0;
+  virtual int64_t eval_correct(uint32_t slot) const = 0;
 };
 
 // The whole model's description for the config's backend (native: the engine's network;

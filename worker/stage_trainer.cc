@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -127,6 +129,62 @@ void StageWorker::backward(PsClient& client, Timeline* tl, uint64_t t, uint32_t 
   }
 }
 
+void StageWorker::eval_batch(PsClient& client, uint64_t done, uint32_t batch, uint32_t batches,
+                             std::span<const float> in,
+                             std::shared_ptr<std::vector<int32_t>> labels, int64_t& correct) {
+  const auto rows = uint32_t(labels->size());
+  std::span<float> x = net_->input(0, int(rows));
+  std::memcpy(x.data(), in.data(), x.size_bytes());
+  net_->eval_forward(0);
+  if (net_->holds_loss()) {
+    net_->set_labels(0, *labels);
+    correct += net_->eval_correct(0);
+    return;
+  }
+  const auto out = net_->output(0);
+  client.send_stage(PsClient::StageDir::kForward, done, batch, rows,
+                    std::make_shared<const std::vector<float>>(out.begin(), out.end()),
+                    std::move(labels), batches);
+}
+
+std::optional<double> StageWorker::evaluate(PsClient& client, Timeline* tl, uint64_t done) {
+  const StageLayout& l = role_.layout;
+  if (role_.replica != 0 || !l.evaluates_after(done)) return std::nullopt;
+  client.wait_all(done);  // this stage's parameters after `done` iterations
+  const uint32_t rows = l.max_micro_rows();
+  int64_t correct = 0, samples = 0;
+  traced(tl, "eval", "test set after " + std::to_string(done), [&] {
+    if (role_.stage == 0) {
+      const data::Dataset& test = source_->test_set();
+      if (test.n <= 0) throw JobError("the test set is empty: nothing to evaluate");
+      const auto batches = uint32_t((uint64_t(test.n) + rows - 1) / rows);
+      for (uint32_t b = 0; b < batches; ++b) {
+        const uint64_t first = uint64_t(b) * rows;
+        const auto m = uint32_t(std::min<uint64_t>(rows, uint64_t(test.n) - first));
+        const float* images = test.images.data() + first * role_.in_width;
+        eval_batch(client, done, b, batches, {images, m * role_.in_width},
+                   std::make_shared<std::vector<int32_t>>(test.labels.begin() + first,
+                                                          test.labels.begin() + first + m),
+                   correct);
+        samples += m;
+      }
+      return;
+    }
+    for (uint32_t b = 0, batches = 1; b < batches; ++b) {
+      StageMessage m = client.wait_eval(done, b);
+      batches = m.eval_batches;
+      auto labels = std::make_shared<std::vector<int32_t>>(m.samples);
+      std::memcpy(labels->data(), m.labels.data(), m.samples * sizeof(int32_t));
+      eval_batch(client, done, b, batches,
+                 {static_cast<const float*>(m.values.data()), m.samples * role_.in_width},
+                 std::move(labels), correct);
+      samples += m.samples;
+    }
+  });
+  if (!net_->holds_loss()) return std::nullopt;
+  return double(correct) / double(samples);
+}
+
 TrainResult StageWorker::train(PsClient& client, Timeline* tl) {
   using Clock = std::chrono::steady_clock;
   const StageLayout& l = role_.layout;
@@ -151,6 +209,13 @@ TrainResult StageWorker::train(PsClient& client, Timeline* tl) {
       iter_loss_ = 0;
     }
     const uint64_t done = t + 1;
+    if (done < total) {
+      if (auto acc = evaluate(client, tl, done)) {
+        spdlog::info("iter {} test accuracy {:.4f}", done, *acc);
+        std::printf("PSRT_EVAL iteration=%llu accuracy=%.4f\n", (unsigned long long)done, *acc);
+        std::fflush(stdout);
+      }
+    }
     if (config_.job.log_every > 0 &&
         (done % uint64_t(config_.job.log_every) == 0 || done == total)) {
       const auto now = Clock::now();
@@ -170,6 +235,7 @@ TrainResult StageWorker::train(PsClient& client, Timeline* tl) {
   if (total > first) client.checkpoint(total);
   client.wait_all(total);
   clock.finish(result);
+  if (total > first) result.test_accuracy = evaluate(client, tl, total);
   return result;
 }
 

@@ -34,6 +34,8 @@ class StageWorker {
   std::span<float> param(uint32_t key) { return net_->param(key); }
   bool holds_loss() const { return net_->holds_loss(); }
 
+  // Trains; with job.evaluate replica 0's stages then pass the test set through the pipeline
+  // (and every job.eval_every iterations), the last stage's result in test_accuracy.
   TrainResult train(PsClient& client, Timeline* timeline);
   // This stage's tensors in key order, raw fp32 (the stages' files, concatenated in stage
   // order, are the whole model's dump).
@@ -43,6 +45,14 @@ class StageWorker {
   // Micro-batch `mb` of iteration `t` through this stage's layers.
   void forward(PsClient& client, Timeline* tl, uint64_t t, uint32_t mb);
   void backward(PsClient& client, Timeline* tl, uint64_t t, uint32_t mb);
+  // The test-set pass after `done` iterations when one is due (StageLayout::evaluates_after, replica
+  // 0): the first stage reads the test set and sends it on batch by batch, the others pass it on,
+  // the last counts the correct answers and returns the accuracy (the others: none).
+  std::optional<double> evaluate(PsClient& client, Timeline* tl, uint64_t done);
+  // One batch of that pass through this stage: sent on, or counted into `correct` (last stage).
+  void eval_batch(PsClient& client, uint64_t done, uint32_t batch, uint32_t batches,
+                  std::span<const float> in, std::shared_ptr<std::vector<int32_t>> labels,
+                  int64_t& correct);
 
   Config config_;
   uint32_t rank_;

@@ -90,3 +90,47 @@ TEST_CASE("LeNet-5 in two stages equals the whole network", "[unit][engine][stag
     CHECK(worst < 1e-4f);
   }
 }
+
+TEST_CASE("a test-set pass through the stages counts what Network::evaluate counts",
+          "[unit][engine][stage]") {
+  NetSpec spec;
+  spec.arch = "vgg-small";
+  spec.dropout = 0.5;  // the identity in evaluation, and its mask stream is not drawn from
+  auto net = build_network(spec, 7);
+  net->reseed_randomness(21);
+  const auto& desc = net->desc();
+  const auto layers = uint32_t(desc.layers.size());
+  const auto cut = layers / 2;
+  const int n = 40, chunk = 8;
+  const Batch test = random_batch(n, net->input_size(), 9);
+  const double want = net->evaluate(test.images.data(), test.labels.data(), n, chunk);
+
+  StageNet s0(spec, 7, 0, cut, 1), s1(spec, 7, cut, layers, 1);
+  s0.reseed_randomness(21);
+  s1.reseed_randomness(21);
+  int64_t correct = 0;
+  for (int first = 0; first < n; first += chunk) {
+    auto in = s0.input(0, chunk);
+    std::copy_n(test.images.begin() + std::ptrdiff_t(first) * std::ptrdiff_t(s0.in_width()),
+                in.size(), in.begin());
+    s0.eval_forward(0);
+    auto mid = s1.input(0, chunk);
+    std::copy(s0.output(0).begin(), s0.output(0).end(), mid.begin());
+    s1.eval_forward(0);
+    s1.set_labels(0, {test.labels.data() + first, std::size_t(chunk)});
+    correct += s1.eval_correct(0);
+  }
+  CHECK(double(correct) / n == want);
+  CHECK_THROWS_AS(s0.eval_correct(0), std::logic_error);  // only the last stage has logits
+
+  // Training after the pass is what it would have been without it (dropout masks included).
+  const Batch b = random_batch(8, net->input_size(), 5);
+  net->set_batch(b.images.data(), b.labels.data(), 8);
+  for (std::size_t l = 0; l < layers; ++l) net->forward_layer(l);
+  for (std::size_t l = layers; l-- > 0;) net->backward_layer(l);
+  CHECK(run_micro(s0, s1, b, 0, 8, 0, 1.0f, true) == net->loss());
+  for (const auto& t : desc.tensors) {
+    const auto g = (t.layer < cut ? s0 : s1).grad(t.key), h = net->grad(t.key);
+    CHECK(std::vector<float>(g.begin(), g.end()) == std::vector<float>(h.begin(), h.end()));
+  }
+}

@@ -174,11 +174,15 @@ TEST_CASE("a malformed activation message gets an ERROR reply and stops the job"
   }
 
   RawClient link(ctx, address, identity, self);
-  const bool lie = GENERATE(false, true);
-  const uint32_t samples = lie ? 16 : 5;  // the batch's only micro-batch has 16
+  // 0: wrong sample count; 1: a header that lies about its payload; 2: a test-set batch where no
+  // pass is due (job.evaluate is off)
+  const int fault = GENERATE(0, 1, 2);
+  const bool lie = fault == 1;
+  const uint32_t samples = fault == 0 ? 5 : 16;  // the batch's only micro-batch has 16
   wire::Header act = link.header(wire::ACTIVATION);
   act.set_iteration(0);
   act.set_micro_batch(0);
+  if (fault == 2) act.set_eval_batches(3);
   act.set_samples(samples);
   act.set_num_elements(samples * width);
   std::vector<zmq::message_t> frames;
@@ -193,7 +197,8 @@ TEST_CASE("a malformed activation message gets an ERROR reply and stops the job"
   const Reply err = expect(link, wire::ERROR);
   INFO(err.header.error().message());
   CHECK(err.header.error().code() == uint32_t(ErrorCode::kBadSize));
-  CHECK_THAT(err.header.error().message(), Catch::Contains(lie ? "payload bytes" : "16 samples"));
+  const char* why[] = {"16 samples", "payload bytes", "no test-set pass is due"};
+  CHECK_THAT(err.header.error().message(), Catch::Contains(why[fault]));
 
   const auto rc = stage1.wait_exit(30);
   INFO(stage1.output());
