@@ -38,8 +38,7 @@ std::string PsClient::stage_peer(StageDir dir) const {
 namespace {
 // The largest frame a stage link carries toward this process: a micro-batch of `width` floats.
 int64_t stage_frame_limit(const StageLayout& l, std::size_t width) {
-  const uint64_t rows = (uint64_t(l.batch) + l.micro_batches - 1) / l.micro_batches;
-  return int64_t(rows * width * sizeof(float) + 4096);
+  return int64_t(uint64_t(l.max_micro_rows()) * width * sizeof(float) + 4096);
 }
 }  // namespace
 

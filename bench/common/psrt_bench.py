@@ -312,7 +312,9 @@ def run_daemons(net, bindir, cfg, logdir, servers, workers, timeout_s, tag, clea
         procs.append(("server%d" % s, p))
     readers = []
     for w in range(workers):
-        p, r = spawn(net, servers + w, [worker, "--config", cfg, "--rank", str(w)] + coord,
+        # a pipeline stage binds the port its previous stage connects to: on its own address
+        bind = ["--set", "cluster.bind_host=" + net.addr(servers + w)] if net.netns else []
+        p, r = spawn(net, servers + w, [worker, "--config", cfg, "--rank", str(w)] + coord + bind,
                      logdir, "worker%d" % w, cleanup, keep)
         procs.append(("worker%d" % w, p))
         readers.append(r)
