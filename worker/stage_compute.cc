@@ -1,5 +1,6 @@
 #include "worker/stage_compute.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <thread>
@@ -12,6 +13,23 @@
 namespace psrt {
 
 namespace {
+
+// Floats per sample crossing the cut before layer `boundary`: the output of every earlier layer
+// that a layer at or after it reads. In a chain that is the previous layer's output; a skip
+// connection or a branch adds its producer's, relayed by the stages it passes.
+std::size_t crossing_width(const ModelDesc& model, uint32_t boundary) {
+  std::vector<bool> crosses(boundary, false);
+  for (std::size_t l = boundary; l < model.layers.size(); ++l) {
+    for (uint32_t in : model.layers[l].inputs) {
+      if (in < boundary) crosses[in] = true;
+    }
+  }
+  std::size_t width = 0;
+  for (uint32_t l = 0; l < boundary; ++l) {
+    if (crosses[l]) width += std::size_t(model.layers[l].activation_elements);
+  }
+  return std::max<std::size_t>(width, 1);
+}
 
 // engine::StageNet as a StageCompute.
 class NativeStage final : public StageCompute {
@@ -51,7 +69,7 @@ class NativeStage final : public StageCompute {
 // A profile's layers replayed (as the replay backend does): each micro-batch's forward and
 // backward of a layer take the profile's time over the micro-batch count, spent waiting; the
 // activations and their gradients have the real sizes (the profile's activation elements per
-// sample), with zeros in them; the gradients are the replay backend's fixed values. A stage on a
+// sample of every output that crosses the cut, crossing_width), with zeros in them; the gradients are the replay backend's fixed values. A stage on a
 // slower plan device waits longer (StageLayout::slowdown).
 class ReplayStage final : public StageCompute {
  public:
@@ -76,10 +94,11 @@ class ReplayStage final : public StageCompute {
   uint32_t first() const override { return first_; }
   uint32_t last() const override { return last_; }
   std::size_t in_width() const override {
-    return first_ == 0 ? 1 : std::size_t(model_.layers[first_ - 1].activation_elements);
+    return first_ == 0 ? 1 : crossing_width(model_, first_);
   }
   std::size_t out_width() const override {
-    return std::size_t(model_.layers[last_ - 1].activation_elements);
+    if (last_ == model_.layers.size()) return std::size_t(model_.layers[last_ - 1].activation_elements);
+    return crossing_width(model_, last_);
   }
   int classes() const override { return 1; }  // no labels: zeros travel with the activations
   void reseed_randomness(uint64_t) override {}
