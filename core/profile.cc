@@ -129,6 +129,40 @@ ModelDesc parse_profile(const std::string& yaml_text, const std::string& where, 
   return model;
 }
 
+std::string profile_yaml(const ModelDesc& model) {
+  YAML::Emitter out;
+  out.SetDoublePrecision(17);
+  out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << model.name;
+  out << YAML::Key << "batch_size" << YAML::Value << model.batch_size;
+  out << YAML::Key << "device_gflops" << YAML::Value << model.device_gflops;
+  out << YAML::Key << "scale" << YAML::Value << 1.0;
+  out << YAML::Key << "layers" << YAML::Value << YAML::BeginSeq;
+  for (const LayerDesc& l : model.layers) {
+    out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << l.name;
+    if (!l.kind.empty()) out << YAML::Key << "kind" << YAML::Value << l.kind;
+    out << YAML::Key << "forward_ms" << YAML::Value << l.forward_ms;
+    out << YAML::Key << "backward_ms" << YAML::Value << l.backward_ms;
+    out << YAML::Key << "forward_flops" << YAML::Value << l.forward_flops;
+    out << YAML::Key << "activation_elements" << YAML::Value << l.activation_elements;
+    out << YAML::Key << "inputs" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    if (l.reads_input || l.inputs.empty()) out << "input";
+    for (uint32_t in : l.inputs) out << model.layers.at(in).name;
+    out << YAML::EndSeq;
+    if (!l.tensors.empty()) {
+      out << YAML::Key << "tensors" << YAML::Value << YAML::BeginSeq;
+      for (uint32_t key : l.tensors) {
+        const TensorDesc& t = model.tensors.at(key);
+        out << YAML::Flow << YAML::BeginMap << YAML::Key << "name" << YAML::Value << t.name
+            << YAML::Key << "elements" << YAML::Value << t.num_elements << YAML::EndMap;
+      }
+      out << YAML::EndSeq;
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
 ModelDesc load_profile(const std::string& path, double scale) {
   std::ifstream in(path);
   if (!in) throw ConfigError(path + ": cannot open profile");

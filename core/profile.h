@@ -14,8 +14,9 @@
 //         - {name: conv1_1.weight, elements: 1728}
 //         - {name: conv1_1.bias, elements: 64}
 //
-// `scale` multiplies every element count and every time, so the compute-to-communication ratio
-// stays the same while a run shrinks to fit a small machine.
+// `scale` multiplies every parameter tensor's element count and every time, so the ratio of compute
+// to parameter traffic stays the same while a run shrinks to fit a small machine; the layers'
+// activation_elements are not scaled.
 #pragma once
 
 #include <string>
@@ -27,5 +28,7 @@ namespace psrt {
 // Throws ConfigError naming the file and key on a bad profile. scale <= 0 keeps the file's own.
 ModelDesc load_profile(const std::string& path, double scale = 0);
 ModelDesc parse_profile(const std::string& yaml_text, const std::string& where, double scale = 0);
+// `model` as a profile (scale 1, every layer's inputs spelled out): parse_profile gives it back.
+std::string profile_yaml(const ModelDesc& model);
 
 }  // namespace psrt

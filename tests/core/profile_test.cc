@@ -128,3 +128,32 @@ TEST_CASE("shipped profiles are graphs: ResNet skips, Inception branches, GNMT",
     for (uint32_t i = 1; i < m.layers.size(); ++i) CHECK(m.layers[i].inputs == std::vector{i - 1});
   }
 }
+
+TEST_CASE("a model written as a profile reads back the same", "[core]") {
+  const std::string dir = std::string(PSRT_SOURCE_DIR) + "/bench/profiles/";
+  for (const char* name : {"gnmt.yaml", "resnet50.yaml"}) {
+    INFO(name);
+    const psrt::ModelDesc m = psrt::load_profile(dir + name);
+    const psrt::ModelDesc back = parse_profile(psrt::profile_yaml(m), "written");
+    CHECK(back.name == m.name);
+    CHECK(back.batch_size == m.batch_size);
+    CHECK(back.device_gflops == m.device_gflops);
+    REQUIRE(back.layers.size() == m.layers.size());
+    for (std::size_t i = 0; i < m.layers.size(); ++i) {
+      const auto &a = m.layers[i], &b = back.layers[i];
+      CHECK(b.name == a.name);
+      CHECK(b.kind == a.kind);
+      CHECK(b.forward_ms == a.forward_ms);
+      CHECK(b.backward_ms == a.backward_ms);
+      CHECK(b.forward_flops == a.forward_flops);
+      CHECK(b.activation_elements == a.activation_elements);
+      CHECK(b.inputs == a.inputs);
+      CHECK(b.tensors == a.tensors);
+    }
+    REQUIRE(back.tensors.size() == m.tensors.size());
+    for (std::size_t k = 0; k < m.tensors.size(); ++k) {
+      CHECK(back.tensors[k].name == m.tensors[k].name);
+      CHECK(back.tensors[k].num_elements == m.tensors[k].num_elements);
+    }
+  }
+}

@@ -4,6 +4,7 @@
 //
 //   psrt-place --config job.yaml [--out plan.yaml] [--placer-address tcp://...]
 //   psrt-place --profile bench/profiles/vgg16.yaml --devices devices.yaml [--placer pipedream]
+//   psrt-place --arch vgg-small --batch 64 --write-profile vgg-small.yaml   (the model, no plan)
 //
 // The model is the job's (model.profile for replay, model.arch for native) or --profile / --arch;
 // the devices are the job's placement section or a --devices file with the same keys. Bad
@@ -52,6 +53,20 @@ void read_devices_file(const std::string& path, placement::Request& r) {
   reader.reject_unknown();
 }
 
+// The plan as a table on stdout and, with `out`, as YAML there. Returns the exit code.
+int print_plan(const Plan& plan, const ModelDesc& model, const std::string& out) {
+  std::printf("%s", placement::plan_table(plan, model).c_str());
+  if (out.empty()) return 0;
+  std::ofstream f(out);
+  f << plan_to_yaml(plan, model);
+  if (!f) {
+    std::cerr << "psrt-place: cannot write " << out << "\n";
+    return 2;
+  }
+  std::printf("plan written to %s\n", out.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -75,6 +90,9 @@ int main(int argc, char** argv) {
   app.add_option("--batch", batch, "override batch_size");
   app.add_option("--timeout", timeout_s, "seconds to wait for the placer");
   app.add_option("--out", out, "write the plan as YAML here");
+  std::string write_profile;
+  app.add_option("--write-profile", write_profile,
+                 "write the model as a profile (native: times from FLOPs at 10 TFLOPS) and exit");
   if (const auto rc = psrt::parse_command_line(app, argc, argv, "psrt-place")) return *rc;
   placement::Request r;
   try {
@@ -98,9 +116,16 @@ int main(int argc, char** argv) {
     if (batch) r.setup.batch_size = batch;
     if (micro_batches) r.setup.micro_batches = micro_batches;
     if (!placer.empty()) r.placer = placer;
-    if (r.devices.devices.empty()) throw ConfigError("no devices: give --devices or --config with placement.devices");
     if (profile.empty() == arch.empty()) throw ConfigError("give one model: --profile, --arch or --config");
     r.model = profile.empty() ? native_model(arch, r.setup.batch_size) : load_profile(profile);
+    if (!write_profile.empty()) {
+      std::ofstream f(write_profile);
+      f << profile_yaml(r.model);
+      if (!f) throw ConfigError("cannot write " + write_profile);
+      std::printf("profile of %s written to %s\n", r.model.name.c_str(), write_profile.c_str());
+      return 0;
+    }
+    if (r.devices.devices.empty()) throw ConfigError("no devices: give --devices or --config with placement.devices");
     const auto m = parse_mode(mode);
     if (!m) throw ConfigError("--mode: '" + mode + "' is not a push mode");
     r.options.mode = *m;
@@ -116,15 +141,5 @@ int main(int argc, char** argv) {
     std::cerr << "psrt-place: " << plan.status().message() << "\n";
     return 1;
   }
-  std::printf("%s", placement::plan_table(*plan, r.model).c_str());
-  if (!out.empty()) {
-    std::ofstream f(out);
-    f << plan_to_yaml(*plan, r.model);
-    if (!f) {
-      std::cerr << "psrt-place: cannot write " << out << "\n";
-      return 2;
-    }
-    std::printf("plan written to %s\n", out.c_str());
-  }
-  return 0;
+  return print_plan(*plan, r.model, out);
 }
