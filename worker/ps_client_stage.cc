@@ -48,6 +48,7 @@ void PsClient::bind_stage() {
   stage_in_->set(zmq::sockopt::maxmsgsize, stage_frame_limit(stage_->layout, stage_->in_width));
   stage_address_ =
       listen_as_peer(*stage_in_, config_.cluster, "worker " + std::to_string(rank_)).advertised;
+  spdlog::info("stage {}: the previous stage connects to {}", stage_->stage, stage_address_);
 }
 
 void PsClient::connect_stage(const wire::StageMap& map, uint64_t first) {

@@ -20,6 +20,7 @@ import threading
 import time
 
 SUBNET = "10.77.0."
+SUBNET2 = "10.78.0."  # emunet.sh --planes 2: the second network
 SIM_COLUMNS = ["iter_ms", "compute_ms", "link_ms", "critical_ms", "bound_ms"]
 
 
@@ -152,8 +153,9 @@ class Cleanup:
 class Net:
     """HOSTS hosts in network namespaces behind tbf-shaped links (emunet.sh), or loopback."""
 
-    def __init__(self, emunet, hosts, rate, prefix, cleanup):
+    def __init__(self, emunet, hosts, rate, prefix, cleanup, planes=1):
         self.emunet = emunet
+        self.planes = planes  # 2: pipeline stages talk over a network of their own
         self.hosts = hosts
         self.rate = rate
         self.prefix = prefix
@@ -166,7 +168,8 @@ class Net:
         c.emunet, c.prefix = self.emunet, self.prefix
         c.netns = True  # down is harmless if nothing was made
         r = subprocess.run([self.emunet, "up", "--hosts", str(self.hosts), "--rate", self.rate,
-                            "--prefix", self.prefix], stdout=subprocess.PIPE,
+                            "--prefix", self.prefix, "--planes", str(self.planes)],
+                           stdout=subprocess.PIPE,
                            stderr=subprocess.PIPE, text=True)
         if r.returncode != 0:
             raise RuntimeError("emunet up failed: " + (r.stderr or r.stdout).strip())
@@ -181,6 +184,10 @@ class Net:
 
     def addr(self, i):
         return SUBNET + str(i + 1) if self.netns else "127.0.0.1"
+
+    def stage_addr(self, i):
+        """Where host i's pipeline stage listens: the second plane's address when there is one."""
+        return SUBNET2 + str(i + 1) if self.netns and self.planes == 2 else self.addr(i)
 
     def command(self, i, argv):
         if not self.netns:
@@ -313,7 +320,7 @@ def run_daemons(net, bindir, cfg, logdir, servers, workers, timeout_s, tag, clea
     readers = []
     for w in range(workers):
         # a pipeline stage binds the port its previous stage connects to: on its own address
-        bind = ["--set", "cluster.bind_host=" + net.addr(servers + w)] if net.netns else []
+        bind = ["--set", "cluster.bind_host=" + net.stage_addr(servers + w)] if net.netns else []
         p, r = spawn(net, servers + w, [worker, "--config", cfg, "--rank", str(w)] + coord + bind,
                      logdir, "worker%d" % w, cleanup, keep)
         procs.append(("worker%d" % w, p))

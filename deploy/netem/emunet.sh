@@ -5,10 +5,13 @@
 # host's egress is shaped with tc tbf at RATE, and so is the bridge port towards the host, so both
 # directions of every host's link are shaped; --delay adds a netem delay on each host's egress
 # (one way; a round trip between two hosts crosses two egresses: 2 x delay) where the kernel has
-# netem.
+# netem. --planes 2 gives every host a second link, eth1 = 10.78.0.(I+1)/24, on a second bridge
+# shaped the same way: two networks side by side (e.g. a device interconnect for a model's pipeline
+# stages beside the network to the parameter servers); traffic takes the plane of the address it is
+# sent to.
 #
 #   emunet.sh check                                         what works here
-#   emunet.sh up   --hosts N --rate 1gbit [--delay 0.1ms] [--prefix psrt]
+#   emunet.sh up   --hosts N --rate 1gbit [--delay 0.1ms] [--planes 2] [--prefix psrt]
 #   emunet.sh down [--prefix psrt]                          removes all PREFIX-* namespaces
 #   emunet.sh run  --hosts N --rate R [--delay D] [--prefix P] -- CMD [ARGS...]
 #                  up, CMD, down (also on failure and Ctrl-C); exits with CMD's status
@@ -25,11 +28,13 @@
 set -u
 
 SUBNET=10.77.0
+SUBNET2=10.78.0
 prog=emunet
 prefix=psrt
 hosts=""
 rate=""
 delay=""
+planes=1
 bytes=$((20 * 1000 * 1000))
 
 die() { echo "$prog: $*" >&2; exit 2; }
@@ -47,6 +52,7 @@ parse_opts() {
       --hosts) hosts=${2:-}; shift 2 || die "--hosts needs a value" ;;
       --rate) rate=${2:-}; shift 2 || die "--rate needs a value" ;;
       --delay) delay=${2:-}; shift 2 || die "--delay needs a value" ;;
+      --planes) planes=${2:-}; shift 2 || die "--planes needs a value" ;;
       --prefix) prefix=${2:-}; shift 2 || die "--prefix needs a value" ;;
       --bytes) bytes=${2:-}; shift 2 || die "--bytes needs a value" ;;
       --) shift; rest=("$@"); return ;;
@@ -179,6 +185,10 @@ do_up() {
   ip -n "$sw" link set lo up
   ip -n "$sw" link add br0 type bridge
   ip -n "$sw" link set br0 up
+  if [ "$planes" = 2 ]; then
+    ip -n "$sw" link add br1 type bridge
+    ip -n "$sw" link set br1 up
+  fi
   for ((i = 0; i < hosts; i++)); do
     ns=$(ns_host $i)
     ip netns add "$ns"
@@ -196,6 +206,15 @@ do_up() {
       tc -n "$ns" qdisc add dev eth0 root tbf rate "$rate" burst "$burst" latency 50ms
     fi
     tc -n "$sw" qdisc add dev "p$i" root tbf rate "$rate" burst "$burst" latency 50ms
+    if [ "$planes" = 2 ]; then
+      ip -n "$sw" link add "q$i" type veth peer name eth1 netns "$ns"
+      ip -n "$sw" link set "q$i" master br1
+      ip -n "$sw" link set "q$i" up
+      ip -n "$ns" addr add "$SUBNET2.$((i + 1))/24" dev eth1
+      ip -n "$ns" link set eth1 up
+      tc -n "$ns" qdisc add dev eth1 root tbf rate "$rate" burst "$burst" latency 50ms
+      tc -n "$sw" qdisc add dev "q$i" root tbf rate "$rate" burst "$burst" latency 50ms
+    fi
   done
   trap - ERR
   set +E
@@ -206,6 +225,7 @@ cmd_up() {
   check_prefix
   check_hosts
   [ -n "$rate" ] || die "--rate is required (e.g. --rate 1gbit)"
+  [[ "$planes" =~ ^[12]$ ]] || die "--planes '$planes': 1 or 2"
   if do_up; then
     echo "$prog: $hosts hosts up at $rate${delay:+, delay $delay per egress} (prefix $prefix)"
     print_hosts netns
