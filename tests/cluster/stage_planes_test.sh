@@ -7,22 +7,8 @@
 set -uo pipefail
 bin=$1
 src=$2
-emunet="$src/deploy/netem/emunet.sh"
-if [[ $(id -u) -ne 0 ]] || [[ $(bash "$emunet" check 2>/dev/null) != *"network namespaces: yes"* ]]; then
-  echo "SKIP: network namespaces need root and CAP_NET_ADMIN"
-  exit 77
-fi
-prefix="sp$(($$ % 100000))"
-work=$(mktemp -d /tmp/psrt-planes.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-  wait 2>/dev/null
-  bash "$emunet" down --prefix "$prefix" >/dev/null 2>&1
-  rm -rf "$work"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*"; for f in "$work"/*.log; do echo "--- $f"; tail -5 "$f"; done; exit 1; }
+source "$(dirname "$0")/netns_common.sh"
+netns_setup sp
 
 bash "$emunet" up --hosts 3 --rate 1gbit --planes 2 --prefix "$prefix" >/dev/null || fail "emunet up"
 file="$src/examples/lenet5-model-parallel.yaml"
