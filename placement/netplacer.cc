@@ -17,7 +17,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr std::size_t kBaselineCandidatesUpTo = 2000;  // layers
 constexpr std::size_t kPolished = 6;                   // candidates refined under the model
-constexpr std::size_t kEstimateBudget = 4000000;       // estimates x layers, all polishing
+constexpr std::size_t kEstimateBudget = 1000000;       // estimates x layers, all polishing
 
 struct Split {
   double value = kInf;
