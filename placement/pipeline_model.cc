@@ -1,6 +1,7 @@
 #include "placement/pipeline_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <numeric>
 
@@ -130,6 +131,55 @@ struct PushResult {
   double end = 0;       // the last value back
 };
 
+// Priority modes: gradients are released in reverse forward order, so each later release has a
+// higher priority and preempts what is being sent, at the end of the piece in flight (when that
+// piece is the previous release's, whose grid of pieces is known: a release during it starts when
+// it ends). In release order, item i finishes at the end of the busy period its own bytes open:
+// r_i + w_i when the next release comes after that; else the next item's busy period (ending at
+// C_{i+1}) goes first and i's remaining bytes follow, preempted again by any release inside them.
+// Returns per item (in `items` order) when its last byte is up.
+template <typename Ms, typename Piece>
+std::vector<double> priority_finish(const std::vector<Item>& items, double last_backward, Ms ms,
+                                    Piece piece) {
+  const std::size_t k = items.size();
+  std::vector<std::size_t> by_release(k);
+  std::iota(by_release.begin(), by_release.end(), 0);
+  std::stable_sort(by_release.begin(), by_release.end(), [&](std::size_t a, std::size_t b) {
+    return items[a].bwd_through < items[b].bwd_through ||
+           (items[a].bwd_through == items[b].bwd_through && items[a].key > items[b].key);
+  });
+  std::vector<double> start(k), w(k), done(k), up(k);
+  double piece_end = -kInf;  // the end of the piece that blocked the last release
+  for (std::size_t i = 0; i < k; ++i) {
+    const Item& it = items[by_release[i]];
+    w[i] = ms(it.bytes);
+    start[i] = last_backward + it.bwd_through;
+    if (i == 0) continue;
+    const double p = piece(items[by_release[i - 1]].bytes);
+    if (start[i] < piece_end) {
+      start[i] = piece_end;
+    } else if (start[i] < start[i - 1] + w[i - 1] && p > 0) {
+      piece_end = std::min(start[i - 1] + std::ceil((start[i] - start[i - 1]) / p) * p,
+                           start[i - 1] + w[i - 1]);
+      start[i] = piece_end;
+    }
+  }
+  std::vector<std::size_t> next(k);  // the first release after i's busy period
+  for (std::size_t i = k; i-- > 0;) {
+    double at = start[i], rest = w[i];
+    std::size_t j = i + 1;
+    while (j < k && start[j] < at + rest) {
+      rest -= start[j] - at;
+      at = done[j];
+      j = next[j];
+    }
+    done[i] = at + rest;
+    next[i] = j;
+    up[by_release[i]] = done[i];
+  }
+  return up;
+}
+
 // One stage's push and the values' return, given when its last backward started (closed form of
 // a single link with release times; see the header).
 PushResult push(const std::vector<Item>& items, double last_backward, Mode mode, uint64_t chunk,
@@ -139,16 +189,11 @@ PushResult push(const std::vector<Item>& items, double last_backward, Mode mode,
   const bool chunked = mode_is_chunked(mode);
   const auto ms = [&](uint64_t b) { return static_cast<double>(b) * ms_per_byte; };
   const auto piece = [&](uint64_t b) {
-    return chunked ? ms(b % chunk == 0 ? std::min(b, chunk) : b % chunk) : ms(b);
+    return chunked ? ms(std::min(b, chunk)) : ms(b);
   };
   std::vector<double> up(items.size());
-  double t1 = -kInf, upload = 0, cum = 0;
-  for (std::size_t i = 0; i < items.size(); ++i) {  // by position: released in reverse
-    const double t = last_backward + items[i].bwd_through;
-    t1 = std::max(t1, t);
-    cum += ms(items[i].bytes);
-    upload = std::max(upload, t + cum);  // everything released at or after t
-  }
+  double t1 = -kInf;  // the last release
+  for (const auto& it : items) t1 = std::max(t1, last_backward + it.bwd_through);
   std::vector<std::size_t> by_key(items.size());
   std::iota(by_key.begin(), by_key.end(), 0);
   std::stable_sort(by_key.begin(), by_key.end(),
@@ -162,19 +207,19 @@ PushResult push(const std::vector<Item>& items, double last_backward, Mode mode,
       at = std::max(at, last_backward + items[i].bwd_through) + ms(items[i].bytes);
       up[i] = at;
     }
-  } else {  // priority: the backlog at the last release goes in key order
-    const double backlog = std::max(0.0, upload - t1);
-    double acc = 0;
-    for (std::size_t i : by_key) {
-      const double own = ms(items[i].bytes);
-      acc += own;
-      up[i] = acc - own < backlog
-                  ? t1 + std::min(acc, backlog)
-                  : std::min(t1, last_backward + items[i].bwd_through + own);
-    }
+  } else {
+    up = priority_finish(items, last_backward, ms, piece);
   }
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    const double back = up[i] + piece(items[i].bytes) + 2 * latency;
+  // The values come back on the downlink in the order they went up, each item's last piece
+  // after its last byte is up (and after the piece before it came back).
+  std::vector<std::size_t> by_up(items.size());
+  std::iota(by_up.begin(), by_up.end(), 0);
+  std::stable_sort(by_up.begin(), by_up.end(),
+                   [&](std::size_t a, std::size_t b) { return up[a] < up[b]; });
+  double down = -kInf;
+  for (std::size_t i : by_up) {
+    down = std::max(down, up[i] + latency) + piece(items[i].bytes);
+    const double back = down + latency;
     r.end = std::max(r.end, back);
     r.gate = std::max(r.gate, back - items[i].fwd_before);
   }

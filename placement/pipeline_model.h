@@ -17,12 +17,15 @@
 //               max(previous end, max_i (ready_i - offset_i)) + f_s (exact for a fixed order on
 //               one machine): forward of every micro-batch, then backward of every micro-batch.
 //   the push    when the last micro-batch's backward of a layer ends its gradients go to the
-//               servers on the device's link (bandwidth shared min(1, S / (R x devices used))):
-//               the uplink finishes at max_l (t_l + bytes released at or after t_l / bandwidth);
-//               in the priority modes the backlog at the stage's last gradient goes in layer
-//               order, in FIFO order of readiness, in bigdl after the whole backward in key
-//               order; each value comes back one piece behind (+ 2 latencies). The next
-//               iteration's forward of a layer waits for its values (the same offset rule).
+//               servers on the device's link (bandwidth shared min(1, S / (R x devices used))).
+//               Priority modes: gradients are released in reverse forward order, so each later
+//               release preempts (at the end of the piece in flight) and an item finishes at the
+//               end of the busy period its bytes open, after the busy periods of the releases
+//               inside it; FIFO: in order of readiness; bigdl: after the whole backward, in key
+//               order. The values come back on the downlink in the order they went up, each
+//               item's last piece (chunk or tensor) after its last byte is up and after the
+//               reply before it (+ 2 latencies). The next iteration's forward of a layer waits
+//               for its values (the same offset rule).
 //   the step    three iterations of the above from idle (each device's free time and each
 //               channel carried over); the step is the last one's duration (end = the last
 //               backward or parameter return), the steady state of the pipeline.

@@ -112,3 +112,25 @@ TEST_CASE("runs of an assignment along the chain, and polishing under the model"
   CHECK(after == Approx(model.step_ms(chain.assignment(runs.cuts, runs.devices))));
   CHECK(after == Approx(placement::simulated_step_ms(p, chain.assignment(runs.cuts, runs.devices))));
 }
+
+TEST_CASE("pipeline model: a later gradient preempts the push at a piece boundary",
+          "[placement]") {
+  // One device; l0 then l1, each 1 ms forward and 2 ms backward; l0 2 MB, l1 4 MB of parameters
+  // at 1 GB/s (1 ms per MB) in 1 MB chunks: l1's gradient is ready at 4, l0's at 6.
+  const ModelDesc m = test_graphs::chain({{500000, 10, 3}, {1000000, 10, 3}});
+  const auto d = test_graphs::devices(1, kBig, 1, 1e9);
+  const std::vector<uint32_t> plan = {0, 0};
+  Problem pre = problem(m, d, Mode::kPreemptive);
+  pre.options.chunk_bytes = 1000000;
+  // Preemptive, first iteration: l1's chunks go up 4-5, 5-6; l0, released at 6, goes 6-8 and
+  // its values are back at 9; l1's last chunks go 8-10, back at 11. The next forward: l0 9-10,
+  // l1 11-12, backward 12-16, pushes from 14 and 16 alike: every iteration 10 ms.
+  CHECK(PipelineModel(pre).step_ms(plan) == Approx(10));
+  CHECK(placement::simulated_step_ms(pre, plan) == Approx(10));
+  // FIFO, whole tensors: l1 up 4-8 and back 8-12, l0 up 8-10 and back only at 14 (behind l1 on
+  // the downlink): the next forward starts at 14, every iteration 14 ms.
+  Problem fifo = problem(m, d, Mode::kFifo);
+  fifo.options.chunk_bytes = 1000000;
+  CHECK(PipelineModel(fifo).step_ms(plan) == Approx(14));
+  CHECK(placement::simulated_step_ms(fifo, plan) == Approx(14));
+}
