@@ -225,7 +225,7 @@ Result<std::vector<uint32_t>> netplacer(const Problem& problem) {
   const auto k = static_cast<uint32_t>(problem.devices.devices.size());
   double estimate = kInf;
   const std::vector<uint32_t> best =
-      select_best(model, chain, k, std::move(candidates), kPolished,
+      select_best(model, problem.model, chain, k, std::move(candidates), kPolished,
                   std::max<std::size_t>(64, kEstimateBudget / std::max<std::size_t>(n, 1)),
                   estimate);
   if (best.empty()) return explain_infeasible(problem, chain);

@@ -126,8 +126,80 @@ double polish(const PipelineModel& model, const ChainView& chain, Runs& runs, st
   return current;
 }
 
-std::vector<uint32_t> select_best(const PipelineModel& model, const ChainView& chain,
-                                  uint32_t device_count,
+namespace {
+
+// The devices of a layer's inputs and consumers other than its own.
+void neighbour_devices(const ModelDesc& m, const std::vector<std::vector<uint32_t>>& consumers,
+                       const std::vector<uint32_t>& a, uint32_t l, std::vector<uint32_t>& near) {
+  near.clear();
+  for (uint32_t u : m.layers[l].inputs) near.push_back(a[u]);
+  for (uint32_t v : consumers[l]) near.push_back(a[v]);
+  std::sort(near.begin(), near.end());
+  near.erase(std::unique(near.begin(), near.end()), near.end());
+  near.erase(std::remove(near.begin(), near.end(), a[l]), near.end());
+}
+
+// One Fiduccia-Mattheyses pass: up to kSteps times, the best move of an unlocked layer to a
+// neighbour's device is made even when it raises the price, and the layer is locked; the pass
+// keeps the prefix of moves with the lowest price (so a move that only pays after another one
+// is found). Returns the price after the kept prefix.
+double fm_pass(const PipelineModel& model, const ModelDesc& m,
+               const std::vector<std::vector<uint32_t>>& consumers, std::vector<uint32_t>& a,
+               double current, std::size_t& left) {
+  constexpr std::size_t kSteps = 16;
+  std::vector<bool> locked(a.size(), false);
+  std::vector<std::pair<uint32_t, uint32_t>> moves;  // (layer, its device before)
+  std::vector<uint32_t> near;
+  double best = current;
+  std::size_t keep = 0;
+  for (std::size_t step = 0; step < kSteps && left > 0; ++step) {
+    double pick = std::numeric_limits<double>::infinity();
+    uint32_t pick_l = 0, pick_to = 0;
+    for (uint32_t l = 0; l < a.size() && left > 0; ++l) {
+      if (locked[l]) continue;
+      neighbour_devices(m, consumers, a, l, near);
+      const uint32_t from = a[l];
+      for (uint32_t to : near) {
+        if (left == 0) break;
+        --left;
+        a[l] = to;
+        const double t = model.step_ms(a);
+        a[l] = from;
+        if (t < pick) pick = t, pick_l = l, pick_to = to;
+      }
+    }
+    if (pick == kInf) break;
+    moves.emplace_back(pick_l, a[pick_l]);
+    a[pick_l] = pick_to;
+    locked[pick_l] = true;
+    if (pick < best * (1 - 1e-9)) best = pick, keep = moves.size();
+  }
+  while (moves.size() > keep) {
+    a[moves.back().first] = moves.back().second;
+    moves.pop_back();
+  }
+  return best;
+}
+
+}  // namespace
+
+double move_layers(const PipelineModel& model, const ModelDesc& m, std::vector<uint32_t>& a,
+                   double current, std::size_t budget) {
+  std::vector<std::vector<uint32_t>> consumers(m.layers.size());
+  for (uint32_t l = 0; l < m.layers.size(); ++l) {
+    for (uint32_t u : m.layers[l].inputs) consumers[u].push_back(l);
+  }
+  std::size_t left = budget;
+  while (left > 0) {
+    const double t = fm_pass(model, m, consumers, a, current, left);
+    if (!(t < current * (1 - 1e-9))) break;
+    current = t;
+  }
+  return current;
+}
+
+std::vector<uint32_t> select_best(const PipelineModel& model, const ModelDesc& m,
+                                  const ChainView& chain, uint32_t device_count,
                                   std::vector<std::vector<uint32_t>> candidates,
                                   std::size_t refine, std::size_t budget, double& estimate) {
   std::sort(candidates.begin(), candidates.end());
@@ -148,9 +220,10 @@ std::vector<uint32_t> select_best(const PipelineModel& model, const ChainView& c
     Runs runs;
     if (!as_runs(chain, s.assignment, device_count, runs)) continue;
     ++polished;
-    const double t = polish(model, chain, runs, budget / std::max<std::size_t>(1, refine));
+    const double t = polish(model, chain, runs, budget / 2 / refine);
     if (t < best.t) best = {t, chain.assignment(runs.cuts, runs.devices)};
   }
+  best.t = move_layers(model, m, best.assignment, best.t, budget / 2);
   estimate = best.t;
   return best.assignment;
 }

@@ -134,3 +134,33 @@ TEST_CASE("pipeline model: a later gradient preempts the push at a piece boundar
   CHECK(PipelineModel(fifo).step_ms(plan) == Approx(14));
   CHECK(placement::simulated_step_ms(fifo, plan) == Approx(14));
 }
+
+TEST_CASE("layer moves split a DAG's interleaved branches, which runs of its order cannot",
+          "[placement]") {
+  // in -> a1 -> a2 -> out and in -> b1 -> b2 -> out, listed in, a1, b1, a2, b2, out: the
+  // topological order interleaves the branches, so a contiguous split puts a1 and b1 together.
+  ModelDesc m = test_graphs::chain({{0, 10, 0.3}, {0, 10, 10}, {0, 10, 10}, {0, 10, 10},
+                                    {0, 10, 10}, {0, 10, 0.3}});
+  m.layers[2].inputs = {0};
+  m.layers[3].inputs = {1};
+  m.layers[4].inputs = {2};
+  m.layers[5].inputs = {3, 4};
+  const auto d = test_graphs::devices(2, kBig, 1, 1e12);
+  const Problem p = problem(m, d);
+  const PipelineModel model(p);
+  const placement::ChainView chain(m);
+  // The best contiguous split; one micro-batch, so d1 waits for a1 and b1 on d0: 30.6 ms.
+  std::vector<uint32_t> a = {0, 0, 0, 1, 1, 1};
+  const double before = model.step_ms(a);
+  CHECK(before == Approx(30.6));
+  CHECK(before == Approx(placement::simulated_step_ms(p, a)));
+  const double after = placement::move_layers(model, m, a, before, 1000);
+  // One branch per device, both at once: 2 x 10 ms + in and out (0.3 ms each) = 20.6 ms. No
+  // single move gets there (each one alone makes one device do three branch layers).
+  CHECK(a[1] == a[3]);
+  CHECK(a[2] == a[4]);
+  CHECK(a[1] != a[2]);
+  CHECK(after == Approx(20.6));
+  CHECK(after == Approx(model.step_ms(a)));
+  CHECK(after == Approx(placement::simulated_step_ms(p, a)));
+}
