@@ -4,14 +4,20 @@
 #include <limits>
 #include <numeric>
 
+#include "placement/baselines.h"
 #include "placement/chain_view.h"
 #include "placement/cost_model.h"
+#include "placement/netplacer_select.h"
+#include "placement/pipeline_model.h"
 
 namespace psrt::placement {
 
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr std::size_t kBaselineCandidatesUpTo = 2000;  // layers
+constexpr std::size_t kPolished = 6;                   // candidates refined under the model
+constexpr std::size_t kEstimateBudget = 1000000;       // estimates x layers, all polishing
 
 struct Split {
   double value = kInf;
@@ -192,24 +198,36 @@ Result<std::vector<uint32_t>> netplacer(const Problem& problem) {
       : n > 500 ? std::vector<double>{0.0, 0.02, 0.05, 0.1, 0.25, 0.5, 1.0}
                 : std::vector<double>{0.0, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5, 0.75, 1.0, 1.5, 2.0,
                                       3.0, 5.0};
-  double best_estimate = kInf;
-  std::vector<uint32_t> best;
+  std::vector<std::vector<uint32_t>> candidates;
   for (const auto& order : device_orders(problem.devices)) {
     const Split bottleneck = min_bottleneck(cost, chain, order);
     if (bottleneck.value == kInf) continue;
-    std::vector<Split> candidates{bottleneck};
+    std::vector<Split> splits{bottleneck};
     for (double s : slack) {
-      candidates.push_back(min_sum(cost, order, n, bottleneck.value * (1 + s) * (1 + 1e-12)));
+      splits.push_back(min_sum(cost, order, n, bottleneck.value * (1 + s) * (1 + 1e-12)));
     }
-    for (auto& c : candidates) {
+    for (auto& c : splits) {
       if (c.cuts.empty()) continue;
-      const double t = refine(cost, order, c.cuts);
-      if (t < best_estimate) {
-        best_estimate = t;
-        best = chain.assignment(c.cuts, order);
-      }
+      refine(cost, order, c.cuts);
+      candidates.push_back(chain.assignment(c.cuts, order));
     }
   }
+  // The splits the partition baselines would make (none of them simulates) join the candidates,
+  // priced by the same closed-form model; their O(K n^2) DPs are skipped on big graphs.
+  if (n <= kBaselineCandidatesUpTo) {
+    for (auto* make : {even_layers, torchgpipe_time, pipedream, balance_only}) {
+      if (auto a = make(problem)) candidates.push_back(std::move(a.value()));
+    }
+  }
+  // Polish the best few under the pipeline model, within a budget of estimates that shrinks as
+  // the graph grows (each estimate is O(layers + edges)).
+  const PipelineModel model(problem);
+  const auto k = static_cast<uint32_t>(problem.devices.devices.size());
+  double estimate = kInf;
+  const std::vector<uint32_t> best =
+      select_best(model, problem.model, chain, k, std::move(candidates), kPolished,
+                  std::max<std::size_t>(64, kEstimateBudget / std::max<std::size_t>(n, 1)),
+                  estimate);
   if (best.empty()) return explain_infeasible(problem, chain);
   return best;
 }

@@ -1,6 +1,8 @@
 // NetPlacer: splits a model graph over devices by balancing compute, communication and
 // parameter (memory) load, with memory as a hard limit and the bytes cut as the second objective,
-// from an analytic cost model (placement/cost_model.h) and never a simulation. See README.md.
+// from closed-form cost models (placement/cost_model.h for the stage balance that generates
+// candidates, placement/pipeline_model.h for the plan price that chooses among them) and never
+// a simulation. See README.md.
 #pragma once
 
 #include <cstdint>
