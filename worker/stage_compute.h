@@ -1,7 +1,8 @@
 // What a pipeline stage computes, behind one interface for the stage trainer: the native engine's
-// layers (engine::StageNet), the same on a CUDA device (GpuStage, gpu_stage.h) or a replayed profile (ReplayStage: each layer's profile time spent
-// waiting, activations and gradients of the real sizes). Layers are global indices in
-// [first, last); micro-batches in flight each have a slot.
+// layers (engine::StageNet), the same on a CUDA device (GpuStage, gpu_stage.h) or a replayed
+// profile (ReplayStage: each layer's profile time spent waiting, activations and gradients of the
+// real sizes). Layers are global indices in [first, last); micro-batches in flight each have a
+// slot.
 #pragma once
 
 #include <cstdint>

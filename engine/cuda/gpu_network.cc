@@ -22,10 +22,10 @@ struct GpuNetwork::Device {
     return layers;
   }
 
-  GpuContext ctx;  // first: it checks for a device before anything is allocated
-  GpuLayerStack stack;                  // tensors by key (the stack's local keys are the keys)
-  std::vector<DeviceBuffer> acts;       // acts[0] input, acts[i + 1] output of layer i
-  std::vector<DeviceBuffer> dacts;      // gradients w.r.t. acts
+  GpuContext ctx;                   // first: it checks for a device before anything is allocated
+  GpuLayerStack stack;              // tensors by key (the stack's local keys are the keys)
+  std::vector<DeviceBuffer> acts;   // acts[0] input, acts[i + 1] output of layer i
+  std::vector<DeviceBuffer> dacts;  // gradients w.r.t. acts
   std::vector<DeviceBuffer> eval_acts;  // evaluation's own buffers, up to the logits
   DeviceBuffer workspace;               // shared by all layers: nothing in it outlives a call
   DeviceBuffer sample_loss;             // per-sample losses of the training batch
