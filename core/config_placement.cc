@@ -51,9 +51,6 @@ void check_split(const Config& c, const YamlReader& r) {
     throw ConfigError(c.source + ": job.iterations: must be set with placement.mode " + p.mode +
                       " (only the first stage reads the data, so no stage counts epochs)");
   }
-  if (c.model.backend == "gpu") {
-    r.fail("mode", p.mode + " runs on model.backend native or replay, not gpu (not built yet)");
-  }
   if (c.scheduler.grouping != "none") {
     throw ConfigError(c.source + ": scheduler.grouping: " + c.scheduler.grouping +
                       " with placement.mode " + p.mode +

@@ -81,6 +81,21 @@ std::span<float> StageNet::param(uint32_t key) {
   return values_[local_key(key)];
 }
 
+std::span<const float> StageNet::param(uint32_t key) const {
+  return values_[local_key(key)];
+}
+
+uint32_t StageNet::slots() const {
+  return static_cast<uint32_t>(slots_.size());
+}
+
+const Layer& StageNet::layer(uint32_t layer) const {
+  if (layer < first_ || layer >= last_) {
+    throw std::out_of_range("StageNet: layer " + std::to_string(layer) + " is not in this stage");
+  }
+  return *layers_[layer - first_];
+}
+
 std::span<const float> StageNet::grad(uint32_t key) const {
   return sums_[local_key(key)];
 }

@@ -34,6 +34,10 @@ class StageNet {
   std::size_t in_width() const;   // floats per sample entering the stage
   std::size_t out_width() const;  // floats per sample leaving it
   int classes() const { return classes_; }
+  uint32_t slots() const;
+  // Layer `layer` (global index in [first, last); std::out_of_range otherwise), read-only: what
+  // a GPU copy of the stage is built from.
+  const Layer& layer(uint32_t layer) const;
 
   // As Network's, with the layers' global indices.
   void reseed_randomness(uint64_t seed);
@@ -41,6 +45,7 @@ class StageNet {
 
   // This stage's tensors only (std::out_of_range for another key).
   std::span<float> param(uint32_t key);
+  std::span<const float> param(uint32_t key) const;
   // Summed over the micro-batches since the last backward with first_micro.
   std::span<const float> grad(uint32_t key) const;
 

@@ -12,10 +12,8 @@
 #include "worker/native_backend.h"
 
 namespace psrt {
-namespace {
 
-// The native backend's network, built on the host from the same seed, then copied to the device.
-std::unique_ptr<engine::cuda::GpuNetwork> network_on_device(const Config& config, uint32_t rank) {
+void use_worker_device(const Config& config, uint32_t rank) {
   // Asked first: on a machine without a GPU this is the one CUDA call that fails cleanly.
   const int count = engine::cuda::device_count();
   if (count == 0) {
@@ -38,6 +36,13 @@ std::unique_ptr<engine::cuda::GpuNetwork> network_on_device(const Config& config
   // Before anything is allocated. The worker drives CUDA from this thread only (the network, and
   // the device LACO encoder, which the compute thread calls): the device stays current for both.
   engine::cuda::select_device(device);
+}
+
+namespace {
+
+// The native backend's network, built on the host from the same seed, then copied to the device.
+std::unique_ptr<engine::cuda::GpuNetwork> network_on_device(const Config& config, uint32_t rank) {
+  use_worker_device(config, rank);
   const auto cpu = build_replica(config, rank);
   return std::make_unique<engine::cuda::GpuNetwork>(*cpu);
 }

@@ -22,6 +22,12 @@ namespace engine::cuda {
 class GpuNetwork;
 }
 
+// Makes the worker's CUDA device current on the calling thread (model.device, or auto: the local
+// rank round robin over the devices). Throws ConfigError "model.backend gpu: no CUDA device ..."
+// where cudaGetDeviceCount finds none (asked before any other CUDA call), or for a model.device
+// this machine lacks. The gpu backend and the gpu stages (gpu_stage.h) call it first.
+void use_worker_device(const Config& config, uint32_t rank);
+
 class GpuBackend final : public Backend {
  public:
   // Throws ConfigError "model.backend gpu: no CUDA device ..." where cudaGetDeviceCount finds no

@@ -7,8 +7,13 @@
 #include <vector>
 
 #include "core/profile.h"
+#include "core/status.h"
 #include "engine/stage_net.h"
 #include "worker/native_backend.h"
+
+#if PSRT_WITH_CUDA
+#include "worker/gpu_stage.h"
+#endif
 
 namespace psrt {
 
@@ -169,6 +174,15 @@ std::unique_ptr<StageCompute> make_stage_compute(const Config& config, const Sta
                                                  uint32_t stage, uint32_t rank) {
   if (config.model.backend == "replay") {
     return std::make_unique<ReplayStage>(config, layout, stage, rank);
+  }
+  if (config.model.backend == "gpu") {
+#if PSRT_WITH_CUDA
+    return make_gpu_stage(config, layout, stage, rank);
+#else
+    throw ConfigError(
+        "model.backend gpu: this psrt-worker was built without CUDA (configure with "
+        "nvcc available and -DPSRT_CUDA=AUTO or ON)");
+#endif
   }
   return std::make_unique<NativeStage>(config, layout, stage);
 }

@@ -1,7 +1,8 @@
 // What a pipeline stage computes, behind one interface for the stage trainer: the native engine's
-// layers (engine::StageNet) or a replayed profile (ReplayStage: each layer's profile time spent
-// waiting, activations and gradients of the real sizes). Layers are global indices in
-// [first, last); micro-batches in flight each have a slot.
+// layers (engine::StageNet), the same on a CUDA device (GpuStage, gpu_stage.h) or a replayed
+// profile (ReplayStage: each layer's profile time spent waiting, activations and gradients of the
+// real sizes). Layers are global indices in [first, last); micro-batches in flight each have a
+// slot.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +29,12 @@ class StageCompute {
 
   virtual void reseed_randomness(uint64_t seed) = 0;
   virtual void skip_random_steps(uint64_t steps) = 0;
+  // The host values of a tensor: where the runtime writes what the servers send.
   virtual std::span<float> param(uint32_t key) = 0;
+  // The values in param() of `layer`'s tensors are the ones to compute with: called after the
+  // runtime's wait for them and before the layer's next forward (a device stage uploads them
+  // here); the host backends compute on param() itself.
+  virtual void params_ready(uint32_t /*layer*/) {}
   virtual std::span<const float> grad(uint32_t key) const = 0;  // summed over micro-batches
 
   virtual std::span<float> input(uint32_t slot, int n) = 0;
@@ -48,7 +54,7 @@ class StageCompute {
   virtual int64_t eval_correct(uint32_t slot) const = 0;
 };
 
-// The whole model's description for the config's backend (native: the engine's network;
+// The whole model's description for the config's backend (native, gpu: the engine's network;
 // replay: the profile), without building anything.
 ModelDesc stage_model(const Config& config);
 // Stage `stage` of `layout` on the config's backend. Throws ConfigError.

@@ -45,7 +45,7 @@ StageWorker::StageWorker(const Config& config, uint32_t rank) : config_(config),
   role_.in_width = net_->in_width();
   role_.out_width = net_->out_width();
   role_.classes = net_->classes();
-  if (role_.stage == 0 && config.model.backend == "native") {
+  if (role_.stage == 0 && config.model.backend != "replay") {  // native, gpu
     source_ = std::make_unique<BatchSource>(replica_config(config, l.replicas), role_.replica,
                                             net_->in_width());
   }
@@ -80,8 +80,9 @@ void StageWorker::forward(PsClient& client, Timeline* tl, uint64_t t, uint32_t m
   const bool bigdl = config_.scheduler.mode == Mode::kBigdl;
   for (uint32_t layer = net_->first(); layer < net_->last(); ++layer) {
     const LayerDesc& ld = desc().layers[layer];
-    if (mb == 0 && !bigdl && !ld.tensors.empty()) {
-      traced(tl, "wait", "wait " + ld.name, [&] { client.wait_layer(layer, t); });
+    if (mb == 0 && !ld.tensors.empty()) {
+      if (!bigdl) traced(tl, "wait", "wait " + ld.name, [&] { client.wait_layer(layer, t); });
+      net_->params_ready(layer);  // a device stage uploads the layer's new values here
     }
     traced(tl, "forward", "fwd " + ld.name + " mb " + std::to_string(mb),
            [&] { net_->forward_layer(mb, layer); });
@@ -151,6 +152,7 @@ std::optional<double> StageWorker::evaluate(PsClient& client, Timeline* tl, uint
   const StageLayout& l = role_.layout;
   if (role_.replica != 0 || !l.evaluates_after(done)) return std::nullopt;
   client.wait_all(done);  // this stage's parameters after `done` iterations
+  for (uint32_t layer = net_->first(); layer < net_->last(); ++layer) net_->params_ready(layer);
   const uint32_t rows = l.max_micro_rows();
   int64_t correct = 0, samples = 0;
   traced(tl, "eval", "test set after " + std::to_string(done), [&] {

@@ -1,5 +1,6 @@
 // Model parallelism (placement.mode model | hybrid): a worker that runs one stage of a replica.
-// It builds only its stage's layers (StageCompute: the native engine's or a replayed profile's);
+// It builds only its stage's layers (StageCompute: the native engine's, on the host or a CUDA
+// device, or a replayed profile's);
 // the first stage reads the replica's
 // batches (sharded over the replicas as data parallelism shards over the workers), the last
 // holds the loss. Each iteration is GPipe's fill and drain: the forwards of micro-batches

@@ -1,4 +1,8 @@
 // Linear and Conv2d on the GPU: cuBLAS sgemm plus im2col / col2im / bias kernels.
+#include <climits>
+#include <stdexcept>
+#include <string>
+
 #include "engine/cuda/gpu_kernels.h"
 #include "engine/cuda/gpu_layers.h"
 
@@ -206,6 +210,31 @@ void conv2d_backward(GpuContext& ctx, const ConvGeom& g, const float* x, const f
                   static_cast<long long>(col_size), n);
   col2im_batch<<<blocks_for(g.in_size() * n), kThreads>>>(workspace, dx, g, n);
   PSRT_CUDA_CHECK_LAUNCH("col2im_batch");
+}
+
+namespace {
+
+int blas_count(const char* what, std::size_t count) {
+  if (count > static_cast<std::size_t>(INT_MAX)) {
+    throw std::invalid_argument(std::string(what) + ": " + std::to_string(count) +
+                                " floats exceed cuBLAS's int count");
+  }
+  return static_cast<int>(count);
+}
+
+}  // namespace
+
+void scale_on_device(GpuContext& ctx, float* x, std::size_t count, float alpha) {
+  if (count == 0) return;
+  const int c = blas_count("scale_on_device", count);
+  PSRT_CUBLAS_CHECK(cublasSscal(ctx.cublas(), c, &alpha, x, 1));
+}
+
+void add_on_device(GpuContext& ctx, const float* x, float* y, std::size_t count) {
+  if (count == 0) return;
+  const int c = blas_count("add_on_device", count);
+  const float one = 1.0f;
+  PSRT_CUBLAS_CHECK(cublasSaxpy(ctx.cublas(), c, &one, x, 1, y, 1));
 }
 
 }  // namespace psrt::engine::cuda

@@ -161,6 +161,14 @@ class GpuDropout final : public GpuLayer {
     }
     dropout_backward(dout, din, elements(n, size_), p_, step_seed_);
   }
+  void reseed_randomness(uint64_t seed) override {  // as Dropout::reseed
+    seed_ = seed;
+    next_step_ = 0;
+    step_seed_ = dropout_step_seed(seed_, 0);
+  }
+  void skip_random_steps(uint64_t steps) override { next_step_ = steps; }
+  uint64_t mask_seed() const override { return step_seed_; }
+  void set_mask_seed(uint64_t step_seed) override { step_seed_ = step_seed; }
 
  private:
   std::size_t size_;

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -47,6 +48,14 @@ class GpuLayer {
   // without the bias). The ReLU's own forward is then skipped; its backward (which reads only its
   // output) is unchanged.
   virtual bool fuses_relu() const { return false; }
+
+  // Dropout's mask stream, as the CPU layer's (Layer::reseed_randomness, skip_random_steps), and
+  // the step seed of the mask that backward applies: the last training forward's, or one set
+  // back (a pipeline stage's backward of an earlier micro-batch). Other layers ignore them.
+  virtual void reseed_randomness(uint64_t /*seed*/) {}
+  virtual void skip_random_steps(uint64_t /*steps*/) {}
+  virtual uint64_t mask_seed() const { return 0; }
+  virtual void set_mask_seed(uint64_t /*step_seed*/) {}
   virtual void forward_relu(GpuContext& /*ctx*/, const float* /*in*/, float* /*pre*/,
                             float* /*relu_out*/, int /*n*/, float* /*workspace*/) {}
 };

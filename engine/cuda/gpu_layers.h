@@ -57,4 +57,9 @@ float softmax_xent_forward(const float* z, const int32_t* labels, float* p, floa
 // dz = (p - onehot(label)) / n.
 void softmax_xent_backward(const float* p, const int32_t* labels, float* dz, int n, int k);
 
+// Element-wise over device floats with cuBLAS (sscal, saxpy), on the default stream, each result
+// rounded once as the CPU's loops are: x *= alpha; y += x.
+void scale_on_device(GpuContext& ctx, float* x, std::size_t count, float alpha);
+void add_on_device(GpuContext& ctx, const float* x, float* y, std::size_t count);
+
 }  // namespace psrt::engine::cuda

@@ -82,9 +82,6 @@ class GpuNetwork {
   struct Device;  // the CUDA side: context, layers, tensors, activation buffers (gpu_network.cc)
 
   void reserve(int n, bool training);
-  // Layer i's forward over acts (training or evaluation buffers), with a ReLU fused into the
-  // layer before it (GpuLayer::forward_relu) where the network allows.
-  void run_forward(std::size_t i, std::vector<DeviceBuffer>& acts, int n, bool training);
 
   ModelDesc desc_;
   std::vector<std::size_t> widths_;  // widths_[0] input, widths_[i + 1] output of layer i

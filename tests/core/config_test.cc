@@ -364,3 +364,20 @@ TEST_CASE("placement section: devices, links and the plan source", "[core]") {
       Catch::Contains("placement.devices[0].gflops"));
   CHECK(psrt::parse_config("", "job.yaml").placement.plan.empty());
 }
+
+TEST_CASE("split jobs are accepted on model.backend gpu; what stages cannot do is refused",
+          "[core]") {
+  const std::string job =
+      "job: {iterations: 5, batch_size: 16}\ncluster: {workers: 4}\n"
+      "model: {backend: gpu, arch: vgg-small}\n";
+  const Config model = parse_config(job + "placement: {mode: hybrid, partitions: 2, "
+                                          "micro_batches: 2}\n", "job.yaml");
+  CHECK(model.model.backend == "gpu");
+  CHECK(model.placement.split());
+  CHECK(model.placement.micro_batches == 2);
+  CHECK_THAT(error_of(job + "placement: {mode: model, partitions: 4}\n"
+                            "scheduler: {grouping: auto}\n"),
+             Catch::Contains("scheduler.grouping"));
+  CHECK_THAT(error_of(job + "placement: {mode: model, partitions: 3}\n"),
+             Catch::Contains("placement.partitions"));
+}

@@ -1,10 +1,11 @@
 // [gpu] The CUDA layers against the CPU layers on seeded input: forward outputs and every gradient.
-// Skips (WARN, no failure) where cudaGetDeviceCount fails or finds no device.
+// Reports itself skipped (gpu_test_util.h) where cudaGetDeviceCount fails or finds no device.
 #include <catch2/catch.hpp>
 
 #include <random>
 #include <vector>
 
+#include "tests/engine/gpu_test_util.h"
 #include "tests/engine/reference.h"
 #include "engine/conv2d.h"
 #include "engine/cuda/device_buffer.h"
@@ -22,12 +23,6 @@ namespace gpu = psrt::engine::cuda;
 namespace {
 
 constexpr double kTol = 1e-5;
-
-bool have_gpu() {
-  if (gpu::device_count() > 0) return true;
-  WARN("no CUDA device (cudaGetDeviceCount failed or returned 0): [gpu] test skipped");
-  return false;
-}
 
 std::vector<float> seeded(std::size_t n, uint64_t seed) {
   std::mt19937_64 gen(seed);

@@ -1,7 +1,8 @@
 // [gpu] GpuNetwork against the CPU Network it was built from: the same batch through a full
 // forward and backward gives the same loss and gradients, new parameters uploaded to both give the
 // same second step (dropout draws the same masks), and evaluate() gives the same accuracy without
-// touching the training state. Skips (WARN, no failure) where there is no CUDA device.
+// touching the training state. Reports itself skipped (gpu_test_util.h) where there is no CUDA
+// device.
 //
 // Every batch compared is well-conditioned (relu_margin.h): no ReLU input lies within rounding of
 // zero, where cuBLAS and OpenBLAS may legitimately take different sides of the ReLU. The first
@@ -16,8 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "tests/engine/reference.h"
-#include "tests/engine/relu_margin.h"
+#include "tests/engine/gpu_test_util.h"
 #include "engine/cuda/device_buffer.h"
 #include "engine/cuda/gpu_network.h"
 #include "engine/network.h"
@@ -31,28 +31,6 @@ namespace {
 // Whole networks: float sums in another order through several layers.
 constexpr double kTol = 1e-4;
 
-bool have_gpu() {
-  if (cuda::device_count() > 0) return true;
-  WARN("no CUDA device (cudaGetDeviceCount failed or returned 0): [gpu] test skipped");
-  return false;
-}
-
-struct Batch {
-  int n = 0;
-  std::vector<float> images;
-  std::vector<int32_t> labels;
-};
-
-// Pixels in [0, 1) and labels in [0, classes), seeded.
-Batch make_batch(std::size_t input, int classes, int n, uint64_t seed) {
-  std::mt19937_64 gen(seed);
-  Batch b;
-  b.n = n;
-  b.images = to_float(random_vec(input * static_cast<std::size_t>(n), gen, 0.0, 1.0));
-  for (int r = 0; r < n; ++r) b.labels.push_back(static_cast<int32_t>(gen() % classes));
-  return b;
-}
-
 template <typename Net>
 void train_step(Net& net, const Batch& b) {
   net.set_batch(b.images.data(), b.labels.data(), b.n);
@@ -65,19 +43,6 @@ std::vector<float> gpu_grad(const GpuNetwork& gpu, const psrt::TensorDesc& t) {
   std::vector<float> g(t.num_elements);
   gpu.download_grad(t.key, g);
   return g;
-}
-
-// make_batch(seed), or if some ReLU input of `cpu` (built from spec and net_seed, with its current
-// parameters) comes within kReluMargin of zero for it, the next of seed + 1000, seed + 2000, ...
-// that does not: deterministic, and computed on the CPU alone.
-Batch conditioned_batch(const NetSpec& spec, uint64_t net_seed, const Network& cpu, int n,
-                        uint64_t seed) {
-  for (int attempt = 0; attempt < 50; ++attempt, seed += 1000) {
-    Batch b = make_batch(cpu.input_size(), cpu.classes(), n, seed);
-    if (relu_margin(spec, net_seed, cpu, b.images, n) >= kReluMargin) return b;
-  }
-  FAIL("no well-conditioned batch in 50 seeds");
-  return {};
 }
 
 // One step on both networks from the same batch; the loss and every gradient compared.

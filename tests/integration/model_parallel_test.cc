@@ -76,13 +76,6 @@ std::vector<std::vector<float>> run(const Job& j, int partitions = 1) {
   return replicas;
 }
 
-float max_difference(const std::vector<float>& a, const std::vector<float>& b) {
-  REQUIRE(a.size() == b.size());
-  float d = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
-  return d;
-}
-
 Job split(std::string arch, int stages, int micro, std::string extra = {}) {
   Job j;
   j.arch = std::move(arch);

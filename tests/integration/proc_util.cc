@@ -5,7 +5,10 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <iterator>
 #include <stdexcept>
 
@@ -85,6 +88,13 @@ std::vector<float> read_floats(const std::string& path) {
   in.seekg(0);
   in.read(reinterpret_cast<char*>(v.data()), std::streamsize(bytes));
   return v;
+}
+
+float max_difference(const std::vector<float>& a, const std::vector<float>& b) {
+  if (a.size() != b.size()) return std::numeric_limits<float>::infinity();
+  float d = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
+  return d;
 }
 
 std::vector<std::pair<pid_t, std::string>> processes_with(const std::string& needle) {

@@ -59,5 +59,7 @@ std::string temp_dir(const std::string& tag);  // a fresh directory under /tmp
 void write_file(const std::string& path, const std::string& text);
 // A file of raw fp32 values (what job.dump_params writes); empty if it cannot be read.
 std::vector<float> read_floats(const std::string& path);
+// The largest absolute difference of two parameter dumps; infinity when their sizes differ.
+float max_difference(const std::vector<float>& a, const std::vector<float>& b);
 
 }  // namespace psrt::test
