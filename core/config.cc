@@ -1,24 +1,16 @@
-#include "core/config.h"
-
-#include <yaml-cpp/yaml.h>
+#include "core/config_sections.h"
 
 #include <filesystem>
-#include <functional>
 #include <fstream>
-#include <iterator>
 
-#include "core/config_compression.h"
 #include "core/config_limits.h"
-#include "core/config_placement.h"
-#include "core/grouping_spec.h"
 #include "core/status.h"
-#include "core/yaml_reader.h"
 
 namespace psrt {
 
 namespace {
 
-constexpr int64_t kMaxInt = 1ll << 40;
+constexpr int64_t kMaxInt = kMaxConfigInt;
 constexpr std::size_t kMaxJobId = 128;
 constexpr int64_t kMaxHidden = 1 << 16;
 constexpr int64_t kMaxModelWeights = 1ll << 30;  // 4 GiB of fp32
@@ -60,20 +52,16 @@ void apply_set(YAML::Node& root, const std::string& set, const std::string& wher
   chain.back()[parts.back()] = value;
 }
 
+}  // namespace
+
 // A relative path means relative to the config file's folder; if nothing is there, relative to
 // the working directory (for paths given with --set).
-std::string resolve(const std::string& path, const std::string& base_dir) {
+std::string resolve_config_path(const std::string& path, const std::string& base_dir) {
   if (path.empty() || base_dir.empty() || std::filesystem::path(path).is_absolute()) return path;
   auto p = std::filesystem::path(base_dir) / path;
   if (std::filesystem::exists(p)) return p.string();
   return std::filesystem::exists(path) ? path : p.string();
 }
-
-}  // namespace
-
-namespace {
-
-using Resolve = std::function<std::string(const std::string&)>;
 
 void parse_cluster(const YamlReader& cl, ClusterConfig& c) {
   c.servers = static_cast<int>(cl.get_int("servers", 1, 1, kMaxServers));
@@ -139,10 +127,12 @@ void parse_job(const YamlReader& job, JobConfig& c) {
   c.log_every = static_cast<int>(job.get_int("log_every", c.log_every, 0, 1 << 30));
   c.evaluate = job.get_bool("evaluate", true);
   c.eval_every = int(job.get_int("eval_every", 0, 0, 1 << 30));
-  c.dump_params = resolve(job.get_string("dump_params", ""), "");
+  c.dump_params = resolve_config_path(job.get_string("dump_params", ""), "");
   c.blas_threads = static_cast<int>(job.get_int("blas_threads", 1, 1, 1024));
   job.reject_unknown();
 }
+
+namespace {
 
 // model.hidden, bounded by the fully connected weights it makes (784 inputs, 10 classes) before
 // anyone allocates them.
@@ -165,7 +155,9 @@ void parse_hidden(const YamlReader& model, ModelConfig& c) {
   }
 }
 
-void parse_model(const YamlReader& model, const Resolve& in_base, ModelConfig& c) {
+}  // namespace
+
+void parse_model(const YamlReader& model, const ConfigPath& in_base, ModelConfig& c) {
   c.backend = model.get_choice("backend", "native", {"native", "gpu", "replay"});
   c.device = model.get_string("device", "auto") == "auto"
                  ? ModelConfig::kDeviceAuto
@@ -181,7 +173,7 @@ void parse_model(const YamlReader& model, const Resolve& in_base, ModelConfig& c
   model.reject_unknown();
 }
 
-void parse_data(const YamlReader& data, const Resolve& in_base, DataConfig& c) {
+void parse_data(const YamlReader& data, const ConfigPath& in_base, DataConfig& c) {
   c.dataset = data.get_choice("dataset", "fashion-mnist", {"fashion-mnist"});
   c.path = in_base(data.get_string("path", c.path));
   c.train_limit = data.get_int("train_limit", 0, 0, kMaxInt);
@@ -201,24 +193,7 @@ void parse_optimizer(const YamlReader& opt, OptimizerConfig& c) {
   opt.reject_unknown();
 }
 
-void parse_scheduler(const YamlReader& sch, const Resolve& in_base, SchedulerConfig& c) {
-  const std::string mode = sch.get_choice("mode", "fifo", mode_names());
-  c.mode = *parse_mode(mode);
-  c.chunk_bytes =
-      static_cast<uint64_t>(sch.get_int("chunk_bytes", int64_t(c.chunk_bytes), 4096, kMaxInt));
-  if (c.chunk_bytes % 4 != 0) sch.fail("chunk_bytes", "must be a multiple of 4");
-  c.credit_bytes =
-      static_cast<uint64_t>(sch.get_int("credit_bytes", int64_t(c.credit_bytes), 1, kMaxInt));
-  for (auto p : sch.get_int_list("priority", 0, 1 << 30)) c.priority.push_back(int(p));
-  c.grouping = sch.get_string("grouping", c.grouping);
-  std::string grouping_error;
-  if (!parse_grouping(c.grouping, &grouping_error)) sch.fail("grouping", grouping_error);
-  c.calibration = in_base(sch.get_string("calibration", ""));
-  c.link_bytes_per_s = sch.get_double("link_bytes_per_s", c.link_bytes_per_s, 1e3, 1e13);
-  sch.reject_unknown();
-}
-
-void parse_checkpoint(const YamlReader& ckpt, const Resolve& in_base, CheckpointConfig& c) {
+void parse_checkpoint(const YamlReader& ckpt, const ConfigPath& in_base, CheckpointConfig& c) {
   c.dir = in_base(ckpt.get_string("dir", ""));
   c.every = ckpt.get_int("every", 0, 0, kMaxInt);
   c.every_s = ckpt.get_double("every_s", 0, 0, 1e7);
@@ -234,8 +209,8 @@ void parse_checkpoint(const YamlReader& ckpt, const Resolve& in_base, Checkpoint
   ckpt.reject_unknown();
 }
 
-YAML::Node load_root(const std::string& yaml_text, const std::string& where,
-                     const std::vector<std::string>& sets) {
+YAML::Node load_config_root(const std::string& yaml_text, const std::string& where,
+                            const std::vector<std::string>& sets) {
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -248,70 +223,7 @@ YAML::Node load_root(const std::string& yaml_text, const std::string& where,
   return root;
 }
 
-Config parse_yaml(const std::string& yaml_text, const std::string& where,
-                  const std::vector<std::string>& sets, const std::string& base_dir) {
-  Config c;
-  c.source = where;
-  YamlReader top(load_root(yaml_text, where, sets), "", where);
-  const Resolve in_base = [&](const std::string& p) { return resolve(p, base_dir); };
-  parse_cluster(top.child("cluster"), c.cluster);
-  parse_metrics(top.child("metrics"), c.cluster, c.metrics);
-  parse_job(top.child("job"), c.job);
-  parse_model(top.child("model"), in_base, c.model);
-  parse_data(top.child("data"), in_base, c.data);
-  parse_optimizer(top.child("optimizer"), c.optimizer);
-  parse_scheduler(top.child("scheduler"), in_base, c.scheduler);
-  parse_compression(top.child("compression"), c.cluster, c.optimizer, c.compression);
-  parse_security_and_limits(top, c, in_base);
-  c.placement = parse_placement(top.child("placement"), in_base);
-  if (c.compression.adam && c.placement.split()) {
-    // The global batch is the replicas' (each stage of a replica sees the same samples).
-    c.compression.adam_workers = std::max(1, c.cluster.workers / int(c.placement.partitions));
-  }
-  check_split(c, top.child("placement"));
-  parse_checkpoint(top.child("checkpoint"), in_base, c.checkpoint);
-  c.log_level = top.get_choice("log_level", "info", {"trace", "debug", "info", "warn", "error"});
-  c.timeline = top.get_string("timeline", "");
-  top.reject_unknown();
-  return c;
-}
-
-}  // namespace
-
-Config parse_config(const std::string& yaml_text, const std::string& where,
-                    const std::vector<std::string>& sets, const std::string& base_dir) {
-  try {
-    return parse_yaml(yaml_text, where, sets, base_dir);
-  } catch (const std::bad_alloc&) {
-    throw ConfigError(where + ": out of memory while parsing the config (a value far too large?)");
-  } catch (const YAML::Exception& e) {  // anything yaml-cpp throws past the checks above
-    throw ConfigError(where + ": " + e.what());
-  }
-}
-
-std::vector<std::string> compression_warnings(const Config& c) {
-  std::vector<std::string> out;
-  const CompressionConfig& z = c.compression;
-  if (z.codec == "none") return out;
-  const OptimizerConfig& o = c.optimizer;
-  if (o.type == "adam") {
-    out.push_back("compression." + z.codec + " with the servers' Adam (adam_correction: false): "
-                  "Adam's second moment sees each element arrive as a burst of its residual, "
-                  "which shrinks its steps; expect a loss of accuracy (adam_correction: true "
-                  "runs Adam on the workers)");
-  } else if (o.momentum > 0) {
-    out.push_back("compression." + z.codec + " with the servers' SGD momentum " +
-                  std::to_string(o.momentum) + ": the momentum keeps pushing each burst of a "
-                  "sparse gradient; set compression.momentum_correction: true");
-  }
-  if (!z.error_feedback) {
-    out.push_back("compression." + z.codec + " without error_feedback: what is not sent is lost, "
-                  "and training drifts from dense; set compression.error_feedback: true");
-  }
-  return out;
-}
-
-Config load_config(const std::string& path, const std::vector<std::string>& sets) {
+std::string read_config_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     throw ConfigError(path + ": is a directory, not a config file");
@@ -330,8 +242,7 @@ Config load_config(const std::string& path, const std::vector<std::string>& sets
     throw ConfigError(path + ": more than " + std::to_string(kMaxConfigBytes) +
                       " bytes; a config file may hold at most that");
   }
-  const auto dir = std::filesystem::path(path).parent_path().string();
-  return parse_config(text, path, sets, dir.empty() ? "." : dir);
+  return text;
 }
 
 }  // namespace psrt

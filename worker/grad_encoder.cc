@@ -23,7 +23,7 @@ struct GradEncoder::Device {};
 
 GradEncoder::GradEncoder(const CompressionConfig& config, const ModelDesc& model) {
   if (config.codec == "none") return;
-  codec_config_ = compress::codec_config(config);
+  codec_config_ = config;
   auto made = compress::make_codec(codec_config_);
   if (!made) throw ConfigError(made.status().message());
   codec_ = std::move(made.value());

@@ -9,6 +9,7 @@
 #include <optional>
 #include <vector>
 
+#include "config/job_config.h"
 #include "core/status.h"
 #include "worker/run_clock.h"
 #include "worker/traced.h"

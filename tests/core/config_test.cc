@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "config/job_config.h"
 #include "core/config.h"
 #include "core/status.h"
 

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "config/job_config.h"
 #include "core/config.h"
 #include "core/status.h"
 #include "worker/backend.h"
