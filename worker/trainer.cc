@@ -11,6 +11,7 @@
 
 #include "config/job_config.h"
 #include "core/status.h"
+#include "scheduler/schedule_policy.h"
 #include "worker/run_clock.h"
 #include "worker/traced.h"
 
@@ -114,7 +115,7 @@ class IterationRunner {
         backend_(backend),
         client_(client),
         timeline_(timeline),
-        bigdl_(config.scheduler.mode == Mode::kBigdl),
+        bigdl_(SchedulePolicy(config.scheduler.mode).forward_waits_for_all()),
         on_device_(!model_.tensors.empty() && backend.device_grad(0) != nullptr) {}
 
   void forward(uint64_t t) {
