@@ -20,7 +20,7 @@ std::vector<std::string> CodecRegistry::names() const {
 }
 
 Result<std::unique_ptr<Codec>> CodecRegistry::make(const CodecConfig& config) const {
-  if (Status s = validate(config); !s) return s;
+  PSRT_RETURN_IF_ERROR(validate(config));
   auto it = factories_.find(config.codec);
   if (it == factories_.end()) {
     return Status::error("compression.codec = " + config.codec + ": not registered");
