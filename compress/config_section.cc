@@ -29,19 +29,8 @@ void read_codec(const YamlReader& comp, CompressionConfig& c) {
       "compressed";
 }
 
-// momentum_correction, momentum_masking, adam_global_variance and adam_correction (on by default
-// with optimizer adam, a codec and error feedback).
-CodecRuleInputs read_corrections(const YamlReader& comp, const OptimizerConfig& optimizer,
-                                 CompressionConfig& c) {
-  CodecRuleInputs in;
-  in.optimizer_type = optimizer.type;
-  in.optimizer_momentum = optimizer.momentum;
-  in.momentum_correction = comp.get_bool("momentum_correction", false);
-  c.momentum_masking = comp.get_bool("momentum_masking", false);
-  const bool adam_default = optimizer.type == "adam" && c.codec != "none" && c.error_feedback;
-  c.adam_global_variance = comp.get_bool("adam_global_variance", true);
-  in.adam_correction = comp.get_bool("adam_correction", adam_default);
-  return in;
+void check(const YamlReader& comp, const CompressionConfig& c, const CodecRuleInputs& in) {
+  if (auto p = first_problem(c, in)) comp.fail(p->key, p->what);
 }
 
 // Momentum correction: the workers apply the SGD momentum, so the servers must not. Adam
@@ -68,9 +57,21 @@ void move_optimizer(const CodecRuleInputs& in, const ClusterConfig& cluster,
 
 void parse_compression_section(const YamlReader& comp, const ClusterConfig& cluster,
                                OptimizerConfig& optimizer, CompressionConfig& c) {
+  // The rules are checked as the keys they need are read, so that of two mistakes the one
+  // earlier in the section is named.
   read_codec(comp, c);
-  const CodecRuleInputs in = read_corrections(comp, optimizer, c);
-  if (auto p = first_problem(c, in)) comp.fail(p->key, p->what);
+  CodecRuleInputs in;
+  in.optimizer_type = optimizer.type;
+  in.optimizer_momentum = optimizer.momentum;
+  check(comp, c, in);
+  in.momentum_correction = comp.get_bool("momentum_correction", false);
+  c.momentum_masking = comp.get_bool("momentum_masking", false);
+  check(comp, c, in);
+  // Adam correction is on by default with optimizer adam, a codec and error feedback.
+  const bool adam_default = optimizer.type == "adam" && c.codec != "none" && c.error_feedback;
+  c.adam_global_variance = comp.get_bool("adam_global_variance", true);
+  in.adam_correction = comp.get_bool("adam_correction", adam_default);
+  check(comp, c, in);
   move_optimizer(in, cluster, optimizer, c);
   comp.reject_unknown();
 }
