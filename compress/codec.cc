@@ -19,7 +19,7 @@ void Codec::finish_aggregate(std::span<float> /*sum*/, int /*num_payloads*/) con
 
 Status Codec::decode(std::span<const uint8_t> payload, std::span<float> out) const {
   std::vector<float> scratch(out.size(), 0.0f);
-  if (Status s = decode_accumulate(payload, scratch, 1.0f); !s) return s;
+  PSRT_RETURN_IF_ERROR(decode_accumulate(payload, scratch, 1.0f));
   std::copy(scratch.begin(), scratch.end(), out.begin());
   return Status::ok();
 }

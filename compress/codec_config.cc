@@ -1,6 +1,7 @@
 #include "compress/codec_config.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
 
 namespace psrt::compress {
@@ -12,6 +13,37 @@ Status bad(const std::string& key, const std::string& value, const std::string& 
 }
 
 }  // namespace
+
+std::optional<CodecProblem> first_problem(const CodecConfig& c, const CodecRuleInputs& in) {
+  const bool none = c.codec == "none";
+  const bool sparsifying = c.codec == "laco" || c.codec == "graddrop" || c.codec == "topk";
+  const bool optimizer_known = !in.optimizer_type.empty();
+  if (c.compress_replies && none) {
+    return CodecProblem{"replies", "compressed needs a codec other than none"};
+  }
+  if (c.momentum_masking && !in.momentum_correction) {
+    return CodecProblem{"momentum_masking", "needs momentum_correction: true"};
+  }
+  if (c.momentum_masking && !sparsifying) {
+    return CodecProblem{"momentum_masking",
+                        "needs a sparsifying codec (laco, graddrop, topk), not " + c.codec};
+  }
+  if (in.momentum_correction) {
+    if (none) return CodecProblem{"momentum_correction", "needs a codec other than none"};
+    if (!c.error_feedback) return CodecProblem{"momentum_correction", "needs error_feedback: true"};
+    if (optimizer_known && (in.optimizer_type != "sgd" || in.optimizer_momentum == 0)) {
+      return CodecProblem{"momentum_correction", "needs optimizer sgd with momentum > 0"};
+    }
+  }
+  if (in.adam_correction) {
+    if (optimizer_known && in.optimizer_type != "adam") {
+      return CodecProblem{"adam_correction", "needs optimizer adam"};
+    }
+    if (none) return CodecProblem{"adam_correction", "needs a codec other than none"};
+    if (!c.error_feedback) return CodecProblem{"adam_correction", "needs error_feedback: true"};
+  }
+  return std::nullopt;
+}
 
 Status validate(const CodecConfig& c) {
   if (c.codec != "none" && c.codec != "laco" && c.codec != "signsgd" && c.codec != "graddrop" &&
@@ -32,30 +64,13 @@ Status validate(const CodecConfig& c) {
   if (!(c.momentum >= 0.0 && c.momentum < 1.0)) {
     return bad("momentum", std::to_string(c.momentum), "in [0, 1)");
   }
-  if (c.momentum_masking && c.momentum == 0.0) {
-    return bad("momentum_masking", "true", "needs momentum_correction");
-  }
-  if (c.momentum > 0.0) {
-    if (c.codec == "none") {
-      return bad("momentum_correction", "true with codec none",
-                 "needs a codec (with none the servers' momentum is the same thing)");
-    }
-    if (c.momentum_masking && c.codec != "laco" && c.codec != "graddrop" && c.codec != "topk") {
-      return bad("momentum_masking", "true with codec " + c.codec,
-                 "needs a sparsifying codec (laco, graddrop, topk): the momentum of every sent "
-                 "element is cleared, and a dense codec sends them all");
-    }
-    if (!c.error_feedback) {
-      return bad("momentum_correction", "true with error_feedback false",
-                 "needs error_feedback (the unsent velocity accumulates in the residual)");
-    }
+  CodecRuleInputs in;
+  in.momentum_correction = c.momentum > 0.0;
+  in.adam_correction = c.adam;
+  if (auto p = first_problem(c, in)) {
+    return Status::error("compression." + p->key + ": " + p->what);
   }
   if (c.adam) {
-    if (c.codec == "none") return bad("adam_correction", "true with codec none", "needs a codec");
-    if (!c.error_feedback) {
-      return bad("adam_correction", "true with error_feedback false",
-                 "needs error_feedback (the unsent direction accumulates in the residual)");
-    }
     if (c.momentum > 0.0) {
       return bad("adam_correction", "true with momentum_correction",
                  "one worker-side optimizer at a time (Adam has its own first moment)");

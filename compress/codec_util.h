@@ -38,7 +38,7 @@ Result<State*> checked_state(CodecState& state, const ChunkInput& chunk, std::st
   auto* s = dynamic_cast<State*>(&state);
   if (s == nullptr) return Status::error(std::string(codec) + ": state made by another codec");
   const auto len = static_cast<int64_t>(chunk.values.size());
-  if (Status st = check_chunk(s->info_.num_elements, chunk.offset, len, codec); !st) return st;
+  PSRT_RETURN_IF_ERROR(check_chunk(s->info_.num_elements, chunk.offset, len, codec));
   return s;
 }
 

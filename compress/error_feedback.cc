@@ -89,11 +89,11 @@ Status ErrorFeedback::encode(CodecState& state, const ChunkInput& chunk,
     }
     return st;
   }
-  if (Status st = inner_->subtract_sent(*s->inner_, payload, rs); !st) return st;
+  PSRT_RETURN_IF_ERROR(inner_->subtract_sent(*s->inner_, payload, rs));
   if (!masking_) return Status::ok();
   // Momentum factor masking: what the server will apply, decoded; a non-zero value was sent.
   s->sent_.assign(rs.size(), 0.0f);
-  if (Status st = inner_->decode_accumulate(payload, s->sent_, 1.0f); !st) return st;
+  PSRT_RETURN_IF_ERROR(inner_->decode_accumulate(payload, s->sent_, 1.0f));
   for (int64_t i = 0; i < len; ++i) {
     if (s->sent_[static_cast<size_t>(i)] != 0.0f) u[i] = 0.0f;
   }

@@ -126,7 +126,7 @@ Status LacoCodec::encode(CodecState& state, const ChunkInput& chunk,
   const LacoPlan p = plan(s, chunk.iteration);
   s.last_log8_ = false;
   if (p.record) {
-    if (Status st = record(s, chunk.iteration, g, chunk.moments); !st) return st;
+    PSRT_RETURN_IF_ERROR(record(s, chunk.iteration, g, chunk.moments));
   }
   if (p.dense) {
     write_dense_fp32(id(), g, payload);

@@ -20,7 +20,7 @@ std::vector<std::string> CodecRegistry::names() const {
 }
 
 Result<std::unique_ptr<Codec>> CodecRegistry::make(const CodecConfig& config) const {
-  if (Status s = validate(config); !s) return s;
+  PSRT_RETURN_IF_ERROR(validate(config));
   auto it = factories_.find(config.codec);
   if (it == factories_.end()) {
     return Status::error("compression.codec = " + config.codec + ": not registered");
@@ -29,7 +29,7 @@ Result<std::unique_ptr<Codec>> CodecRegistry::make(const CodecConfig& config) co
   if (config.error_feedback && codec->id() != CodecId::kNone && config.adam) {
     codec = std::make_unique<ErrorFeedback>(
         std::move(codec), AdamCorrection{config.adam_beta1, config.adam_beta2, config.adam_eps,
-                                         config.adam_workers});
+                                         config.adam_variance_workers()});
   } else if (config.error_feedback && codec->id() != CodecId::kNone) {
     codec = std::make_unique<ErrorFeedback>(std::move(codec), float(config.momentum),
                                             config.momentum_masking);

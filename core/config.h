@@ -1,4 +1,5 @@
-// The job configuration: one YAML file parsed once into typed, validated structs. Every key is
+// The job configuration: one YAML file parsed once into typed, validated structs (composed by
+// config/job_config.h from each module's own section parser). Every key is
 // documented in docs/config.md; an unknown key or a bad value is a ConfigError that names the key,
 // the value and what is allowed.
 #pragma once
@@ -7,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/compression_config.h"
 #include "core/mode.h"
 #include "core/plan.h"
 
@@ -82,39 +84,6 @@ struct SchedulerConfig {
   double link_bytes_per_s = 125e6;       // auto, mgwfbp: each host's link, each direction
 };
 
-// Gradient compression (compress/README.md has the method). The servers decode and accumulate;
-// the parameter replies stay dense unless `compress_replies`.
-// compression.density's default with codec laco (others: CompressionConfig::density).
-inline constexpr double kLacoDensity = 0.0065;
-
-struct CompressionConfig {
-  std::string codec = "none";  // none | laco | signsgd | graddrop | topk
-  double density = 0.01;       // fraction of elements sent (laco, graddrop, topk)
-  int calibration_iters = 5;   // laco: dense iterations that find alpha
-  int warmup_iters = 20;       // laco: hot start from density 1 to the target
-  int64_t dense_below = 1024;  // laco: tensors smaller than this go dense
-  int quant_bits = 8;          // laco: 8 (log code) or 32 (fp32 values)
-  bool hierarchical = true;    // laco: per-tensor density by size and depth
-  bool error_feedback = true;  // residual accumulation
-  // Momentum correction (YAML `momentum_correction: true`): the workers apply the optimizer's
-  // SGD momentum before compressing (compress/error_feedback.h); parse_config then moves it
-  // here from optimizer.momentum, which becomes 0 (the servers run plain SGD). 0: off.
-  double momentum = 0;
-  bool momentum_masking = false;  // momentum correction: clear a sent element's momentum (DGC)
-  // Adam correction (YAML `adam_correction`, on by default with optimizer adam and a codec): the
-  // workers run Adam's moments on their gradient and compress the update direction
-  // (compress/error_feedback.h); parse_config copies beta1, beta2, eps here and moves the weight
-  // decay (L2, added to the gradient by the workers), and the servers run plain SGD with the
-  // same learning rate and schedule.
-  bool adam = false;
-  double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-8, adam_weight_decay = 0;
-  int adam_workers = 1;               // data-parallel replicas (cluster.workers / partitions), for ...
-  bool adam_global_variance = true;   // ... v rescaled from the local batch to the global one
-  // Servers send each update as the codec's encoding of (new values - what the workers hold),
-  // the same payload to every worker; what was not sent stays in that difference.
-  bool compress_replies = false;
-};
-
 // Prometheus metrics (core/metrics.h). Off unless `metrics.port` is set.
 struct MetricsConfig {
   int port = -1;                   // -1: off; 0: OS-chosen (logged); else the first port
@@ -182,14 +151,6 @@ struct Config {
   std::string timeline;  // Chrome trace output path prefix; empty: off
 };
 
-// Parses `yaml_text` (named `where` in errors) after applying `sets` ("a.b=value", value as YAML).
-// Relative paths in the file are resolved against `base_dir`.
-// Settings that run but cannot be expected to converge like dense training (the codec cannot
-// correct the optimizer): one line each, for the workers to log at start.
-std::vector<std::string> compression_warnings(const Config& config);
-
-Config parse_config(const std::string& yaml_text, const std::string& where,
-                    const std::vector<std::string>& sets = {}, const std::string& base_dir = "");
-Config load_config(const std::string& path, const std::vector<std::string>& sets = {});
+// Loading and composing the sections: config/job_config.h (parse_config, load_config).
 
 }  // namespace psrt

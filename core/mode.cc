@@ -35,6 +35,4 @@ const std::vector<std::string>& mode_names() {
   return names;
 }
 
-bool mode_is_chunked(Mode m) { return m == Mode::kFifoChunked || m == Mode::kPreemptive; }
-
 }  // namespace psrt

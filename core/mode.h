@@ -18,8 +18,6 @@ enum class Mode {
 const char* mode_name(Mode m);
 std::optional<Mode> parse_mode(const std::string& name);
 const std::vector<std::string>& mode_names();
-// Modes whose unit of transfer is chunk_bytes; the others send each tensor's part on a server
-// as one message (split only as far as balancing the servers needs).
-bool mode_is_chunked(Mode m);
+// What a mode means (what is sent next, what the compute waits for): scheduler/schedule_policy.h.
 
 }  // namespace psrt

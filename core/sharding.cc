@@ -26,10 +26,6 @@ std::vector<uint64_t> place(std::vector<ChunkDesc>& chunks, uint32_t num_servers
 
 }  // namespace
 
-uint64_t mode_chunk_bytes(Mode mode, uint64_t chunk_bytes) {
-  return std::min(kMaxChunkBytes, mode_is_chunked(mode) ? chunk_bytes : kMaxChunkBytes);
-}
-
 ShardMap::ShardMap(const ModelDesc& model, uint32_t num_servers, uint64_t chunk_bytes) {
   if (num_servers == 0) throw std::invalid_argument("ShardMap: no servers");
   const uint64_t max_elems = std::max<uint64_t>(1, chunk_bytes / sizeof(float));

@@ -21,10 +21,6 @@ constexpr uint64_t kMaxChunkBytes = 4ull << 20;
 constexpr uint32_t kMaxGroupMembers = 256;
 constexpr uint64_t kMaxGroupBytes = kMaxChunkBytes / 2;
 
-// The chunk size a mode transfers: chunk_bytes in the chunked modes, whole tensors otherwise;
-// never more than kMaxChunkBytes.
-uint64_t mode_chunk_bytes(Mode mode, uint64_t chunk_bytes);
-
 struct ChunkDesc {
   uint32_t id = 0;       // index in ShardMap::chunks
   uint32_t key = 0;      // tensor key (its priority: forward-order index)

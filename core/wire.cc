@@ -119,10 +119,9 @@ bool check_group(const wire::Header& h, const std::vector<zmq::message_t>& paylo
   return true;
 }
 
-}  // namespace
-
-bool decode_header(const zmq::message_t& frame, const std::vector<zmq::message_t>& payload,
-                   const std::string& job_id, wire::Header& h, WireError& error) {
+// The envelope every message shares: frame size, parse, version, job, role and type.
+bool check_envelope(const zmq::message_t& frame, const std::string& job_id, wire::Header& h,
+                    WireError& error) {
   if (frame.size() == 0 || frame.size() > (1u << 24)) {
     return fail(error, ErrorCode::kMalformed,
                 "header frame of " + std::to_string(frame.size()) + " bytes");
@@ -148,24 +147,11 @@ bool decode_header(const zmq::message_t& frame, const std::vector<zmq::message_t
     return fail(error, ErrorCode::kMalformed, "message type " + std::to_string(h.type()) +
                                                   " is unknown");
   }
-  const uint64_t bytes = payload_size(payload);
-  if (h.type() == wire::ACTIVATION || h.type() == wire::ACTIVATION_GRAD) {
-    // The receiving stage checks the sizes against its schedule (worker/ps_client_stage.cc).
-    if (payload.empty() || h.payload_bytes() != bytes) {
-      return fail(error, ErrorCode::kBadSize,
-                  "header claims " + std::to_string(h.payload_bytes()) + " payload bytes, " +
-                      std::to_string(payload.size()) + " frames hold " + std::to_string(bytes));
-    }
-    return true;
-  }
-  if (!is_tensor_message(h.type())) {
-    if (!payload.empty()) {
-      return fail(error, ErrorCode::kMalformed,
-                  std::string(wire::MsgType_Name(h.type())) + " carries no payload frames, got " +
-                      std::to_string(payload.size()));
-    }
-    return true;
-  }
+  return true;
+}
+
+// A tensor message's chunk: length, offset, codec and the payload's size.
+bool check_chunk(const wire::Header& h, uint64_t bytes, WireError& error) {
   if (h.length() == 0 || h.length() > kMaxChunkElements) {
     return fail(error, ErrorCode::kMalformed,
                 "chunk length " + std::to_string(h.length()) + " elements is outside [1, " +
@@ -186,7 +172,12 @@ bool decode_header(const zmq::message_t& frame, const std::vector<zmq::message_t
                 "header claims " + std::to_string(h.payload_bytes()) + " payload bytes, frames hold " +
                     std::to_string(bytes));
   }
-  if (h.members_size() > 0) return check_group(h, payload, error);
+  return true;
+}
+
+// A single chunk's values (INIT, PUSH, PARAMS) or their absence (the other tensor messages).
+bool check_values(const wire::Header& h, const std::vector<zmq::message_t>& payload,
+                  uint64_t bytes, WireError& error) {
   const bool carries_values =
       h.type() == wire::INIT || h.type() == wire::PUSH || h.type() == wire::PARAMS;
   if (carries_values) {
@@ -210,6 +201,34 @@ bool decode_header(const zmq::message_t& frame, const std::vector<zmq::message_t
                 std::string(wire::MsgType_Name(h.type())) + " carries no payload frames");
   }
   return true;
+}
+
+}  // namespace
+
+bool decode_header(const zmq::message_t& frame, const std::vector<zmq::message_t>& payload,
+                   const std::string& job_id, wire::Header& h, WireError& error) {
+  if (!check_envelope(frame, job_id, h, error)) return false;
+  const uint64_t bytes = payload_size(payload);
+  if (h.type() == wire::ACTIVATION || h.type() == wire::ACTIVATION_GRAD) {
+    // The receiving stage checks the sizes against its schedule (worker/ps_client_stage.cc).
+    if (payload.empty() || h.payload_bytes() != bytes) {
+      return fail(error, ErrorCode::kBadSize,
+                  "header claims " + std::to_string(h.payload_bytes()) + " payload bytes, " +
+                      std::to_string(payload.size()) + " frames hold " + std::to_string(bytes));
+    }
+    return true;
+  }
+  if (!is_tensor_message(h.type())) {
+    if (!payload.empty()) {
+      return fail(error, ErrorCode::kMalformed,
+                  std::string(wire::MsgType_Name(h.type())) + " carries no payload frames, got " +
+                      std::to_string(payload.size()));
+    }
+    return true;
+  }
+  if (!check_chunk(h, bytes, error)) return false;
+  if (h.members_size() > 0) return check_group(h, payload, error);
+  return check_values(h, payload, bytes, error);
 }
 
 std::string peer_name(wire::Role role, uint32_t rank) {

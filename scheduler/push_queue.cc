@@ -2,11 +2,11 @@
 
 namespace psrt {
 
-PushQueue::PushQueue(Mode mode, uint64_t credit_bytes) : mode_(mode), credit_(credit_bytes) {}
+PushQueue::PushQueue(SchedulePolicy policy, uint64_t credit_bytes)
+    : policy_(policy), credit_(credit_bytes) {}
 
 PushQueue::Order PushQueue::order_of(uint32_t priority, uint64_t seq) const {
-  const bool by_arrival = mode_ == Mode::kFifo || mode_ == Mode::kFifoChunked;
-  return {by_arrival ? 0 : priority, seq};
+  return {policy_.by_priority() ? priority : 0, seq};
 }
 
 void PushQueue::add(uint32_t key, uint32_t priority, std::vector<PushUnit> chunks) {
@@ -20,7 +20,7 @@ void PushQueue::add(uint32_t key, uint32_t priority, std::vector<PushUnit> chunk
   }
   pending_ += t.chunks.size();
   const Order order = order_of(priority, seq);
-  if (mode_ == Mode::kBigdl) {
+  if (policy_.holds_until_backward_done()) {
     held_.emplace_back(order, std::move(t));
     if (held_.size() >= expected_) {
       for (auto& [o, tensor] : held_) release(o, std::move(tensor));
@@ -40,7 +40,7 @@ std::optional<PushUnit> PushQueue::next() {
   if (ready_.empty()) return std::nullopt;
   // Whole-tensor modes finish the tensor they started; the others take the best ready chunk.
   auto it = ready_.begin();
-  if (!mode_is_chunked(mode_) && current_) {
+  if (!policy_.chunked() && current_) {
     auto cur = ready_.find(*current_);
     if (cur != ready_.end()) it = cur;
   }

@@ -1,5 +1,5 @@
-// The push scheduler's policy: which chunk goes to the transport next, by mode, within byte
-// credit. Not thread-safe and free of I/O, so that the worker's I/O thread, the server's reply
+// The push scheduler's queue: which chunk goes to the transport next, as the mode's
+// SchedulePolicy orders it, within byte credit. Not thread-safe and free of I/O, so that the worker's I/O thread, the server's reply
 // path and the simulator all use the same rules and tests drive it with a fake transport.
 //
 // Order is (priority, sequence) with a strict comparator; sequence is the order in which tensors
@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "core/mode.h"
+#include "scheduler/schedule_policy.h"
 
 namespace psrt {
 
@@ -27,7 +27,8 @@ struct PushUnit {
 
 class PushQueue {
  public:
-  PushQueue(Mode mode, uint64_t credit_bytes);
+  PushQueue(SchedulePolicy policy, uint64_t credit_bytes);
+  PushQueue(Mode mode, uint64_t credit_bytes) : PushQueue(SchedulePolicy(mode), credit_bytes) {}
 
   // A tensor's gradient is ready: its chunks, in offset order.
   void add(uint32_t key, uint32_t priority, std::vector<PushUnit> chunks);
@@ -41,7 +42,7 @@ class PushQueue {
   // The receiver acknowledged `bytes` of what was in flight.
   void acked(uint64_t bytes);
 
-  Mode mode() const { return mode_; }
+  Mode mode() const { return policy_.mode(); }
   uint64_t credit() const { return credit_; }
   uint64_t in_flight() const { return in_flight_; }
   std::size_t pending_chunks() const { return pending_; }
@@ -56,7 +57,7 @@ class PushQueue {
   Order order_of(uint32_t priority, uint64_t seq) const;
   void release(Order order, Tensor tensor);
 
-  Mode mode_;
+  SchedulePolicy policy_;
   uint64_t credit_;
   uint64_t in_flight_ = 0;
   uint64_t seq_ = 0;

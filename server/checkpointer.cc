@@ -112,7 +112,7 @@ Status Checkpointer::restore(ChunkTable& table, uint64_t iteration) {
   const std::string path = checkpoint_path(config_.dir, job_id_, rank_, iteration);
   auto s = read_checkpoint(path);
   if (!s) return s.status();
-  if (Status st = check_identity(*s, path); !st) return st;
+  PSRT_RETURN_IF_ERROR(check_identity(*s, path));
   auto bad = [&](const std::string& why) {
     return Status::error("checkpoint " + path + " rejected: " + why);
   };

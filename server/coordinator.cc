@@ -3,6 +3,7 @@
 #include "core/model.h"
 #include "core/sharding.h"
 #include "core/wire.h"
+#include "scheduler/schedule_policy.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -178,7 +179,7 @@ const wire::Membership& Coordinator::membership() {
     model.tensors.push_back(d);
   }
   const ShardMap map(model, uint32_t(servers_),
-                     mode_chunk_bytes(scheduler_.mode, scheduler_.chunk_bytes));
+                     SchedulePolicy(scheduler_.mode).unit_bytes(scheduler_.chunk_bytes));
   for (const auto& c : map.chunks()) {
     auto* ci = m.add_chunks();
     ci->set_key(c.key);

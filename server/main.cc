@@ -2,7 +2,7 @@
 // optimizer. Server 0 is also the coordinator.
 #include <cstdio>
 
-#include "core/daemon_main.h"
+#include "config/daemon_main.h"
 #include "server/server.h"
 
 int main(int argc, char** argv) {

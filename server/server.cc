@@ -50,7 +50,7 @@ Server::Server(const Config& config, uint32_t rank)
   }
   endpoint_ = listen_as_server(router_, config.cluster, int(rank)).advertised;
   if (config.compression.codec != "none") {
-    auto made = compress::make_codec(compress::codec_config(config.compression));
+    auto made = compress::make_codec(config.compression);
     if (!made) throw ConfigError(made.status().message());
     codec_ = std::move(made.value());
     wire_codec_ = static_cast<wire::Codec>(codec_->id());

@@ -23,7 +23,7 @@ struct GradEncoder::Device {};
 
 GradEncoder::GradEncoder(const CompressionConfig& config, const ModelDesc& model) {
   if (config.codec == "none") return;
-  codec_config_ = compress::codec_config(config);
+  codec_config_ = config;
   auto made = compress::make_codec(codec_config_);
   if (!made) throw ConfigError(made.status().message());
   codec_ = std::move(made.value());
@@ -73,7 +73,7 @@ Status GradEncoder::load_state(ByteReader& in) {
     if (!present) continue;
     states_[key] = codec_->make_state(tensors_[key]);
     where_[key] = Where::kHost;
-    if (Status st = codec_->load_state(*states_[key], in); !st) return st;
+    PSRT_RETURN_IF_ERROR(codec_->load_state(*states_[key], in));
   }
   if (in.failed() || in.left() != 0) return Status::error("the saved codec state does not fit");
   return Status::ok();

@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "core/daemon_main.h"
+#include "config/daemon_main.h"
 #include "worker/backend.h"
 #include "worker/ps_client.h"
 #include "worker/stage_trainer.h"

@@ -151,6 +151,8 @@ class PsClient {
   void io_loop();
   void on_message(std::size_t server, Envelope& env);
   void on_membership(const wire::Membership& m, const wire::StageMap& stages);
+  void on_release(const wire::Header& h);  // BARRIER_RELEASE
+  void on_ack(const wire::Header& h);
   // ps_client_push.cc: grouping, the push path and the parameters' return
   void plan_groups();  // after the membership: the grouping and its message plan
   void on_params(const wire::Header& h, std::vector<zmq::message_t>& payload);

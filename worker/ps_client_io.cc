@@ -145,40 +145,8 @@ void PsClient::on_message(std::size_t server, Envelope& env) {
   switch (h.type()) {
     case wire::HEARTBEAT: return;
     case wire::MEMBERSHIP: on_membership(h.membership(), h.stage_map()); return;
-    case wire::BARRIER_RELEASE: {
-      std::lock_guard lock(mu_);
-      if (h.barrier().name() == "start" && !started_) {
-        started_ = true;
-        // First values for everyone; they count as iteration 0.
-        for (const auto& c : shards_.chunks()) {
-          if (held_[c.key]) send_to(c.server, tensor_header(wire::PULL, c, 0));
-        }
-      } else if (h.barrier().name() == "shutdown") {
-        finished_ = true;
-      }
-      cv_.notify_all();
-      return;
-    }
-    case wire::ACK: {
-      auto it = unacked_.find(h.seq());
-      if (it == unacked_.end()) return;
-      if (init_acks_ > 0 && --init_acks_ == 0) send_barrier("start");
-      const InFlight& f = it->second;
-      if (f.bytes > 0) {
-        metrics_.round_trip(std::chrono::duration<double>(SteadyClock::now() - f.sent).count());
-      }
-      if (timeline_ && f.bytes > 0) {
-        const ChunkDesc& c = shards_.chunks()[f.chunk];
-        char args[96];
-        std::snprintf(args, sizeof args, "{\"bytes\":%llu,\"server\":%u,\"iteration\":%llu}",
-                      (unsigned long long)f.bytes, c.server, (unsigned long long)h.iteration());
-        timeline_->flight("push", chunk_label(c.key, c.offset), h.seq(), f.enqueued,
-                          SteadyClock::now(), args);
-      }
-      queue_.acked(f.bytes);
-      unacked_.erase(it);
-      return;
-    }
+    case wire::BARRIER_RELEASE: on_release(h); return;
+    case wire::ACK: on_ack(h); return;
     case wire::PARAMS: on_params(h, env.payload); return;
     case wire::ABORT:
       fail("job aborted by the coordinator: " + printable(h.error().message(), 4096));
@@ -199,6 +167,40 @@ void PsClient::on_message(std::size_t server, Envelope& env) {
       log_.warn("bad message", std::string("ignored ") + wire::MsgType_Name(h.type()) +
                                    " from server " + std::to_string(server));
   }
+}
+
+void PsClient::on_release(const wire::Header& h) {
+  std::lock_guard lock(mu_);
+  if (h.barrier().name() == "start" && !started_) {
+    started_ = true;
+    // First values for everyone; they count as iteration 0.
+    for (const auto& c : shards_.chunks()) {
+      if (held_[c.key]) send_to(c.server, tensor_header(wire::PULL, c, 0));
+    }
+  } else if (h.barrier().name() == "shutdown") {
+    finished_ = true;
+  }
+  cv_.notify_all();
+}
+
+void PsClient::on_ack(const wire::Header& h) {
+  auto it = unacked_.find(h.seq());
+  if (it == unacked_.end()) return;
+  if (init_acks_ > 0 && --init_acks_ == 0) send_barrier("start");
+  const InFlight& f = it->second;
+  if (f.bytes > 0) {
+    metrics_.round_trip(std::chrono::duration<double>(SteadyClock::now() - f.sent).count());
+  }
+  if (timeline_ && f.bytes > 0) {
+    const ChunkDesc& c = shards_.chunks()[f.chunk];
+    char args[96];
+    std::snprintf(args, sizeof args, "{\"bytes\":%llu,\"server\":%u,\"iteration\":%llu}",
+                  (unsigned long long)f.bytes, c.server, (unsigned long long)h.iteration());
+    timeline_->flight("push", chunk_label(c.key, c.offset), h.seq(), f.enqueued,
+                      SteadyClock::now(), args);
+  }
+  queue_.acked(f.bytes);
+  unacked_.erase(it);
 }
 
 void PsClient::on_membership(const wire::Membership& m, const wire::StageMap& stages) {

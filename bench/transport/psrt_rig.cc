@@ -8,6 +8,7 @@
 #include <span>
 #include <stdexcept>
 
+#include "config/job_config.h"
 #include "core/config.h"
 
 namespace psrt::bench {

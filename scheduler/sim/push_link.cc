@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "scheduler/schedule_policy.h"
+
 namespace psrt::sim {
 
 namespace {
@@ -60,13 +62,15 @@ std::vector<double> push_and_return(const std::vector<PushItem>& items, Mode mod
   });
   double all_ready = 0;
   for (const auto& it : items) all_ready = std::max(all_ready, it.ready_ms);
-  const bool chunked = mode_is_chunked(mode);
+  const SchedulePolicy policy(mode);
+  const bool chunked = policy.chunked();
+  const bool held = policy.holds_until_backward_done();
   std::vector<Piece> pieces;
   for (std::size_t rank = 0; rank < order.size(); ++rank) {
     const std::size_t i = order[rank];
     // bigdl: nothing leaves before the whole backward is done, then parameter order.
-    const double ready = mode == Mode::kBigdl ? all_ready : items[i].ready_ms;
-    const std::size_t seq = mode == Mode::kBigdl ? items[i].priority : rank;
+    const double ready = held ? all_ready : items[i].ready_ms;
+    const std::size_t seq = held ? items[i].priority : rank;
     uint64_t left = items[i].bytes;
     do {
       const uint64_t b = chunked ? std::min<uint64_t>(left, link.chunk_bytes) : left;
@@ -74,7 +78,8 @@ std::vector<double> push_and_return(const std::vector<PushItem>& items, Mode mod
       left -= b;
     } while (left > 0);
   }
-  const bool by_priority = mode == Mode::kNonpreemptive || mode == Mode::kPreemptive;
+  // bigdl's order is fixed above (all ready at once, seq = priority).
+  const bool by_priority = policy.by_priority() && !held;
   return send(std::move(pieces), by_priority, items.size(), link);
 }
 

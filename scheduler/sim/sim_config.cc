@@ -3,6 +3,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "scheduler/schedule_policy.h"
+
 namespace psrt::sim {
 
 void validate(const SimConfig& c) {
@@ -19,7 +21,7 @@ void validate(const SimConfig& c) {
 }
 
 ShardMap shard_map_for(const ModelDesc& model, const SimConfig& config) {
-  return ShardMap(model, config.servers, mode_chunk_bytes(config.mode, config.chunk_bytes));
+  return ShardMap(model, config.servers, SchedulePolicy(config.mode).unit_bytes(config.chunk_bytes));
 }
 
 double aggregation_ms(const SimConfig& config, uint64_t chunk_bytes) {

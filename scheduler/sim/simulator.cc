@@ -8,6 +8,7 @@
 #include "core/sharding.h"
 #include "scheduler/grouping.h"
 #include "scheduler/push_queue.h"
+#include "scheduler/schedule_policy.h"
 #include "scheduler/sim/event_queue.h"
 #include "scheduler/sim/network.h"
 
@@ -50,6 +51,7 @@ class Simulation {
   Simulation(const ModelDesc& model, const SimConfig& config)
       : model_(model),
         config_(config),
+        policy_(config.mode),
         shards_(shard_map_for(model, config)),
         grouping_(config.grouping.num_tensors() == 0
                       ? Grouping::singletons(static_cast<uint32_t>(model.tensors.size()))
@@ -62,7 +64,9 @@ class Simulation {
     arrived_.assign(plan_.messages().size(), 0);
     for (uint32_t w = 0; w < config.workers; ++w) {
       auto worker = std::make_unique<Worker>(config);
-      if (config.mode == Mode::kBigdl) worker->push.expect_tensors(grouping_.num_groups());
+      if (policy_.holds_until_backward_done()) {
+        worker->push.expect_tensors(grouping_.num_groups());
+      }
       worker->received = layer_chunks_;  // iteration 0 starts with its parameters
       worker->produced.assign(grouping_.num_groups(), 0);
       workers_.push_back(std::move(worker));
@@ -70,7 +74,7 @@ class Simulation {
     for (uint32_t s = 0; s < config.servers; ++s) {
       Server server;
       for (uint32_t w = 0; w < config.workers; ++w) {
-        server.replies.emplace_back(Mode::kPreemptive, config.credit_bytes);
+        server.replies.emplace_back(SchedulePolicy::replies(), config.credit_bytes);
       }
       server.pump_pending.assign(config.workers, 0);
       servers_.push_back(std::move(server));
@@ -104,7 +108,7 @@ class Simulation {
   double ns_per_byte(double v, uint64_t bytes) const { return v * double(bytes) / 1e6; }
 
   bool params_ready(const Worker& w, uint32_t layer) const {
-    if (config_.mode == Mode::kBigdl && layer == 0) return w.received == layer_chunks_;
+    if (policy_.forward_waits_for_all() && layer == 0) return w.received == layer_chunks_;
     return w.received[layer] == layer_chunks_[layer];
   }
 
@@ -253,6 +257,7 @@ class Simulation {
 
   const ModelDesc& model_;
   const SimConfig config_;
+  const SchedulePolicy policy_;
   const ShardMap shards_;
   const Grouping grouping_;
   const MessagePlan plan_;

@@ -29,7 +29,7 @@ Status encode_by_steps(const LacoCodec& codec, LacoState& s, std::span<const flo
                        LadsScratch& scratch, std::vector<uint8_t>& payload) {
   const LacoPlan p = codec.plan(s, t);
   if (p.record) {
-    if (Status st = codec.record(s, t, g); !st) return st;
+    PSRT_RETURN_IF_ERROR(codec.record(s, t, g));
   }
   if (p.dense) {
     write_dense_fp32(CodecId::kLaco, g, payload);

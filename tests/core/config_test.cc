@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "config/job_config.h"
 #include "core/config.h"
 #include "core/status.h"
 
@@ -172,6 +173,14 @@ TEST_CASE("a bad configuration is a ConfigError naming the key and the value", "
                     .compress_replies);
     CHECK_FALSE(parse_config("compression: {codec: topk}", "j").compression.compress_replies);
   }
+  SECTION("not YAML, or not a mapping") {
+    CHECK_THAT(error_of("cluster: {servers: [1"), Catch::Contains("job.yaml"));
+    CHECK_THAT(error_of("- 1\n- 2\n"), Catch::Contains("mapping"));
+    CHECK_THAT(error_of("cluster: 5"), Catch::Contains("cluster"));
+  }
+}
+
+TEST_CASE("compression: codec laco's defaults, momentum and Adam correction", "[config]") {
   SECTION("codec laco's defaults: compressed replies, every tensor compressed, kLacoDensity") {
     const Config laco = parse_config("compression: {codec: laco}", "j");
     CHECK(laco.compression.compress_replies);
@@ -239,11 +248,6 @@ TEST_CASE("a bad configuration is a ConfigError naming the key and the value", "
                Catch::Contains("compression.adam_correction") && Catch::Contains("adam"));
     CHECK_THAT(compression_warnings(parse_config("compression: {codec: topk}", "j"))[0],
                Catch::Contains("momentum_correction"));
-  }
-  SECTION("not YAML, or not a mapping") {
-    CHECK_THAT(error_of("cluster: {servers: [1"), Catch::Contains("job.yaml"));
-    CHECK_THAT(error_of("- 1\n- 2\n"), Catch::Contains("mapping"));
-    CHECK_THAT(error_of("cluster: 5"), Catch::Contains("cluster"));
   }
 }
 

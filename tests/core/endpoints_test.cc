@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "config/job_config.h"
 #include "core/config.h"
 #include "core/endpoints.h"
 #include "core/status.h"

@@ -2,6 +2,7 @@
 // derivation, the per-peer reply budget, the rate-limited warnings, and printable().
 #include <catch2/catch.hpp>
 
+#include "config/job_config.h"
 #include "core/config.h"
 #include "core/curve.h"
 #include "core/rate_limit.h"

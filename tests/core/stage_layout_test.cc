@@ -7,6 +7,7 @@
 #include <numeric>
 #include <string>
 
+#include "config/job_config.h"
 #include "core/config.h"
 #include "core/stage_layout.h"
 #include "core/status.h"

@@ -201,6 +201,9 @@ TEST_CASE("decode_header rejects each kind of bad field", "[wire]") {
     CHECK(check(make_header(kWorker3, wire::HEARTBEAT), frames({4})).code == ErrorCode::kMalformed);
     CHECK(check(make_header(kWorker3, wire::REGISTER), frames({0})).code == ErrorCode::kMalformed);
   }
+}
+
+TEST_CASE("decode_header rejects each kind of bad chunk or payload field", "[wire]") {
   SECTION("chunk length zero or absurd") {
     wire::Header h = push_header(16);
     h.set_length(0);

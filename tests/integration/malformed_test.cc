@@ -38,22 +38,37 @@ void push_round(RawClient& w, uint64_t iteration, std::vector<std::vector<float>
   }
 }
 
-}  // namespace
-
-TEST_CASE("bad headers and payloads get error replies - a correct push still works",
-          "[integration][malformed]") {
-  ServerProc s(raw_job_yaml());
-  zmq::context_t ctx(1);
-  RawClient w(ctx, s.endpoint, "w0", kW0);
-  std::mt19937 rng(2024);
-  auto params = start_job(w, rng, kSizes);
+// A started job with worker 0's connection; each test sends bad messages, then finish() checks
+// that a correct push still gets the optimizer's exact values.
+struct StartedJob {
+  ServerProc s{raw_job_yaml()};
+  zmq::context_t ctx{1};
+  RawClient w{ctx, s.endpoint, "w0", kW0};
+  std::mt19937 rng{2024};
+  std::vector<std::vector<float>> params = start_job(w, rng, kSizes);
+  const std::vector<float> g0 = dyadic(kSizes[0], rng);  // a correct push's gradient
 
   // A push that would be correct, for variations.
-  const auto g0 = dyadic(kSizes[0], rng);
-  auto good = [&](uint64_t iteration = 0) {
+  wire::Header good(uint64_t iteration = 0) {
     return w.tensor(wire::PUSH, 0, 0, kSizes[0], iteration, &g0);
-  };
+  }
 
+  void finish() {
+    still_running(s);
+    // Whatever came before, a correct push still gets the optimizer's exact values.
+    wire::Header probe = w.tensor(wire::PULL, 0, 0, kSizes[0], 0);
+    w.send(probe);
+    const uint64_t iteration = expect(w, wire::PARAMS).header.iteration();
+    push_round(w, iteration, params, rng);
+    still_running(s);
+    shutdown_and_exit(w, s);
+  }
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(StartedJob, "bad headers, payloads, keys and sizes get error replies - a correct "
+                             "push still works", "[integration][malformed]") {
   SECTION("random bytes as the header") {
     for (int trial = 0; trial < 20; ++trial) {
       zmq::message_t frame(1 + rng() % 200);
@@ -97,6 +112,11 @@ TEST_CASE("bad headers and payloads get error replies - a correct push still wor
     w.send(w.tensor(wire::PULL, 0, 0, 11, 0));
     expect_error(w, ErrorCode::kBadSize);
   }
+  finish();
+}
+
+TEST_CASE_METHOD(StartedJob, "bad iterations, lengths, versions, jobs and identities get error "
+                             "replies - a correct push still works", "[integration][malformed]") {
   SECTION("stale and future iterations") {
     wire::Header f = good(3);
     w.send(f, RawClient::frame_of(g0));
@@ -161,14 +181,7 @@ TEST_CASE("bad headers and payloads get error replies - a correct push still wor
     w.send(b);
     expect_error(w, ErrorCode::kMalformed);
   }
-  still_running(s);
-  // Whatever came before, a correct push still gets the optimizer's exact values.
-  wire::Header probe = w.tensor(wire::PULL, 0, 0, kSizes[0], 0);
-  w.send(probe);
-  const uint64_t iteration = expect(w, wire::PARAMS).header.iteration();
-  push_round(w, iteration, params, rng);
-  still_running(s);
-  shutdown_and_exit(w, s);
+  finish();
 }
 
 TEST_CASE("the server survives garbage frames foreign identities and early pushes",

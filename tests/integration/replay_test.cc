@@ -7,6 +7,7 @@
 #include <fstream>
 #include <vector>
 
+#include "config/job_config.h"
 #include "core/config.h"
 #include "server/optimizer.h"
 #include "tests/integration/proc_util.h"

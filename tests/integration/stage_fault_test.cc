@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "config/job_config.h"
 #include "core/config.h"
 #include "core/stage_layout.h"
 #include "engine/network.h"

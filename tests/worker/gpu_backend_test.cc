@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "config/job_config.h"
 #include "core/config.h"
 #include "core/status.h"
 #include "core/stage_layout.h"

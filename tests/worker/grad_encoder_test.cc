@@ -54,7 +54,7 @@ TEST_CASE("GradEncoder's host path is ErrorFeedback(LacoCodec), chunk by chunk",
   const ModelDesc model = two_layers();
   const CompressionConfig config = compression("laco", true);
   GradEncoder encoder(config, model);
-  auto reference = std::move(*compress::make_codec(compress::codec_config(config)));
+  auto reference = std::move(*compress::make_codec(config));
   auto state = reference->make_state({.num_elements = 5000, .layer = 0, .num_layers = 2});
   std::mt19937 rng(3);
   std::normal_distribution<float> normal;

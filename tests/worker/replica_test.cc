@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "config/job_config.h"
 #include "core/config.h"
 #include "engine/dropout.h"
 #include "worker/native_backend.h"

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "config/job_config.h"
 #include "core/cli.h"
 #include "core/config.h"
 #include "core/plan_yaml.h"

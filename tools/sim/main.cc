@@ -68,104 +68,105 @@ void print_grouping(const psrt::ModelDesc& model, const std::string& spec,
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"psrt-sim: predicted iteration time and its lower bounds for a model profile"};
+struct Args {
   std::string profile, bandwidth = "1Gbit", mode = "preemptive", chunk = "4MiB", credit = "8MiB";
   std::string aggregation, calibration, grouping = "none";
   uint32_t workers = 4, servers = 2, iterations = 5;
   double scale = 0, latency_ms = 0, ack_latency_ms = 0;
   bool all_modes = false;
   std::string placement;
-  app.add_option("--profile", profile, "model profile YAML (bench/profiles/*.yaml)")->required();
-  app.add_option("--workers", workers, "number of workers")->check(CLI::Range(1u, 100000u));
-  app.add_option("--servers", servers, "number of servers")->check(CLI::Range(1u, 100000u));
-  app.add_option("--bandwidth", bandwidth,
+};
+
+void add_options(CLI::App& app, Args& a) {
+  app.add_option("--profile", a.profile, "model profile YAML (bench/profiles/*.yaml)")->required();
+  app.add_option("--workers", a.workers, "number of workers")->check(CLI::Range(1u, 100000u));
+  app.add_option("--servers", a.servers, "number of servers")->check(CLI::Range(1u, 100000u));
+  app.add_option("--bandwidth", a.bandwidth,
                  "per-host link bandwidth, each direction "
                  "(1Gbit, 100Mbit, 125MB/s)");
-  app.add_option("--mode", mode, "push mode: bigdl, fifo, fifo_chunked, nonpreemptive, preemptive");
-  app.add_option("--chunk-bytes", chunk, "chunk size of the chunked modes (4MiB)");
-  app.add_option("--credit-bytes", credit, "bytes in flight per sender (8MiB)");
-  app.add_option("--scale", scale,
+  app.add_option("--mode", a.mode,
+                 "push mode: bigdl, fifo, fifo_chunked, nonpreemptive, preemptive");
+  app.add_option("--chunk-bytes", a.chunk, "chunk size of the chunked modes (4MiB)");
+  app.add_option("--credit-bytes", a.credit, "bytes in flight per sender (8MiB)");
+  app.add_option("--scale", a.scale,
                  "shrink sizes, times, chunk and credit together (default: the profile's)")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--latency-ms", latency_ms, "per-message latency")->check(CLI::NonNegativeNumber);
-  app.add_option("--ack-latency-ms", ack_latency_ms, "from arrival to credit back at the sender")
+  app.add_option("--latency-ms", a.latency_ms, "per-message latency")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--ack-latency-ms", a.ack_latency_ms, "from arrival to credit back at the sender")
       ->check(CLI::NonNegativeNumber);
   app.add_option(
-      "--aggregation", aggregation,
+      "--aggregation", a.aggregation,
       "server aggregation throughput, gradient bytes read (e.g. 10GB/s; default instant)");
-  app.add_option("--iterations", iterations, "iterations to simulate; the last is reported")
+  app.add_option("--iterations", a.iterations, "iterations to simulate; the last is reported")
       ->check(CLI::Range(2u, 1000u));
-  app.add_flag("--all-modes", all_modes, "simulate every mode");
-  app.add_option("--calibration", calibration,
+  app.add_flag("--all-modes", a.all_modes, "simulate every mode");
+  app.add_option("--calibration", a.calibration,
                  "YAML of per-message and per-byte costs (psrt-bench-transport --calibrate)");
-  app.add_option("--grouping", grouping,
+  app.add_option("--grouping", a.grouping,
                  "none, auto, size:BYTES, ddp:BYTES:FIRST, horovod:BYTES:MS or mgwfbp");
-  app.add_option("--placement", placement,
+  app.add_option("--placement", a.placement,
                  "price a model-parallel plan (YAML from psrt-place) instead; uses --mode, "
                  "--servers, --chunk-bytes, --iterations");
+}
 
-  if (const auto rc = psrt::parse_command_line(app, argc, argv, "psrt-sim")) return *rc;
-
+// What the arguments ask for; throws UsageError (or the profile's loader its error) when they
+// make no sense.
+struct Setup {
   psrt::sim::SimConfig config;
   psrt::ModelDesc model;
   std::vector<psrt::Mode> modes;
-  try {
-    config.workers = workers;
-    config.servers = servers;
-    config.iterations = iterations;
-    config.latency_ms = latency_ms;
-    config.ack_latency_ms = ack_latency_ms;
-    config.bandwidth_bytes_per_s = bandwidth_arg("--bandwidth", bandwidth);
-    config.chunk_bytes = size_arg("--chunk-bytes", chunk);
-    config.credit_bytes = size_arg("--credit-bytes", credit);
-    if (!aggregation.empty()) {
-      config.aggregation_bytes_per_s = bandwidth_arg("--aggregation", aggregation);
-    }
-    if (!calibration.empty()) config.calibration = psrt::sim::load_calibration(calibration);
-    std::string why;
-    if (!psrt::parse_grouping(grouping, &why)) throw UsageError("--grouping: " + why);
-    if (all_modes) {
-      for (const auto& name : psrt::mode_names()) modes.push_back(*psrt::parse_mode(name));
-    } else {
-      const auto m = psrt::parse_mode(mode);
-      if (!m)
-        throw UsageError("--mode: '" + mode +
-                         "' is not one of bigdl, fifo, fifo_chunked, "
-                         "nonpreemptive, preemptive");
-      modes.push_back(*m);
-    }
-    model = psrt::load_profile(profile, scale);
-    const double s = scale > 0 ? scale : 1.0;
-    // The chunk and credit sizes shrink with the model when --scale is given, so that a scaled
-    // run keeps the same number of chunks (and the same compute-to-communication ratio).
-    if (scale > 0) {
-      config.chunk_bytes = std::max<uint64_t>(4, static_cast<uint64_t>(config.chunk_bytes * s));
-      config.credit_bytes = std::max<uint64_t>(4, static_cast<uint64_t>(config.credit_bytes * s));
-    }
-  } catch (const std::exception& e) {
-    std::cerr << "psrt-sim: " << e.what() << "\n";
-    return 2;
-  }
+};
 
-  if (!placement.empty()) {
-    try {
-      psrt::sim::PipelineOptions o;
-      o.mode = modes.front();
-      o.servers = servers;
-      o.chunk_bytes = config.chunk_bytes;
-      o.iterations = iterations;
-      return psrt::tools::simulate_plan(model, placement, o);
-    } catch (const std::exception& e) {
-      std::cerr << "psrt-sim: " << e.what() << "\n";
-      return 2;
-    }
+std::vector<psrt::Mode> modes_arg(const Args& a) {
+  std::vector<psrt::Mode> modes;
+  if (a.all_modes) {
+    for (const auto& name : psrt::mode_names()) modes.push_back(*psrt::parse_mode(name));
+    return modes;
   }
+  const auto m = psrt::parse_mode(a.mode);
+  if (!m)
+    throw UsageError("--mode: '" + a.mode +
+                     "' is not one of bigdl, fifo, fifo_chunked, "
+                     "nonpreemptive, preemptive");
+  modes.push_back(*m);
+  return modes;
+}
 
+Setup setup(const Args& a) {
+  Setup out;
+  psrt::sim::SimConfig& config = out.config;
+  config.workers = a.workers;
+  config.servers = a.servers;
+  config.iterations = a.iterations;
+  config.latency_ms = a.latency_ms;
+  config.ack_latency_ms = a.ack_latency_ms;
+  config.bandwidth_bytes_per_s = bandwidth_arg("--bandwidth", a.bandwidth);
+  config.chunk_bytes = size_arg("--chunk-bytes", a.chunk);
+  config.credit_bytes = size_arg("--credit-bytes", a.credit);
+  if (!a.aggregation.empty()) {
+    config.aggregation_bytes_per_s = bandwidth_arg("--aggregation", a.aggregation);
+  }
+  if (!a.calibration.empty()) config.calibration = psrt::sim::load_calibration(a.calibration);
+  std::string why;
+  if (!psrt::parse_grouping(a.grouping, &why)) throw UsageError("--grouping: " + why);
+  out.modes = modes_arg(a);
+  out.model = psrt::load_profile(a.profile, a.scale);
+  const double s = a.scale > 0 ? a.scale : 1.0;
+  // The chunk and credit sizes shrink with the model when --scale is given, so that a scaled
+  // run keeps the same number of chunks (and the same compute-to-communication ratio).
+  if (a.scale > 0) {
+    config.chunk_bytes = std::max<uint64_t>(4, static_cast<uint64_t>(config.chunk_bytes * s));
+    config.credit_bytes = std::max<uint64_t>(4, static_cast<uint64_t>(config.credit_bytes * s));
+  }
+  return out;
+}
+
+void print_header(const Args& a, const Setup& st) {
+  const psrt::ModelDesc& model = st.model;
+  const psrt::sim::SimConfig& config = st.config;
   char scale_note[64] = "";
-  if (scale > 0) std::snprintf(scale_note, sizeof scale_note, " (scale %g)", scale);
+  if (a.scale > 0) std::snprintf(scale_note, sizeof scale_note, " (scale %g)", a.scale);
   std::printf(
       "profile %s%s: %llu parameters (%.1f MB), %zu layers, compute %.3f ms per iteration\n",
       model.name.c_str(), scale_note, static_cast<unsigned long long>(model.total_elements()),
@@ -174,25 +175,63 @@ int main(int argc, char** argv) {
               config.servers, psrt::sim::format_bandwidth(config.bandwidth_bytes_per_s).c_str(),
               psrt::sim::format_size(config.chunk_bytes).c_str(),
               psrt::sim::format_size(config.credit_bytes).c_str());
-  if (!calibration.empty()) std::printf("calibration %s\n", calibration.c_str());
+  if (!a.calibration.empty()) std::printf("calibration %s\n", a.calibration.c_str());
   std::printf("%-14s %10s %11s %9s %12s %9s  %-8s %6s\n", "mode", "iter_ms", "compute_ms",
               "link_ms", "critical_ms", "bound_ms", "binding", "ratio");
+}
+
+// One row per mode, then the link-to-compute ratio; throws std::invalid_argument.
+void simulate_modes(const Args& a, Setup& st) {
+  double comm_ratio = 0;
+  for (psrt::Mode m : st.modes) {
+    st.config.mode = m;
+    const auto choice =
+        psrt::sim::choose_grouping(st.model, st.config, *psrt::parse_grouping(a.grouping));
+    st.config.grouping = choice.grouping;
+    const auto r = psrt::sim::simulate(st.model, st.config);
+    print_row(psrt::mode_name(m), r);
+    if (a.grouping != "none") print_grouping(st.model, a.grouping, choice, r);
+    comm_ratio = r.bounds.link_ms / r.bounds.compute_ms;
+  }
+  std::printf(
+      "link bound / compute = %.2f (busiest link: %s); ratio = iter_ms / bound_ms\n", comm_ratio,
+      psrt::sim::lower_bounds(st.model, psrt::sim::shard_map_for(st.model, st.config), st.config)
+          .busiest_link.c_str());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"psrt-sim: predicted iteration time and its lower bounds for a model profile"};
+  Args args;
+  add_options(app, args);
+  if (const auto rc = psrt::parse_command_line(app, argc, argv, "psrt-sim")) return *rc;
+
+  Setup st;
   try {
-    double comm_ratio = 0;
-    for (psrt::Mode m : modes) {
-      config.mode = m;
-      const auto choice =
-          psrt::sim::choose_grouping(model, config, *psrt::parse_grouping(grouping));
-      config.grouping = choice.grouping;
-      const auto r = psrt::sim::simulate(model, config);
-      print_row(psrt::mode_name(m), r);
-      if (grouping != "none") print_grouping(model, grouping, choice, r);
-      comm_ratio = r.bounds.link_ms / r.bounds.compute_ms;
+    st = setup(args);
+  } catch (const std::exception& e) {
+    std::cerr << "psrt-sim: " << e.what() << "\n";
+    return 2;
+  }
+
+  if (!args.placement.empty()) {
+    try {
+      psrt::sim::PipelineOptions o;
+      o.mode = st.modes.front();
+      o.servers = args.servers;
+      o.chunk_bytes = st.config.chunk_bytes;
+      o.iterations = args.iterations;
+      return psrt::tools::simulate_plan(st.model, args.placement, o);
+    } catch (const std::exception& e) {
+      std::cerr << "psrt-sim: " << e.what() << "\n";
+      return 2;
     }
-    std::printf("link bound / compute = %.2f (busiest link: %s); ratio = iter_ms / bound_ms\n",
-                comm_ratio,
-                psrt::sim::lower_bounds(model, psrt::sim::shard_map_for(model, config), config)
-                    .busiest_link.c_str());
+  }
+
+  print_header(args, st);
+  try {
+    simulate_modes(args, st);
   } catch (const std::invalid_argument& e) {
     std::cerr << "psrt-sim: " << e.what() << "\n";
     return 2;

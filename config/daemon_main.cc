@@ -1,4 +1,4 @@
-#include "core/daemon_main.h"
+#include "config/daemon_main.h"
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "config/job_config.h"
 #include "core/endpoints.h"
 #include "core/logging.h"
 #include "core/rank_env.h"

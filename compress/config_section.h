@@ -1,0 +1,16 @@
+// The `compression:` section of the job configuration, parsed and validated by the module that
+// owns it (the struct: core/compression_config.h, compress::CodecConfig; composed with the other
+// sections by config/job_config.h).
+#pragma once
+
+#include "core/config_sections.h"
+
+namespace psrt::compress {
+
+// Reads `compression:` into `c`. Momentum and Adam correction move the optimizer's momentum,
+// betas, eps and weight decay from `optimizer` to the workers (`c`), leaving the servers plain
+// SGD; `cluster.workers` is Adam's global batch in replicas.
+void parse_compression_section(const YamlReader& comp, const ClusterConfig& cluster,
+                               OptimizerConfig& optimizer, CompressionConfig& c);
+
+}  // namespace psrt::compress

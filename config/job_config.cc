@@ -1,0 +1,90 @@
+#include "config/job_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <new>
+
+#include "compress/config_section.h"
+#include "core/config_limits.h"
+#include "core/config_placement.h"
+#include "core/config_sections.h"
+#include "core/status.h"
+#include "scheduler/config_section.h"
+
+namespace psrt {
+
+namespace {
+
+Config parse_yaml(const std::string& yaml_text, const std::string& where,
+                  const std::vector<std::string>& sets, const std::string& base_dir) {
+  Config c;
+  c.source = where;
+  YamlReader top(load_config_root(yaml_text, where, sets), "", where);
+  const ConfigPath in_base = [&](const std::string& p) { return resolve_config_path(p, base_dir); };
+  parse_cluster(top.child("cluster"), c.cluster);
+  parse_metrics(top.child("metrics"), c.cluster, c.metrics);
+  parse_job(top.child("job"), c.job);
+  parse_model(top.child("model"), in_base, c.model);
+  parse_data(top.child("data"), in_base, c.data);
+  parse_optimizer(top.child("optimizer"), c.optimizer);
+  parse_scheduler_section(top.child("scheduler"), in_base, c.scheduler);
+  compress::parse_compression_section(top.child("compression"), c.cluster, c.optimizer,
+                                      c.compression);
+  parse_security_and_limits(top, c, in_base);
+  c.placement = parse_placement(top.child("placement"), in_base);
+  if (c.compression.adam && c.placement.split()) {
+    // The global batch is the replicas' (each stage of a replica sees the same samples).
+    c.compression.adam_workers = std::max(1, c.cluster.workers / int(c.placement.partitions));
+  }
+  check_split(c, top.child("placement"));
+  parse_checkpoint(top.child("checkpoint"), in_base, c.checkpoint);
+  c.log_level = top.get_choice("log_level", "info", {"trace", "debug", "info", "warn", "error"});
+  c.timeline = top.get_string("timeline", "");
+  top.reject_unknown();
+  return c;
+}
+
+}  // namespace
+
+Config parse_config(const std::string& yaml_text, const std::string& where,
+                    const std::vector<std::string>& sets, const std::string& base_dir) {
+  try {
+    return parse_yaml(yaml_text, where, sets, base_dir);
+  } catch (const std::bad_alloc&) {
+    throw ConfigError(where + ": out of memory while parsing the config (a value far too large?)");
+  } catch (const YAML::Exception& e) {  // anything yaml-cpp throws past the checks above
+    throw ConfigError(where + ": " + e.what());
+  }
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& sets) {
+  const std::string text = read_config_file(path);
+  const auto dir = std::filesystem::path(path).parent_path().string();
+  return parse_config(text, path, sets, dir.empty() ? "." : dir);
+}
+
+std::vector<std::string> compression_warnings(const Config& c) {
+  std::vector<std::string> out;
+  const CompressionConfig& z = c.compression;
+  if (z.codec == "none") return out;
+  const OptimizerConfig& o = c.optimizer;
+  if (o.type == "adam") {
+    out.push_back("compression." + z.codec + " with the servers' Adam (adam_correction: false): "
+                  "Adam's second moment sees each element arrive as a burst of its residual, "
+                  "which shrinks its steps; expect a loss of accuracy (adam_correction: true "
+                  "runs Adam on the workers)");
+  } else if (o.momentum > 0) {
+    out.push_back("compression." + z.codec + " with the servers' SGD momentum " +
+                  std::to_string(o.momentum) + ": the momentum keeps pushing each burst of a "
+                  "sparse gradient; set compression.momentum_correction: true");
+  }
+  if (!z.error_feedback) {
+    out.push_back("compression." + z.codec + " without error_feedback: what is not sent is lost, "
+                  "and training drifts from dense; set compression.error_feedback: true");
+  }
+  return out;
+}
+
+}  // namespace psrt
