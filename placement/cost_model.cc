@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "scheduler/schedule_policy.h"
+
 namespace psrt::placement {
 
 double CostModel::Stage::load() const { return std::max(cycle, link); }
@@ -48,10 +50,10 @@ CostModel::Stage CostModel::stage(std::size_t i, std::size_t j, uint32_t d) cons
                        : static_cast<double>(params + std::min(params, chunk_bytes_)) *
                                  push_ms_per_byte_ +
                              push_latency_ms_;
-  const double own = mode_ == Mode::kBigdl ? 0.0
-                     : mode_ == Mode::kFifo || mode_ == Mode::kFifoChunked
-                         ? (s.compute - s.forward) / micro_
-                         : s.compute / micro_;
+  const SchedulePolicy policy(mode_);
+  const double own = policy.holds_until_backward_done() ? 0.0
+                     : !policy.by_priority()            ? (s.compute - s.forward) / micro_
+                                                        : s.compute / micro_;
   s.cycle = s.compute + std::max(0.0, s.push - own);
   s.memory = param_factor_ * chain_.params(i, j) + act_bytes_ * chain_.acts(i, j) +
              comm_bytes_ * crossing;

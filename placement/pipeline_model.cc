@@ -5,6 +5,8 @@
 #include <limits>
 #include <numeric>
 
+#include "scheduler/schedule_policy.h"
+
 namespace psrt::placement {
 
 namespace {
@@ -186,7 +188,8 @@ PushResult push(const std::vector<Item>& items, double last_backward, Mode mode,
                 double ms_per_byte, double latency) {
   PushResult r;
   if (items.empty()) return r;
-  const bool chunked = mode_is_chunked(mode);
+  const SchedulePolicy policy(mode);
+  const bool chunked = policy.chunked();
   const auto ms = [&](uint64_t b) { return static_cast<double>(b) * ms_per_byte; };
   const auto piece = [&](uint64_t b) {
     return chunked ? ms(std::min(b, chunk)) : ms(b);
@@ -198,10 +201,10 @@ PushResult push(const std::vector<Item>& items, double last_backward, Mode mode,
   std::iota(by_key.begin(), by_key.end(), 0);
   std::stable_sort(by_key.begin(), by_key.end(),
                    [&](std::size_t a, std::size_t b) { return items[a].key < items[b].key; });
-  if (mode == Mode::kBigdl) {
+  if (policy.holds_until_backward_done()) {
     double at = t1;
     for (std::size_t i : by_key) up[i] = at += ms(items[i].bytes);
-  } else if (mode == Mode::kFifo || mode == Mode::kFifoChunked) {
+  } else if (!policy.by_priority()) {
     double at = 0;
     for (std::size_t i = items.size(); i-- > 0;) {  // in the order they became ready
       at = std::max(at, last_backward + items[i].bwd_through) + ms(items[i].bytes);

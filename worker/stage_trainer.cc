@@ -11,6 +11,7 @@
 
 #include "core/status.h"
 #include "engine/init.h"
+#include "scheduler/schedule_policy.h"
 #include "worker/run_clock.h"
 #include "worker/traced.h"
 
@@ -77,7 +78,7 @@ void StageWorker::forward(PsClient& client, Timeline* tl, uint64_t t, uint32_t m
     std::memcpy(labels_[mb]->data(), m.labels.data(), rows * sizeof(int32_t));
   }
   if (net_->holds_loss()) net_->set_labels(mb, *labels_[mb]);
-  const bool bigdl = config_.scheduler.mode == Mode::kBigdl;
+  const bool bigdl = SchedulePolicy(config_.scheduler.mode).forward_waits_for_all();
   for (uint32_t layer = net_->first(); layer < net_->last(); ++layer) {
     const LayerDesc& ld = desc().layers[layer];
     if (mb == 0 && !ld.tensors.empty()) {
@@ -201,7 +202,7 @@ TrainResult StageWorker::train(PsClient& client, Timeline* tl) {
     clock.at(t);
     if (t > first) client.checkpoint(t);
     if (source_) source_->load(t);
-    if (config_.scheduler.mode == Mode::kBigdl) client.wait_all(t);
+    if (SchedulePolicy(config_.scheduler.mode).forward_waits_for_all()) client.wait_all(t);
     for (uint32_t mb = 0; mb < l.micro_batches; ++mb) forward(client, tl, t, mb);
     for (uint32_t mb = l.micro_batches; mb-- > 0;) backward(client, tl, t, mb);
     if (net_->holds_loss()) {

@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include "config/job_config.h"
 #include "core/config.h"
 #include "core/stage_layout.h"
 #include "worker/stage_compute.h"
