@@ -17,10 +17,7 @@ std::unique_ptr<Backend> make_backend(const Config& config, uint32_t rank) {
 #if PSRT_WITH_CUDA
     return std::make_unique<GpuBackend>(config, rank);
 #else
-    // gpu_backend.cc needs the CUDA engine, which CMake builds only where nvcc is found.
-    throw ConfigError(
-        "model.backend gpu: this psrt-worker was built without CUDA (configure with "
-        "nvcc available and -DPSRT_CUDA=AUTO or ON)");
+    throw ConfigError(kBuiltWithoutCuda);
 #endif
   }
   return std::make_unique<NativeBackend>(config, rank);

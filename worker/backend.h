@@ -13,6 +13,12 @@
 
 namespace psrt {
 
+// What a gpu backend or gpu stage says in a build without CUDA (gpu_backend.cc and gpu_stage.cc
+// need the CUDA engine, which CMake builds only where nvcc is found).
+inline constexpr const char* kBuiltWithoutCuda =
+    "model.backend gpu: this psrt-worker was built without CUDA (configure with nvcc available "
+    "and -DPSRT_CUDA=AUTO or ON)";
+
 class Backend {
  public:
   virtual ~Backend() = default;

@@ -179,9 +179,7 @@ std::unique_ptr<StageCompute> make_stage_compute(const Config& config, const Sta
 #if PSRT_WITH_CUDA
     return make_gpu_stage(config, layout, stage, rank);
 #else
-    throw ConfigError(
-        "model.backend gpu: this psrt-worker was built without CUDA (configure with "
-        "nvcc available and -DPSRT_CUDA=AUTO or ON)");
+    throw ConfigError(kBuiltWithoutCuda);
 #endif
   }
   return std::make_unique<NativeStage>(config, layout, stage);
