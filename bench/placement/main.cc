@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <limits>
@@ -96,6 +97,15 @@ int main(int argc, char** argv) {
     ks = {2};
     sizes = {100, 1000};
     options.anneal_steps = std::min<uint32_t>(options.anneal_steps, 100);
+  }
+  if (!out.empty()) {  // made before the cases run, so that a bad --out fails first
+    std::error_code ec;
+    std::filesystem::create_directories(out, ec);
+    if (ec) {
+      std::fprintf(stderr, "psrt-bench-placement: --out %s: %s\n", out.c_str(),
+                   ec.message().c_str());
+      return 2;
+    }
   }
   const auto memory = static_cast<uint64_t>(memory_gib * 1073741824.0);
   std::vector<bench::Row> rows;
