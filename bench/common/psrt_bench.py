@@ -1,11 +1,9 @@
-"""psrt_bench: what the Python bench drivers (psrt-bench-priority, psrt-bench-convergence,
-psrt-bench-suite) share, written once: cleanup of children and of the emulated network, the
-network itself (deploy/netem/emunet.sh), derived replay profiles, reading a daemon's output,
-starting a job's daemons in their namespaces, bytes per iteration from the workers' timelines,
-psrt-sim, and gnuplot's terminal.
-
-Standard library only. CMake copies this file next to the drivers (build/bin); a driver run from
-the source tree finds it in ../common. See bench/common/README.md.
+"""psrt_bench: what the Python bench drivers share, written once: cleanup of children and of the
+emulated network, the network itself (deploy/netem/emunet.sh), derived replay profiles, reading a
+daemon's output, starting a job's daemons in their namespaces, bytes per iteration from the
+workers' timelines, psrt-sim, and gnuplot's terminal. Standard library only. CMake copies this file
+next to the drivers (build/bin); a driver run from the source tree finds it in ../common. See
+bench/common/README.md.
 """
 
 import argparse
@@ -154,13 +152,10 @@ class Net:
     """HOSTS hosts in network namespaces behind tbf-shaped links (emunet.sh), or loopback."""
 
     def __init__(self, emunet, hosts, rate, prefix, cleanup, planes=1):
-        self.emunet = emunet
-        self.planes = planes  # 2: pipeline stages talk over a network of their own
-        self.hosts = hosts
-        self.rate = rate
-        self.prefix = prefix
-        self.cleanup = cleanup
-        self.netns = False
+        # planes 2: pipeline stages talk over a network of their own
+        self.emunet, self.hosts, self.rate, self.prefix, self.planes = (emunet, hosts, rate,
+                                                                        prefix, planes)
+        self.cleanup, self.netns = cleanup, False
         self.goodput = None  # bytes/s measured host 0 -> host 1
 
     def up(self):
@@ -169,8 +164,7 @@ class Net:
         c.netns = True  # down is harmless if nothing was made
         r = subprocess.run([self.emunet, "up", "--hosts", str(self.hosts), "--rate", self.rate,
                             "--prefix", self.prefix, "--planes", str(self.planes)],
-                           stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE, text=True)
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         if r.returncode != 0:
             raise RuntimeError("emunet up failed: " + (r.stderr or r.stdout).strip())
         if "falling back to loopback" in r.stderr:
