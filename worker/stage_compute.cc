@@ -84,6 +84,10 @@ class ReplayStage final : public StageCompute {
         last_(layout.ranges.at(stage).second),
         micro_(layout.micro_batches),
         slowdown_(layout.slowdown.at(stage)),
+        in_width_(first_ == 0 ? 1 : crossing_width(model_, first_)),
+        out_width_(last_ == model_.layers.size()
+                       ? std::size_t(model_.layers[last_ - 1].activation_elements)
+                       : crossing_width(model_, last_)),
         slots_(layout.micro_batches) {
     for (const auto& t : model_.tensors) {
       if (t.layer < first_ || t.layer >= last_) continue;
@@ -98,13 +102,8 @@ class ReplayStage final : public StageCompute {
   const ModelDesc& desc() const override { return model_; }
   uint32_t first() const override { return first_; }
   uint32_t last() const override { return last_; }
-  std::size_t in_width() const override {
-    return first_ == 0 ? 1 : crossing_width(model_, first_);
-  }
-  std::size_t out_width() const override {
-    if (last_ == model_.layers.size()) return std::size_t(model_.layers[last_ - 1].activation_elements);
-    return crossing_width(model_, last_);
-  }
+  std::size_t in_width() const override { return in_width_; }
+  std::size_t out_width() const override { return out_width_; }
   int classes() const override { return 1; }  // no labels: zeros travel with the activations
   void reseed_randomness(uint64_t) override {}
   void skip_random_steps(uint64_t) override {}
@@ -157,6 +156,7 @@ class ReplayStage final : public StageCompute {
   ModelDesc model_;
   uint32_t first_, last_, micro_;
   double slowdown_;
+  std::size_t in_width_, out_width_;  // floats per sample crossing into and out of the stage
   int64_t first_key_ = -1;
   std::vector<std::vector<float>> params_, grads_;
   std::vector<Slot> slots_;

@@ -28,7 +28,10 @@ Config replica_config(const Config& config, uint32_t replicas) {
 
 }  // namespace
 
-StageWorker::StageWorker(const Config& config, uint32_t rank) : config_(config), rank_(rank) {
+StageWorker::StageWorker(const Config& config, uint32_t rank)
+    : config_(config),
+      rank_(rank),
+      waits_for_all_(SchedulePolicy(config.scheduler.mode).forward_waits_for_all()) {
   // The whole model's description, to cut it into stages.
   const ModelDesc whole = stage_model(config);
   role_.layout = stage_layout(config, whole);
@@ -78,11 +81,12 @@ void StageWorker::forward(PsClient& client, Timeline* tl, uint64_t t, uint32_t m
     std::memcpy(labels_[mb]->data(), m.labels.data(), rows * sizeof(int32_t));
   }
   if (net_->holds_loss()) net_->set_labels(mb, *labels_[mb]);
-  const bool bigdl = SchedulePolicy(config_.scheduler.mode).forward_waits_for_all();
   for (uint32_t layer = net_->first(); layer < net_->last(); ++layer) {
     const LayerDesc& ld = desc().layers[layer];
     if (mb == 0 && !ld.tensors.empty()) {
-      if (!bigdl) traced(tl, "wait", "wait " + ld.name, [&] { client.wait_layer(layer, t); });
+      if (!waits_for_all_) {
+        traced(tl, "wait", "wait " + ld.name, [&] { client.wait_layer(layer, t); });
+      }
       net_->params_ready(layer);  // a device stage uploads the layer's new values here
     }
     traced(tl, "forward", "fwd " + ld.name + " mb " + std::to_string(mb),
@@ -202,7 +206,7 @@ TrainResult StageWorker::train(PsClient& client, Timeline* tl) {
     clock.at(t);
     if (t > first) client.checkpoint(t);
     if (source_) source_->load(t);
-    if (SchedulePolicy(config_.scheduler.mode).forward_waits_for_all()) client.wait_all(t);
+    if (waits_for_all_) client.wait_all(t);
     for (uint32_t mb = 0; mb < l.micro_batches; ++mb) forward(client, tl, t, mb);
     for (uint32_t mb = l.micro_batches; mb-- > 0;) backward(client, tl, t, mb);
     if (net_->holds_loss()) {

@@ -57,6 +57,7 @@ class StageWorker {
 
   Config config_;
   uint32_t rank_;
+  bool waits_for_all_;  // bigdl: the forward waits for every parameter (SchedulePolicy)
   StageRole role_;
   std::unique_ptr<StageCompute> net_;
   std::unique_ptr<BatchSource> source_;                        // the first stage only

@@ -40,7 +40,6 @@ TEST_CASE("each step: Adam's m, v and direction; residual += direction; sent + r
     CHECK(ef->adam());
     auto state = codec->make_state(TensorInfo{.num_elements = int64_t(n)});
     std::vector<float> m(n, 0.0f), v(n, 0.0f);  // the reference moments
-    std::vector<uint8_t> payload;
     for (int64_t t = 0; t < 12; ++t) {
       const auto g = testing::gaussian(n, 700 + uint64_t(t), 0.01f);
       const double step = double(t + 1);
@@ -56,12 +55,9 @@ TEST_CASE("each step: Adam's m, v and direction; residual += direction; sent + r
           v[k] = b2 * v[k] + (1.0f - b2) * g[k] * g[k];
           corrected[i] = residual[k] + c1 * m[k] / (std::sqrt(v[k]) * c2 + eps);
         }
-        ChunkInput in{.offset = int64_t(offset),
-                      .values = std::span<const float>(g).subspan(offset, len),
-                      .iteration = t};
-        REQUIRE(codec->encode(*state, in, payload).is_ok());
-        std::vector<float> sent(len);
-        REQUIRE(codec->decode(payload, sent).is_ok());
+        const auto decoded = testing::encode_chunk(*codec, *state, g, offset, len, t);
+        REQUIRE(decoded.has_value());
+        const std::vector<float>& sent = *decoded;
         const auto after = ErrorFeedback::residual(*state);
         const auto mom = ErrorFeedback::momentum_buffer(*state);
         const auto sec = ErrorFeedback::second_moment(*state);

@@ -33,7 +33,6 @@ TEST_CASE("each step: u = m*u + g, residual += u; with masking sent elements los
     CHECK(ef->masking() == masking);
     auto state = codec->make_state(TensorInfo{.num_elements = int64_t(n)});
     std::vector<float> u(n, 0.0f);  // the reference momentum
-    std::vector<uint8_t> payload;
     int64_t cleared = 0, kept = 0;
     for (int64_t t = 0; t < 12; ++t) {
       const auto g = testing::gaussian(n, 500 + uint64_t(t));
@@ -44,12 +43,9 @@ TEST_CASE("each step: u = m*u + g, residual += u; with masking sent elements los
           u[offset + i] = m * u[offset + i] + g[offset + i];
           corrected[i] = residual[offset + i] + u[offset + i];
         }
-        ChunkInput in{.offset = int64_t(offset),
-                      .values = std::span<const float>(g).subspan(offset, len),
-                      .iteration = t};
-        REQUIRE(codec->encode(*state, in, payload).is_ok());
-        std::vector<float> sent(len);
-        REQUIRE(codec->decode(payload, sent).is_ok());
+        const auto decoded = testing::encode_chunk(*codec, *state, g, offset, len, t);
+        REQUIRE(decoded.has_value());
+        const std::vector<float>& sent = *decoded;
         const auto after = ErrorFeedback::residual(*state);
         const auto mom = ErrorFeedback::momentum_buffer(*state);
         for (size_t i = 0; i < len; ++i) {

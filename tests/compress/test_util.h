@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <vector>
@@ -32,6 +33,21 @@ inline CodecConfig config_for(const char* name, bool error_feedback = true) {
   c.codec = name;
   c.error_feedback = error_feedback;
   return c;
+}
+
+// Chunk [offset, offset + len) of `g` encoded through `state` at `iteration` and decoded again:
+// what a server receives. None when encode or decode fails.
+inline std::optional<std::vector<float>> encode_chunk(const Codec& codec, CodecState& state,
+                                                      std::span<const float> g, size_t offset,
+                                                      size_t len, int64_t iteration) {
+  const ChunkInput in{.offset = int64_t(offset), .values = g.subspan(offset, len),
+                      .iteration = iteration};
+  std::vector<uint8_t> payload;
+  std::vector<float> sent(len);
+  if (!codec.encode(state, in, payload).is_ok() || !codec.decode(payload, sent).is_ok()) {
+    return std::nullopt;
+  }
+  return sent;
 }
 
 inline const char* const kAllCodecs[] = {"none", "laco", "signsgd", "graddrop", "topk"};
