@@ -86,7 +86,34 @@ bool split_tcp_endpoint(const std::string& endpoint, std::string& host, int& por
   return ec == std::errc() && ptr == p.data() + p.size() && port >= 0 && port <= 65535;
 }
 
+namespace {
+// One process's endpoint in an in-process job (cluster.coordinator inproc://NAME, set by tests
+// that run daemons on threads sharing a ZeroMQ context; a job file cannot ask for it): server 0
+// at NAME, everyone else at NAME/who.
+ListenAddress listen_inproc(zmq::socket_t& socket, const ClusterConfig& cluster,
+                            const std::string& who) {
+  std::string target = cluster.coordinator;
+  if (!who.empty()) {
+    std::string name = who;
+    for (char& ch : name) ch = ch == ' ' ? '-' : ch;
+    target += "/" + name;
+  }
+  try {
+    const std::string bound = bind_endpoint(socket, target);
+    return {bound, bound};
+  } catch (const zmq::error_t& e) {
+    throw ConfigError((who.empty() ? std::string("server 0") : who) + " cannot bind " + target +
+                      ": " + e.what());
+  }
+}
+}  // namespace
+
+bool is_inproc(const std::string& endpoint) { return endpoint.rfind("inproc://", 0) == 0; }
+
 ListenAddress listen_as_server(zmq::socket_t& socket, const ClusterConfig& cluster, int rank) {
+  if (is_inproc(cluster.coordinator)) {
+    return listen_inproc(socket, cluster, rank == 0 ? "" : "server " + std::to_string(rank));
+  }
   const bool wildcard = is_wildcard_host(cluster.bind_host);
   ListenAddress out;
   std::string target;
@@ -116,6 +143,7 @@ ListenAddress listen_as_server(zmq::socket_t& socket, const ClusterConfig& clust
 
 ListenAddress listen_as_peer(zmq::socket_t& socket, const ClusterConfig& cluster,
                              const std::string& who) {
+  if (is_inproc(cluster.coordinator)) return listen_inproc(socket, cluster, who);
   const bool wildcard = is_wildcard_host(cluster.bind_host);
   ListenAddress out;
   std::string target;

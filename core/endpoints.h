@@ -21,10 +21,15 @@ bool is_wildcard_host(const std::string& host);
 // "tcp://host:port" -> host and port; false when `endpoint` is not of that form.
 bool split_tcp_endpoint(const std::string& endpoint, std::string& host, int& port);
 
+// Whether `endpoint` is ZeroMQ's in-process transport (inproc://): daemons on threads of one
+// process sharing a context, as the in-process tests run them.
+bool is_inproc(const std::string& endpoint);
+
 // Binds `socket` for server `rank`: server 0 at the coordinator's address (with a wildcard
 // bind_host, every interface at the coordinator's port), other servers at bind_host on an
 // OS-chosen port or the first free one of cluster.port_range. Throws ConfigError naming the
-// address when nothing can be bound.
+// address when nothing can be bound. With an inproc:// coordinator, server 0 binds it and
+// every other listener binds coordinator + "/" + its name.
 ListenAddress listen_as_server(zmq::socket_t& socket, const ClusterConfig& cluster, int rank);
 // The same for any other listener (`who` names it in errors: "worker 3"): bind_host on an
 // OS-chosen port or the first free one of cluster.port_range.

@@ -1,5 +1,7 @@
 #include "scheduler/push_queue.h"
 
+#include "core/credit_link.h"
+
 namespace psrt {
 
 PushQueue::PushQueue(SchedulePolicy policy, uint64_t credit_bytes)
@@ -45,7 +47,7 @@ std::optional<PushUnit> PushQueue::next() {
     if (cur != ready_.end()) it = cur;
   }
   const PushUnit& unit = it->second.chunks.front();
-  if (in_flight_ > 0 && in_flight_ + unit.bytes > credit_) return std::nullopt;
+  if (!credit_allows(in_flight_, unit.bytes, credit_)) return std::nullopt;
   PushUnit out = unit;
   it->second.chunks.pop_front();
   --pending_;

@@ -45,8 +45,9 @@ std::optional<WireError> Coordinator::on_register(PeerId peer, const std::string
     return refuse(ErrorCode::kLimit, "address of " + std::to_string(reg.address().size()) +
                                          " bytes; at most " + std::to_string(limits_.max_string));
   }
-  if (peer.role == wire::SERVER && reg.address().rfind("tcp://", 0) != 0) {
-    return refuse(ErrorCode::kNotRegistered, describe(peer) + " registered without a tcp:// address");
+  if (peer.role == wire::SERVER && reg.address().rfind(limits_.transport, 0) != 0) {
+    return refuse(ErrorCode::kNotRegistered,
+                  describe(peer) + " registered without a " + limits_.transport + " address");
   }
   if (peer.role == wire::WORKER) {
     if (auto err = check_worker(peer, reg)) return err;

@@ -29,6 +29,9 @@ struct RegisterLimits {
   uint64_t server_bytes = 0;     // memory a server may give its shard; 0: no cap
   double bytes_per_element = 4;  // parameters, optimizer state and reply state, per element
   std::size_t max_string = 1024;  // tensor names, addresses
+  // The transport servers register their addresses on: tcp:// for a job; inproc:// when the
+  // coordinator itself is in-process (tests running daemons on threads, core/endpoints.h).
+  std::string transport = "tcp://";
 };
 
 class Coordinator {

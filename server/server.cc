@@ -29,26 +29,27 @@ std::optional<ZapHandler> zap_handler(zmq::context_t& ctx, const std::optional<C
 }
 }  // namespace
 
-Server::Server(const Config& config, uint32_t rank)
+Server::Server(const Config& config, uint32_t rank, zmq::context_t* shared)
     : config_(config),
       rank_(rank),
       self_{wire::SERVER, rank, config.job.id},
+      log_(config.limits.log_lines_per_s),
+      metrics_(Metrics::serve(config.metrics, "server", int(rank), int(rank))),
       curve_(curve_keys(config)),
-      ctx_(1),
-      zap_(zap_handler(ctx_, curve_)),
-      router_(make_router(ctx_, socket_options())),
+      messenger_(config.job.id, {config.limits.socket_hwm, curve_ ? &*curve_ : nullptr}, metrics_,
+                 log_, shared),
+      zap_(zap_handler(messenger_.context(), curve_)),
+      router_(messenger_.add_router("a peer")),
       optimizer_(make_optimizer(config.optimizer)),
       checkpointer_(config, rank),
       liveness_(config.cluster, Clock::now()),
-      log_(config.limits.log_lines_per_s),
       error_budget_(config.limits.error_replies_per_s),
-      timeline_(config.timeline, "server-" + std::to_string(rank), 1 + int(rank)),
-      metrics_(Metrics::serve(config.metrics, "server", int(rank), int(rank))) {
+      timeline_(config.timeline, "server-" + std::to_string(rank), 1 + int(rank)) {
   if (int64_t(rank) >= config.cluster.servers) {
     throw ConfigError("server rank " + std::to_string(rank) + " is outside cluster.servers = " +
                       std::to_string(config.cluster.servers));
   }
-  endpoint_ = listen_as_server(router_, config.cluster, int(rank)).advertised;
+  endpoint_ = listen_as_server(messenger_.socket(router_), config.cluster, int(rank)).advertised;
   if (config.compression.codec != "none") {
     auto made = compress::make_codec(config.compression);
     if (!made) throw ConfigError(made.status().message());
@@ -61,33 +62,37 @@ Server::Server(const Config& config, uint32_t rank)
     if (!made) throw ConfigError(made.status().message());
     reply_codec_ = std::move(made.value());
   }
-  pool_ = std::make_unique<UpdatePool>(config.cluster.server_threads, wakeup_);
+  pool_ = std::make_unique<UpdatePool>(config.cluster.server_threads, messenger_.wakeup());
   last_progress_ = liveness_.started_at();
+  register_handlers();
+  if (zap_) {
+    messenger_.watch(zap_->socket(), [this] {
+      if (zap_->handle() > 0) {
+        log_.warn("curve", "refused a connection that does not hold this job's CURVE key");
+      }
+    });
+  }
   wire::Register reg;
   reg.set_address(endpoint_);
   reg.set_resume(config.checkpoint.resume);
   for (uint64_t it : checkpointer_.start()) reg.add_checkpoints(it);
   if (rank == 0) {
     const RegisterLimits limits{server_memory_cap(config.limits), bytes_per_element(),
-                                std::size_t(config.limits.max_string_bytes)};
+                                std::size_t(config.limits.max_string_bytes),
+                                is_inproc(config.cluster.coordinator) ? "inproc://" : "tcp://"};
     coordinator_.emplace(config.cluster.servers, config.cluster.workers, config.scheduler, limits);
     // Bound to the empty identity, which no connection can have: nobody else speaks as server 0.
     (void)coordinator_->on_register(Coordinator::self(), "", reg, liveness_.started_at());
   } else {
-    to_coordinator_.emplace(
-        make_dealer(ctx_, process_identity(wire::SERVER, rank), socket_options()));
-    to_coordinator_->connect(config.cluster.coordinator);
-    wire::Header h = make_header(self_, wire::REGISTER);
-    *h.mutable_register_() = reg;
-    send_envelope(*to_coordinator_, nullptr, h);
+    const auto link = messenger_.add_dealer("the coordinator", process_identity(wire::SERVER, rank));
+    messenger_.socket(link).connect(config.cluster.coordinator);
+    control_.emplace(messenger_, link, self_, config.cluster,
+                     std::size_t(config.limits.max_string_bytes), member_events());
+    control_->register_with(reg);
   }
 }
 
 Server::~Server() = default;
-
-SocketOptions Server::socket_options() const {
-  return {config_.limits.socket_hwm, curve_ ? &*curve_ : nullptr};
-}
 
 double Server::bytes_per_element() const {
   double floats = 1;  // the parameters
@@ -105,39 +110,11 @@ void Server::run() {
   if (metrics_.enabled()) {
     spdlog::info("metrics on http://{}:{}/metrics", config_.metrics.host, metrics_.port());
   }
-  if (rank_ == 0 && coordinator_->all_registered()) on_membership(coordinator_->membership(), coordinator_->stage_map());
-  Envelope env;
-  while (!done_) {
-    const auto now = Clock::now();
-    check_timers(now);
-    const auto wait = std::max(Clock::duration::zero(), liveness_.next_heartbeat() - Clock::now());
-    zmq::pollitem_t items[4] = {{router_.handle(), 0, ZMQ_POLLIN, 0},
-                                {nullptr, wakeup_.fd(), ZMQ_POLLIN, 0},
-                                {nullptr, 0, ZMQ_POLLIN, 0},
-                                {nullptr, 0, ZMQ_POLLIN, 0}};
-    int n = 2;
-    const int zap_item = zap_ ? n++ : -1;
-    if (zap_) items[zap_item] = {zap_->socket().handle(), 0, ZMQ_POLLIN, 0};
-    if (to_coordinator_) items[n++] = {to_coordinator_->handle(), 0, ZMQ_POLLIN, 0};
-    zmq::poll(items, n, std::chrono::duration_cast<std::chrono::milliseconds>(wait) +
-                            std::chrono::milliseconds(1));
-    if (zap_ && (items[zap_item].revents & ZMQ_POLLIN) && zap_->handle() > 0) {
-      log_.warn("curve", "refused a connection that does not hold this job's CURVE key");
-    }
-    if (items[1].revents & ZMQ_POLLIN) {
-      wakeup_.drain();
-      finish_updates();
-    }
-    // Bounded batches keep timers and completions responsive under a flood.
-    for (int i = 0; i < 256 && !done_ && recv_envelope(router_, env, true); ++i) {
-      on_router_message(env);
-    }
-    if (to_coordinator_) {
-      for (int i = 0; i < 64 && !done_ && recv_envelope(*to_coordinator_, env, false); ++i) {
-        on_coordinator_message(env);
-      }
-    }
+  if (rank_ == 0 && coordinator_->all_registered()) {
+    on_membership(coordinator_->membership(), coordinator_->stage_map());
   }
+  messenger_.run({[this] { return done_; }, [this](Clock::time_point now) { return tick(now); },
+                  [this] { finish_updates(); }});
   timeline_.flush();
   if (timeline_.enabled()) spdlog::info("timeline written to {}", timeline_.path());
   log_.flush(Clock::now(), true);
@@ -146,30 +123,22 @@ void Server::run() {
                stats_.dropped_replies + error_budget_.dropped());
 }
 
-void Server::check_timers(Clock::time_point now) {
+Clock::time_point Server::tick(Clock::time_point now) {
+  if (control_) return control_->tick(now, have_membership_, started_);
+  return coordinator_tick(now);
+}
+
+Clock::time_point Server::coordinator_tick(Clock::time_point now) {
   if (const auto stopped = liveness_.gap(now)) {
-    // This process was not running (SIGSTOP, swapped out): what it could not hear is not its
-    // peers' silence. Their messages are waiting; judge them once those are read.
+    // As ControlPlane::tick: this process did not run, its peers' silence counts from now.
     spdlog::warn("this server did not run for {:.1f} s; peers' silence is counted from now",
                  *stopped);
-    if (coordinator_) coordinator_->refresh(now);
+    coordinator_->refresh(now);
     last_progress_ = now;
   }
-  log_.flush(now);
   if (liveness_.heartbeat_due(now)) {
-    if (coordinator_) {
-      broadcast(make_header(self_, wire::HEARTBEAT));
-    } else {
-      send_envelope(*to_coordinator_, nullptr, make_header(self_, wire::HEARTBEAT));
-    }
+    broadcast(make_header(self_, wire::HEARTBEAT));
     check_progress(now);
-  }
-  if (!coordinator_) {
-    const auto verdict = liveness_.check(now, have_membership_, started_);
-    if (!verdict) return;
-    if (verdict->kind == Liveness::Verdict::kUnreachable) throw ConfigError(verdict->message);
-    if (verdict->kind == Liveness::Verdict::kLostCoordinator) metrics_.lost_peer();
-    abort_job(verdict->message);
   }
   if (auto lost = coordinator_->lost(now, seconds(config_.cluster.peer_timeout_s))) {
     char buf[64];
@@ -183,6 +152,7 @@ void Server::check_timers(Clock::time_point now) {
               " s waiting for " + (registered ? "the start barrier" : "registration") +
               "; never came: " + coordinator_->missing(registered ? "start" : ""));
   }
+  return liveness_.next_heartbeat();
 }
 
 void Server::check_progress(Clock::time_point now) {
@@ -223,17 +193,9 @@ void Server::check_progress(Clock::time_point now) {
 
 void Server::send(const std::string& identity, const wire::Header& h,
                   std::vector<zmq::message_t> payload) {
-  metrics_.message(Metrics::Dir::kSent, metrics_kind(h.type()), payload_size(payload));
   bool full = false;
-  if (send_envelope(router_, &identity, h, std::move(payload), &full)) return;
-  if (full) {
+  if (!messenger_.send(router_, &identity, h, std::move(payload), &full) && full) {
     ++stats_.dropped_replies;
-    log_.warn("full queue", std::string(wire::MsgType_Name(h.type())) + " to " +
-                                printable(identity) +
-                                " dropped: it does not read, its queue is at limits.socket_hwm");
-  } else {
-    spdlog::debug("{} to {} dropped: peer not connected", wire::MsgType_Name(h.type()),
-                  printable(identity));
   }
 }
 

@@ -17,8 +17,11 @@
 
 #include "compress/codec.h"
 #include "core/config.h"
+#include "core/control_plane.h"
+#include "core/credit_link.h"
 #include "core/liveness.h"
 #include "core/curve.h"
+#include "core/messenger.h"
 #include "core/rate_limit.h"
 #include "core/timeline.h"
 #include "core/transport.h"
@@ -45,7 +48,8 @@ class Server {
  public:
   // Chunks up to this size update in the I/O thread; larger ones in the pool.
   static constexpr uint64_t kInlineUpdateBytes = 64 << 10;
-  Server(const Config& config, uint32_t rank);
+  // `shared`: a ZeroMQ context to run in (in-process tests over inproc://); null: its own.
+  Server(const Config& config, uint32_t rank, zmq::context_t* shared = nullptr);
   ~Server();
 
   // The endpoint workers connect to (after the constructor has bound it).
@@ -57,13 +61,16 @@ class Server {
  private:
   // control plane (server_control.cc)
   void on_control(const std::string& identity, PeerId from, const wire::Header& h);
-  void on_coordinator_message(Envelope& env);
+  void register_handlers();  // on the router
+  ControlPlane::Events member_events();  // servers other than 0: the coordinator's answers
   void on_membership(const wire::Membership& m, const wire::StageMap& stages);
   void arrive(const std::string& barrier);
   void release(const std::string& barrier);
   // To every registered process, or only to those of role `only`.
   void broadcast(const wire::Header& h, wire::Role only = wire::ROLE_UNSPECIFIED);
-  void check_timers(Clock::time_point now);
+  // Once per loop pass; returns when the loop must run next.
+  Clock::time_point tick(Clock::time_point now);
+  Clock::time_point coordinator_tick(Clock::time_point now);  // server 0
   // Server 0: tells everyone and throws. Others: tell the coordinator, so that it ends the job
   // naming the cause, and throw.
   [[noreturn]] void abort_job(const std::string& why);
@@ -74,9 +81,10 @@ class Server {
   void check_progress(Clock::time_point now);
   void note_heartbeat(PeerId from, const wire::Header& h);
   double bytes_per_element() const;  // parameters and the state kept beside them
-  SocketOptions socket_options() const;
   // data plane (server_data.cc)
-  void on_router_message(Envelope& env);
+  // Whether a decoded message on the router comes from the process its header names, over the
+  // connection it registered; else replies with the error.
+  bool admit(Inbound& m);
   void on_tensor(const std::string& identity, PeerId from, const wire::Header& h,
                  std::vector<zmq::message_t>& payload);
   void on_push(const std::string& identity, PeerId from, const wire::Header& h, ChunkState& c,
@@ -118,13 +126,14 @@ class Server {
   Config config_;
   uint32_t rank_;
   Sender self_;
+  LogLimiter log_;
+  Metrics metrics_;
   std::optional<CurveKeys> curve_;  // security.curve
-  zmq::context_t ctx_;
-  std::optional<ZapHandler> zap_;  // with curve_: admits the job's key only
-  zmq::socket_t router_;
-  std::optional<zmq::socket_t> to_coordinator_;  // servers other than 0
+  Messenger messenger_;             // sockets, poll loop, wake-up (owns or shares the context)
+  std::optional<ZapHandler> zap_;   // with curve_: admits the job's key only
+  Messenger::LinkId router_;
+  std::optional<ControlPlane> control_;  // servers other than 0: the link to the coordinator
   std::string endpoint_;
-  Wakeup wakeup_;
   std::unique_ptr<Optimizer> optimizer_;
   std::unique_ptr<compress::Codec> codec_;  // null for codec none; decode only (stateless)
   wire::Codec wire_codec_ = wire::CODEC_NONE;
@@ -136,8 +145,7 @@ class Server {
   bool resumed_ = false;  // chunks restored from a checkpoint: INIT values are ignored
   struct ReplyLink {
     PushQueue queue;
-    std::map<uint64_t, uint64_t> unacked;  // seq -> bytes
-    uint64_t seq = 0;
+    CreditLink credit;  // seq and unacked replies; the queue keeps the window
     std::set<uint32_t> dense;  // chunks whose queued reply goes dense (answers to PULL)
     // Queued group replies, by their first member's index.
     std::map<uint32_t, std::shared_ptr<const std::vector<uint32_t>>> groups;
@@ -154,13 +162,11 @@ class Server {
   bool have_membership_ = false;
   bool started_ = false;
   bool done_ = false;
-  Liveness liveness_;                // heartbeats, the start and the coordinator's silence
+  Liveness liveness_;                // server 0: its heartbeats and the start's deadline
   Clock::time_point last_progress_;  // an update completed, or nobody was waited for
   ServerStats stats_;
-  LogLimiter log_;
   PeerBudget error_budget_;
   Timeline timeline_;
-  Metrics metrics_;
 };
 
 }  // namespace psrt

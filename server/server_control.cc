@@ -66,34 +66,20 @@ void Server::on_control(const std::string& identity, PeerId from, const wire::He
   }
 }
 
-void Server::on_coordinator_message(Envelope& env) {
-  wire::Header h;
-  WireError err;
-  if (!decode_header(env.header, env.payload, config_.job.id, h, err) || h.role() != wire::SERVER ||
-      h.rank() != 0) {
-    if (err.code == ErrorCode::kWrongJob && h.type() == wire::ERROR &&
-        h.error().code() == uint32_t(ErrorCode::kWrongJob)) {
-      throw ConfigError("the coordinator at " + config_.cluster.coordinator +
-                        " serves another job: check job.id");
-    }
-    log_.warn("coordinator link", "ignored a bad message on the coordinator link: " + err.message);
-    ++stats_.errors;
-    return;
-  }
-  liveness_.heard_coordinator(Clock::now());
-  switch (h.type()) {
-    case wire::MEMBERSHIP: on_membership(h.membership(), h.stage_map()); return;
-    case wire::BARRIER_RELEASE: release(h.barrier().name()); return;
-    case wire::HEARTBEAT: return;
-    case wire::ABORT: throw JobError("job aborted by the coordinator: " + h.error().message());
-    case wire::ERROR:
-      if (h.error().about() == wire::REGISTER) {
-        throw ConfigError("the coordinator refused to register server " + std::to_string(rank_) +
-                          ": " + printable(h.error().message(), 1024));
-      }
-      throw JobError("the coordinator refused this server: " + printable(h.error().message(), 1024));
-    default: spdlog::warn("ignored {} from the coordinator", wire::MsgType_Name(h.type()));
-  }
+ControlPlane::Events Server::member_events() {
+  ControlPlane::Events e;
+  e.membership = [this](const wire::Membership& m, const wire::StageMap& stages) {
+    on_membership(m, stages);
+  };
+  e.released = [this](const std::string& barrier) { release(barrier); };
+  e.refused = [](const std::string& why) { throw ConfigError(why); };
+  e.failed = [](const std::string& why) { throw JobError(why); };
+  e.heartbeat = [this](Clock::time_point now) {
+    control_->heartbeat();
+    check_progress(now);
+  };
+  e.resumed = [this](Clock::time_point now) { last_progress_ = now; };
+  return e;
 }
 
 void Server::on_membership(const wire::Membership& m, const wire::StageMap& stages) {
@@ -135,7 +121,7 @@ void Server::on_membership(const wire::Membership& m, const wire::StageMap& stag
   }
   replies_.clear();
   for (uint32_t w = 0; w < m.num_workers(); ++w) {
-    replies_.push_back({PushQueue(SchedulePolicy::replies(), config_.scheduler.credit_bytes), {}, 0, {}, {}});
+    replies_.push_back({PushQueue(SchedulePolicy::replies(), config_.scheduler.credit_bytes), {}, {}, {}});
   }
   have_membership_ = true;
   arrive("membership");
@@ -150,9 +136,7 @@ void Server::arrive(const std::string& barrier) {
     if (coordinator_->arrive(barrier, Coordinator::self())) release(barrier);
     return;
   }
-  wire::Header h = make_header(self_, wire::BARRIER);
-  h.mutable_barrier()->set_name(barrier);
-  send_envelope(*to_coordinator_, nullptr, h);
+  control_->arrive(barrier);
 }
 
 void Server::release(const std::string& barrier) {
@@ -194,13 +178,10 @@ void Server::note_heartbeat(PeerId from, const wire::Header& h) {
 }
 
 void Server::abort_job(const std::string& why) {
+  if (control_) control_->give_up(why);  // throws, through ControlPlane::Events::failed
   wire::Header h = make_header(self_, wire::ABORT);
   h.mutable_error()->set_message(why);
-  if (coordinator_) {
-    broadcast(h);
-  } else {
-    send_envelope(*to_coordinator_, nullptr, h);
-  }
+  broadcast(h);
   throw JobError(why);
 }
 

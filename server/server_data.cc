@@ -10,29 +10,43 @@
 
 namespace psrt {
 
-void Server::on_router_message(Envelope& env) {
-  wire::Header h;
-  WireError err;
-  if (!decode_header(env.header, env.payload, config_.job.id, h, err)) {
-    reply_error(env.identity, nullptr, err);
-    return;
-  }
-  metrics_.message(Metrics::Dir::kReceived, metrics_kind(h.type()), payload_size(env.payload));
+namespace {
+PeerId peer_of(const std::string& identity) {
   PeerId from{wire::ROLE_UNSPECIFIED, 0};
-  if (!parse_identity(env.identity, from.role, from.rank) || from.role != h.role() ||
-      from.rank != h.rank()) {
+  (void)parse_identity(identity, from.role, from.rank);
+  return from;
+}
+}  // namespace
+
+void Server::register_handlers() {
+  messenger_.on_bad(router_, [this](const std::string& identity, const wire::Header&,
+                                    const WireError& e) { reply_error(identity, nullptr, e); });
+  messenger_.admit(router_, [this](Inbound& m) { return admit(m); });
+  const auto tensor = [this](Inbound& m) {
+    on_tensor(m.identity, peer_of(m.identity), m.header, m.payload);
+  };
+  for (int t = wire::MsgType_MIN; t <= wire::MsgType_MAX; ++t) {
+    const auto type = static_cast<wire::MsgType>(t);
+    if (wire::MsgType_IsValid(t) && is_tensor_message(type)) messenger_.on(router_, type, tensor);
+  }
+  // The control plane: REGISTER, BARRIER, HEARTBEAT, ABORT; anything else is refused there.
+  messenger_.otherwise(router_, [this](Inbound& m) {
+    on_control(m.identity, peer_of(m.identity), m.header);
+  });
+}
+
+bool Server::admit(Inbound& m) {
+  PeerId from{wire::ROLE_UNSPECIFIED, 0};
+  if (!parse_identity(m.identity, from.role, from.rank) || from.role != m.header.role() ||
+      from.rank != m.header.rank()) {
     // The identity is not quoted: it is raw bytes of the peer's choosing.
-    reply_error(env.identity, &h,
-                {ErrorCode::kNotRegistered, "header says " + peer_name(h.role(), h.rank()) +
+    reply_error(m.identity, &m.header,
+                {ErrorCode::kNotRegistered, "header says " +
+                                                peer_name(m.header.role(), m.header.rank()) +
                                                 " but the connection belongs to another process"});
-    return;
+    return false;
   }
-  if (!admitted(env.identity, from, h)) return;
-  if (is_tensor_message(h.type())) {
-    on_tensor(env.identity, from, h, env.payload);
-  } else {
-    on_control(env.identity, from, h);
-  }
+  return admitted(m.identity, from, m.header);
 }
 
 bool Server::admitted(const std::string& identity, PeerId from, const wire::Header& h) {

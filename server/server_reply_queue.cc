@@ -17,8 +17,7 @@ void Server::pump_replies(uint32_t worker) {
   ReplyLink& link = replies_[worker];
   const std::string& identity = worker_ids_[worker];
   while (auto unit = link.queue.next()) {
-    const uint64_t seq = ++link.seq;
-    link.unacked[seq] = unit->bytes;
+    const uint64_t seq = link.credit.send({unit->bytes, unit->chunk, {}, {}});
     auto group = link.groups.find(unit->chunk);
     if (group != link.groups.end()) {
       send_group_params(identity, *group->second, seq);
@@ -32,15 +31,14 @@ void Server::pump_replies(uint32_t worker) {
 
 void Server::on_reply_ack(uint32_t worker, const wire::Header& h) {
   ReplyLink& link = replies_[worker];
-  auto it = link.unacked.find(h.seq());
-  if (it == link.unacked.end()) {
+  const auto sent = link.credit.acked(h.seq());
+  if (!sent) {
     reply_error(worker_ids_[worker], &h,
                 {ErrorCode::kUnexpected, "ACK for reply " + std::to_string(h.seq()) +
                                              ", which is not in flight"});
     return;
   }
-  link.queue.acked(it->second);
-  link.unacked.erase(it);
+  link.queue.acked(sent->bytes);
   pump_replies(worker);
 }
 

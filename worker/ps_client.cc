@@ -10,7 +10,8 @@
 namespace psrt {
 
 PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, ParamAccess params,
-                   Timeline* timeline, std::optional<StageRole> stage)
+                   Timeline* timeline, std::optional<StageRole> stage,
+                   zmq::context_t* shared)
     : config_(config),
       rank_(rank),
       self_{wire::WORKER, rank, config.job.id},
@@ -23,9 +24,10 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
       metrics_(Metrics::serve(config.metrics, "worker", int(rank), config.cluster.servers + int(rank))),
       curve_(config.security.curve ? std::optional(load_curve_keys(config.security)) : std::nullopt),
       identity_(process_identity(wire::WORKER, rank)),
-      ctx_(1),
-      queue_(config.scheduler.mode, config.scheduler.credit_bytes),
       log_(config.limits.log_lines_per_s),
+      messenger_(config.job.id, {config.limits.socket_hwm, curve_ ? &*curve_ : nullptr}, metrics_,
+                 log_, shared),
+      queue_(config.scheduler.mode, config.scheduler.credit_bytes),
       stage_(std::move(stage)) {
   if (int64_t(rank) >= config.cluster.workers) {
     throw ConfigError("worker rank " + std::to_string(rank) + " is outside cluster.workers = " +
@@ -51,8 +53,11 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
   // bigdl holds the pushes back until all of this worker's tensors are in.
   queue_.expect_tensors(stage_ ? uint32_t(stage_->keys.size()) : uint32_t(model.tensors.size()));
   encoder_checkpoints_ = encoder_ckpt_.start();
-  dealers_.push_back(new_dealer());
-  dealers_[0].connect(config.cluster.coordinator);
+  servers_.push_back(messenger_.add_dealer("server 0", identity_));
+  messenger_.socket(servers_[0]).connect(config.cluster.coordinator);
+  control_.emplace(messenger_, servers_[0], self_, config.cluster,
+                   std::size_t(config.limits.max_string_bytes), control_events());
+  register_server(0);
   if (stage_) bind_stage();
   if (metrics_.enabled()) {
     spdlog::info("metrics on http://{}:{}/metrics", config.metrics.host, metrics_.port());
@@ -65,12 +70,8 @@ PsClient::~PsClient() {
     std::lock_guard lock(mu_);
     if (!error_ && !finished_) error_ = "worker stopped";
   }
-  wakeup_.notify();
+  messenger_.wakeup().notify();
   if (io_.joinable()) io_.join();
-}
-
-zmq::socket_t PsClient::new_dealer() {
-  return make_dealer(ctx_, identity_, {config_.limits.socket_hwm, curve_ ? &*curve_ : nullptr});
 }
 
 template <typename Pred>
@@ -225,7 +226,7 @@ void PsClient::enqueue(Command cmd) {
     if (error_) throw JobError(*error_);
     commands_.push_back(std::move(cmd));
   }
-  wakeup_.notify();
+  messenger_.wakeup().notify();
 }
 
 StageMessage PsClient::wait_stage(StageDir dir, uint64_t iteration, uint32_t micro_batch) {
@@ -262,7 +263,7 @@ void PsClient::finish() {
     std::lock_guard lock(mu_);
     want_shutdown_ = true;
   }
-  wakeup_.notify();
+  messenger_.wakeup().notify();
   wait_for([&] { return finished_; });
 }
 

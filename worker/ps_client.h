@@ -24,8 +24,10 @@
 #include <vector>
 
 #include "core/config.h"
-#include "core/liveness.h"
+#include "core/control_plane.h"
+#include "core/credit_link.h"
 #include "core/curve.h"
+#include "core/messenger.h"
 #include "core/model.h"
 #include "core/rate_limit.h"
 #include "core/sharding.h"
@@ -75,8 +77,10 @@ class PsClient {
 
   // `timeline` (may be null) records chunks in flight and parameter arrivals.
   // `stage`: this worker's stage of a model-parallel job (none: a whole replica).
+  // `shared`: a ZeroMQ context to run in (in-process tests over inproc://); null: its own.
   PsClient(const Config& config, uint32_t rank, const ModelDesc& model, ParamAccess params,
-           Timeline* timeline = nullptr, std::optional<StageRole> stage = std::nullopt);
+           Timeline* timeline = nullptr, std::optional<StageRole> stage = std::nullopt,
+           zmq::context_t* shared = nullptr);
   ~PsClient();
   PsClient(const PsClient&) = delete;
   PsClient& operator=(const PsClient&) = delete;
@@ -141,17 +145,15 @@ class PsClient {
     // Compressed payloads, one per chunk of the tensor in shard-map order; empty for codec none.
     std::vector<std::shared_ptr<const std::vector<uint8_t>>> payloads;
   };
-  struct InFlight {
-    uint64_t bytes;
-    uint32_t chunk;
-    std::chrono::steady_clock::time_point enqueued, sent;
-  };
 
   // I/O thread (ps_client_io.cc)
   void io_loop();
-  void on_message(std::size_t server, Envelope& env);
+  // The handlers of the link to server `server` (server 0's also carries the control plane).
+  void register_server(std::size_t server);
+  ControlPlane::Events control_events();
+  void on_server_error(std::size_t server, const wire::Header& h);
   void on_membership(const wire::Membership& m, const wire::StageMap& stages);
-  void on_release(const wire::Header& h);  // BARRIER_RELEASE
+  void on_release(const std::string& barrier);  // BARRIER_RELEASE
   void on_ack(const wire::Header& h);
   // ps_client_push.cc: grouping, the push path and the parameters' return
   void plan_groups();  // after the membership: the grouping and its message plan
@@ -165,7 +167,7 @@ class PsClient {
   void send_barrier(const std::string& name);
   void pump();
   void take_commands();
-  void check_timers();
+  std::chrono::steady_clock::time_point tick(std::chrono::steady_clock::time_point now);
   void check_progress(std::chrono::steady_clock::time_point now);
   void send_heartbeats();
   // The first chunk the compute thread waits for (nullptr: none); under mu_.
@@ -175,7 +177,6 @@ class PsClient {
   void report(const std::string& why);
   // The coordinator refused this process (rank taken, another job): a configuration error.
   void refused(const std::string& why);
-  zmq::socket_t new_dealer();
   bool send_to(std::size_t server, const wire::Header& h, std::vector<zmq::message_t> payload = {});
   wire::Header tensor_header(wire::MsgType type, const ChunkDesc& c, uint64_t iteration);
 
@@ -186,13 +187,9 @@ class PsClient {
     std::shared_ptr<const std::vector<int32_t>> labels;
   };
   struct StageLink {  // one direction of sends: its queue and credit
+    explicit StageLink(uint64_t credit_bytes = 0) : credit(credit_bytes) {}
     std::deque<StageOut> queue;
-    struct Sent {
-      uint64_t bytes;
-      std::chrono::steady_clock::time_point at;
-    };
-    std::map<uint64_t, Sent> unacked;  // by seq
-    uint64_t in_flight = 0;
+    CreditLink credit;  // in arrival order, under scheduler.credit_bytes
     // The next message expected from the peer on this link.
     uint64_t next_iteration = 0;
     uint32_t next_micro = 0;
@@ -203,7 +200,14 @@ class PsClient {
   };
   void bind_stage();
   void connect_stage(const wire::StageMap& map, uint64_t first_iteration);
-  void on_stage_message(StageDir from_dir, Envelope& env);
+  // The handlers of the link that delivers `data_dir` traffic (kForward: from the previous stage).
+  void register_stage(StageDir data_dir, Messenger::LinkId link);
+  // Whether a message on the stage port comes from the previous stage (pinned at its first);
+  // a stranger is logged and ignored. The DEALER to the next stage has only that peer.
+  bool stage_neighbour(StageDir data_dir, const std::string& identity);
+  void on_stage_ack(StageDir dir, const wire::Header& h);
+  // A neighbour's message that fails its checks: an ERROR to it, and the job ends naming it.
+  void stage_malformed(StageDir data_dir, const wire::Header* h, const WireError& err);
   // The check of an ACTIVATION / ACTIVATION_GRAD: empty when it is the one expected.
   std::string check_stage(StageDir dir, const wire::Header& h,
                           const std::vector<zmq::message_t>& payload) const;
@@ -249,32 +253,30 @@ class PsClient {
   std::optional<CurveKeys> curve_;  // security.curve
   std::string identity_;            // this process's routing id on every connection
 
-  // I/O thread only
-  zmq::context_t ctx_;
-  std::vector<zmq::socket_t> dealers_;
+  LogLimiter log_;
+  // I/O thread only (built by the constructor before the thread starts)
+  Messenger messenger_;                   // sockets, poll loop, wake-up
+  std::vector<Messenger::LinkId> servers_;  // by server rank
+  std::optional<ControlPlane> control_;   // on the link to server 0
   ShardMap shards_;
   PushQueue queue_;
   Grouping grouping_;  // scheduler.grouping, chosen when the membership arrives
   MessagePlan plan_;   // PushUnit::chunk is an index into plan_.messages()
   std::vector<uint32_t> group_taken_;     // per group: tensors handed over this iteration
   std::vector<uint32_t> group_priority_;  // per group: its most urgent member's
-  std::map<uint64_t, InFlight> unacked_;  // by seq
+  CreditLink pushes_;  // seq and unacked tensor messages; queue_ keeps the window
   std::map<uint32_t, Command> pending_;    // by key: the gradient being sent
-  uint64_t seq_ = 0;
   std::size_t init_acks_ = 0;
   bool shutdown_sent_ = false;
-  Liveness liveness_{config_.cluster, std::chrono::steady_clock::now()};  // restarted by io_loop
-  LogLimiter log_;
 
   // model parallelism: fixed after the constructor, except where noted
   std::optional<StageRole> stage_;
   std::vector<uint8_t> held_;  // by tensor key: this worker pushes it and receives its values
-  std::optional<zmq::socket_t> stage_in_;   // ROUTER: the previous stage connects (I/O thread)
-  std::optional<zmq::socket_t> stage_out_;  // DEALER to the next stage (I/O thread)
+  std::optional<Messenger::LinkId> stage_in_;   // ROUTER: the previous stage connects
+  std::optional<Messenger::LinkId> stage_out_;  // DEALER to the next stage
   std::string stage_address_;
   std::string prev_identity_;   // I/O thread: pinned at the previous stage's first message
   StageLink links_[2];          // I/O thread; by StageDir of what is sent
-  uint64_t stage_seq_ = 0;      // I/O thread
   std::deque<StageOut> stage_commands_;  // under mu_
   // Received and checked, under mu_: by direction, keyed (iteration, micro-batch).
   std::map<std::pair<uint64_t, uint32_t>, StageMessage> stage_inbox_[2];
@@ -300,7 +302,6 @@ class PsClient {
   uint64_t start_iteration_ = 0;
   ClientStats stats_;
 
-  Wakeup wakeup_;
   std::thread io_;
 };
 

@@ -31,41 +31,42 @@ void PsClient::refused(const std::string& why) {
   cv_.notify_all();
 }
 
-void PsClient::report(const std::string& why) {
-  wire::Header h = make_header(self_, wire::ABORT);
-  h.mutable_error()->set_message(why);
-  send_to(0, h);
-  fail(why);
-}
+void PsClient::report(const std::string& why) { control_->give_up(why); }
 
-void PsClient::check_timers() {
-  const auto now = SteadyClock::now();
-  if (liveness_.gap(now)) {
+ControlPlane::Events PsClient::control_events() {
+  ControlPlane::Events e;
+  e.membership = [this](const wire::Membership& m, const wire::StageMap& stages) {
+    on_membership(m, stages);
+  };
+  e.released = [this](const std::string& barrier) { on_release(barrier); };
+  e.refused = [this](const std::string& why) { refused(why); };
+  e.failed = [this](const std::string& why) { fail(why); };
+  e.heartbeat = [this](SteadyClock::time_point now) {
+    send_heartbeats();
+    check_progress(now);
+  };
+  e.resumed = [this](SteadyClock::time_point now) {
     // This process did not run (stopped): the coordinator's messages are waiting to be read.
     std::lock_guard lock(mu_);
     if (waiting_since_) waiting_since_ = now;
-  }
-  log_.flush(now);
-  if (liveness_.heartbeat_due(now)) {
-    send_heartbeats();
-    check_progress(now);
-  }
+  };
+  e.error = [this](const wire::Header& h) { on_server_error(0, h); };
+  return e;
+}
+
+SteadyClock::time_point PsClient::tick(SteadyClock::time_point now) {
   bool started = false, membership = false;
   {
     std::lock_guard lock(mu_);
     started = started_;
     membership = have_membership_;
   }
-  const auto verdict = liveness_.check(now, membership, started);
-  if (!verdict) return;
-  switch (verdict->kind) {
-    case Liveness::Verdict::kUnreachable: refused(verdict->message); return;
-    case Liveness::Verdict::kStartTimeout: fail(verdict->message); return;
-    case Liveness::Verdict::kLostCoordinator:
-      metrics_.lost_peer();
-      report(verdict->message);
-      return;
-  }
+  const auto next = control_->tick(now, membership, started);
+  take_commands();
+  pump();
+  pump_stage(StageDir::kForward);
+  pump_stage(StageDir::kBackward);
+  return next;
 }
 
 const ChunkDesc* PsClient::waited_chunk() const {
@@ -89,8 +90,9 @@ void PsClient::send_heartbeats() {
   }
   // Every server hears it once they are known: one that waits for this worker's push learns
   // that the worker itself waits for another server, and leaves the diagnosis to the worker.
+  control_->heartbeat(h.waits_for_server());
   const std::size_t servers = membership ? shards_.num_servers() : 1;
-  for (std::size_t s = 0; s < servers; ++s) send_to(s, h);
+  for (std::size_t s = 1; s < servers; ++s) send_to(s, h);
 }
 
 void PsClient::check_progress(SteadyClock::time_point now) {

@@ -128,7 +128,7 @@ void PsClient::pump() {
     h.set_num_elements(elements);
     h.set_payload_bytes(payload_size(payload));
     const auto now = SteadyClock::now();
-    unacked_[h.seq()] = {unit->bytes, c.id, cmd.enqueued, now};
+    pushes_.sent(h.seq(), {unit->bytes, c.id, cmd.enqueued, now});
     metrics_.queue_wait(std::chrono::duration<double>(now - cmd.enqueued).count());
     send_to(c.server, h, std::move(payload));
     std::lock_guard lock(mu_);

@@ -44,16 +44,18 @@ int64_t stage_frame_limit(const StageLayout& l, std::size_t width) {
 
 void PsClient::bind_stage() {
   if (stage_->stage == 0) return;
-  stage_in_.emplace(make_router(ctx_, {config_.limits.socket_hwm, curve_ ? &*curve_ : nullptr}));
-  stage_in_->set(zmq::sockopt::maxmsgsize, stage_frame_limit(stage_->layout, stage_->in_width));
+  stage_in_ = messenger_.add_router("the previous stage");
+  zmq::socket_t& in = messenger_.socket(*stage_in_);
+  in.set(zmq::sockopt::maxmsgsize, stage_frame_limit(stage_->layout, stage_->in_width));
   stage_address_ =
-      listen_as_peer(*stage_in_, config_.cluster, "worker " + std::to_string(rank_)).advertised;
+      listen_as_peer(in, config_.cluster, "worker " + std::to_string(rank_)).advertised;
+  register_stage(StageDir::kForward, *stage_in_);
   spdlog::info("stage {}: the previous stage connects to {}", stage_->stage, stage_address_);
 }
 
 void PsClient::connect_stage(const wire::StageMap& map, uint64_t first) {
-  links_[int(StageDir::kForward)] = {};
-  links_[int(StageDir::kBackward)] = {};
+  links_[int(StageDir::kForward)] = StageLink(config_.scheduler.credit_bytes);
+  links_[int(StageDir::kBackward)] = StageLink(config_.scheduler.credit_bytes);
   links_[int(StageDir::kForward)].next_iteration = first;
   links_[int(StageDir::kForward)].evaluated_at = first;  // no pass before the first iteration
   links_[int(StageDir::kBackward)].next_iteration = first;
@@ -61,13 +63,17 @@ void PsClient::connect_stage(const wire::StageMap& map, uint64_t first) {
   if (stage_->stage + 1 == stage_->layout.stages) return;
   const uint32_t next = stage_peer_rank(StageDir::kForward);
   const std::string& address = map.workers(int(next)).address();
-  if (address.rfind("tcp://", 0) != 0) {
+  // inproc:// only in an in-process job (tests), where every endpoint is one.
+  if (address.rfind("tcp://", 0) != 0 &&
+      !(is_inproc(config_.cluster.coordinator) && is_inproc(address))) {
     fail("the membership gives " + stage_peer(StageDir::kForward) + " no tcp:// address");
     return;
   }
-  stage_out_.emplace(new_dealer());
-  stage_out_->set(zmq::sockopt::maxmsgsize, stage_frame_limit(stage_->layout, stage_->out_width));
-  stage_out_->connect(address);
+  stage_out_ = messenger_.add_dealer("the next stage", identity_);
+  zmq::socket_t& out = messenger_.socket(*stage_out_);
+  out.set(zmq::sockopt::maxmsgsize, stage_frame_limit(stage_->layout, stage_->out_width));
+  out.connect(address);
+  register_stage(StageDir::kBackward, *stage_out_);
 }
 
 void PsClient::send_stage(StageDir dir, uint64_t iteration, uint32_t micro_batch, uint32_t samples,
@@ -92,7 +98,7 @@ void PsClient::send_stage(StageDir dir, uint64_t iteration, uint32_t micro_batch
     if (error_) throw JobError(*error_);
     stage_commands_.push_back(std::move(out));
   }
-  wakeup_.notify();
+  messenger_.wakeup().notify();
 }
 
 void PsClient::pump_stage(StageDir dir) {
@@ -111,8 +117,8 @@ void PsClient::pump_stage(StageDir dir) {
   while (!link.queue.empty()) {
     StageOut& out = link.queue.front();
     const uint64_t bytes = out.header.payload_bytes();
-    if (link.in_flight > 0 && link.in_flight + bytes > config_.scheduler.credit_bytes) return;
-    out.header.set_seq(++stage_seq_);
+    if (!link.credit.allows(bytes)) return;
+    out.header.set_seq(link.credit.next_seq());
     std::vector<zmq::message_t> payload;
     payload.push_back(
         shared_frame(out.values, out.values->data(), out.values->size() * sizeof(float)));
@@ -125,17 +131,15 @@ void PsClient::pump_stage(StageDir dir) {
              stage_peer(dir) + ": it is gone or does not read");
       return;
     }
-    link.unacked[out.header.seq()] = {bytes, SteadyClock::now()};
-    link.in_flight += bytes;
+    link.credit.sent(out.header.seq(), {bytes, 0, {}, SteadyClock::now()});
     link.queue.pop_front();
   }
 }
 
 bool PsClient::send_stage_frame(StageDir dir, const wire::Header& h,
                                 std::vector<zmq::message_t> payload) {
-  metrics_.message(Metrics::Dir::kSent, metrics_kind(h.type()), payload_size(payload));
-  if (dir == StageDir::kForward) return send_envelope(*stage_out_, nullptr, h, std::move(payload));
-  return send_envelope(*stage_in_, &prev_identity_, h, std::move(payload));
+  if (dir == StageDir::kForward) return messenger_.send(*stage_out_, nullptr, h, std::move(payload));
+  return messenger_.send(*stage_in_, &prev_identity_, h, std::move(payload));
 }
 
 bool PsClient::eval_due(const StageLink& link) const {
@@ -260,79 +264,94 @@ void PsClient::take_stage(StageDir dir, const wire::Header& h,
   cv_.notify_all();
 }
 
-void PsClient::on_stage_message(StageDir data_dir, Envelope& env) {
-  // data_dir: the traffic this socket delivers (kForward: the ROUTER, from the previous stage).
+// data_dir: the traffic the link delivers (kForward: the ROUTER, from the previous stage).
+void PsClient::register_stage(StageDir data_dir, Messenger::LinkId link) {
   const bool from_prev = data_dir == StageDir::kForward;
   const StageDir back = from_prev ? StageDir::kBackward : StageDir::kForward;  // toward the peer
-  const uint32_t peer = stage_peer_rank(back);
-  const std::string who = stage_peer(back);
-  wire::Header h;
-  WireError err;
-  const bool parsed = decode_header(env.header, env.payload, config_.job.id, h, err);
+  messenger_.on_bad(link, [this, data_dir](const std::string& identity, const wire::Header&,
+                                           const WireError& err) {
+    if (stage_neighbour(data_dir, identity)) stage_malformed(data_dir, nullptr, err);
+  });
+  messenger_.admit(link, [this, data_dir, back](Inbound& m) {
+    if (!stage_neighbour(data_dir, m.identity)) return false;
+    const uint32_t peer = stage_peer_rank(back);
+    if (m.header.role() == wire::WORKER && m.header.rank() == peer) return true;
+    stage_malformed(data_dir, &m.header, {ErrorCode::kNotRegistered,
+                                          "claims to be " +
+                                              peer_name(m.header.role(), m.header.rank())});
+    return false;
+  });
+  messenger_.on(link, wire::STAGE_ACK, [this, back](Inbound& m) { on_stage_ack(back, m.header); });
+  messenger_.on(link, wire::ERROR, [this, back](Inbound& m) {
+    const wire::Header& h = m.header;
+    metrics_.error("refused_by_stage");
+    report(stage_peer(back) + " rejected " + wire::MsgType_Name(h.error().about()) +
+           " of iteration " + std::to_string(h.iteration()) + ": " +
+           printable(h.error().message(), 1024));
+  });
+  messenger_.on(link, from_prev ? wire::ACTIVATION : wire::ACTIVATION_GRAD,
+                [this, data_dir](Inbound& m) {
+                  if (std::string why = check_stage(data_dir, m.header, m.payload); !why.empty()) {
+                    stage_malformed(data_dir, &m.header, {ErrorCode::kBadSize, why});
+                  } else {
+                    take_stage(data_dir, m.header, m.payload);
+                  }
+                });
+  messenger_.otherwise(link, [this, data_dir, back](Inbound& m) {
+    stage_malformed(data_dir, &m.header,
+                    {ErrorCode::kUnexpected, std::string(wire::MsgType_Name(m.header.type())) +
+                                                 " is not what " + stage_peer(back) +
+                                                 " sends on this link"});
+  });
+}
+
+bool PsClient::stage_neighbour(StageDir data_dir, const std::string& identity) {
+  if (data_dir != StageDir::kForward) return true;  // a DEALER: only the next stage is there
+  const StageDir back = StageDir::kBackward;
   wire::Role role = wire::ROLE_UNSPECIFIED;
   uint32_t rank = 0;
-  const bool neighbour =
-      !from_prev || (parse_identity(env.identity, role, rank) && role == wire::WORKER &&
-                     rank == peer && (prev_identity_.empty() || prev_identity_ == env.identity));
-  if (!neighbour) {  // a stranger on the stage port: refused, and the job goes on
-    metrics_.error("stage_stranger");
-    log_.warn("stage stranger", "ignored a message from " + printable(env.identity) +
-                                    " on the stage port: only " + who + " sends there");
-    return;
+  if (parse_identity(identity, role, rank) && role == wire::WORKER &&
+      rank == stage_peer_rank(back) && (prev_identity_.empty() || prev_identity_ == identity)) {
+    prev_identity_ = identity;  // pinned at its first message
+    return true;
   }
-  if (from_prev && prev_identity_.empty()) prev_identity_ = env.identity;
-  if (parsed && (h.role() != wire::WORKER || h.rank() != peer)) {
-    err = {ErrorCode::kNotRegistered, "claims to be " + peer_name(h.role(), h.rank())};
-  } else if (parsed) {
-    metrics_.message(Metrics::Dir::kReceived, metrics_kind(h.type()), payload_size(env.payload));
-    const wire::MsgType data = from_prev ? wire::ACTIVATION : wire::ACTIVATION_GRAD;
-    if (h.type() == wire::STAGE_ACK) {
-      StageLink& link = links_[int(back)];
-      auto it = link.unacked.find(h.seq());
-      if (it == link.unacked.end()) return;
-      if (timeline_) {
-        char args[96];
-        std::snprintf(args, sizeof args, "{\"bytes\":%llu,\"to\":%u}",
-                      (unsigned long long)it->second.bytes, peer);
-        timeline_->flight(
-            from_prev ? "activation grad" : "activation",
-            "it " + std::to_string(h.iteration()) + " mb " + std::to_string(h.micro_batch()),
-            h.seq(), it->second.at, SteadyClock::now(), args);
-      }
-      link.in_flight -= it->second.bytes;
-      link.unacked.erase(it);
-      return;
-    }
-    if (h.type() == wire::ERROR) {
-      metrics_.error("refused_by_stage");
-      report(who + " rejected " + wire::MsgType_Name(h.error().about()) + " of iteration " +
-             std::to_string(h.iteration()) + ": " + printable(h.error().message(), 1024));
-      return;
-    }
-    if (h.type() != data) {
-      err = {ErrorCode::kUnexpected, std::string(wire::MsgType_Name(h.type())) + " is not what " +
-                                         who + " sends on this link"};
-    } else if (std::string why = check_stage(data_dir, h, env.payload); !why.empty()) {
-      err = {ErrorCode::kBadSize, why};
-    } else {
-      take_stage(data_dir, h, env.payload);
-      return;
-    }
-  }
+  // A stranger on the stage port: refused, and the job goes on.
+  metrics_.error("stage_stranger");
+  log_.warn("stage stranger", "ignored a message from " + printable(identity) +
+                                  " on the stage port: only " + stage_peer(back) + " sends there");
+  return false;
+}
+
+void PsClient::on_stage_ack(StageDir dir, const wire::Header& h) {
+  const auto sent = links_[int(dir)].credit.acked(h.seq());
+  if (!sent || !timeline_) return;
+  char args[96];
+  std::snprintf(args, sizeof args, "{\"bytes\":%llu,\"to\":%u}",
+                (unsigned long long)sent->bytes, stage_peer_rank(dir));
+  const bool fwd = dir == StageDir::kForward;
+  // Each direction numbers its own messages: the trace's flow ids keep them apart.
+  timeline_->flight(fwd ? "activation" : "activation grad",
+                    "it " + std::to_string(h.iteration()) + " mb " +
+                        std::to_string(h.micro_batch()),
+                    2 * h.seq() + (fwd ? 0 : 1), sent->sent, SteadyClock::now(), args);
+}
+
+void PsClient::stage_malformed(StageDir data_dir, const wire::Header* h, const WireError& err) {
   // From the neighbour, and wrong: tell it, and end the job naming it.
+  const StageDir back = data_dir == StageDir::kForward ? StageDir::kBackward : StageDir::kForward;
   metrics_.error(error_code_name(err.code));
   wire::Header e = make_header(self_, wire::ERROR);
   e.mutable_error()->set_code(uint32_t(err.code));
   e.mutable_error()->set_message(err.message);
-  if (parsed) {
-    e.mutable_error()->set_about(h.type());
-    e.set_iteration(h.iteration());
-    e.set_seq(h.seq());
+  if (h) {
+    e.mutable_error()->set_about(h->type());
+    e.set_iteration(h->iteration());
+    e.set_seq(h->seq());
   }
   send_stage_frame(back, e);
   report("worker " + std::to_string(rank_) + " got a malformed " +
-         (parsed ? std::string(wire::MsgType_Name(h.type())) : std::string("message")) + " from " +
-         who + ": " + err.message);
+         (h ? std::string(wire::MsgType_Name(h->type())) : std::string("message")) + " from " +
+         stage_peer(back) + ": " + err.message);
 }
 
 }  // namespace psrt

@@ -1,0 +1,122 @@
+// The messaging layer every psrt process runs on (DESIGN.md, "Messaging"), one per process, used
+// from its I/O thread only. It owns the ZeroMQ context (or shares one it is given, so that a test
+// can run a server and a worker in one process over inproc://), the sockets, the poll loop and the
+// wake-up other threads use to reach it. Every message received is decoded and checked (wire.h),
+// counted in the metrics and handed to the handler its socket registered for its type; what does
+// not decode goes to the socket's bad-message handler. Sends never block the loop: a peer whose
+// queue is at the high-water mark loses the message, and a rate-limited log line says so.
+//
+// What rides on it: the credit links (core/credit_link.h), the member side of the control plane
+// (core/control_plane.h), the coordinator's role (server/coordinator.h), the server's data plane
+// and the worker's PsClient with its stage links.
+#pragma once
+
+#include <zmq.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/metrics.h"
+#include "core/rate_limit.h"
+#include "core/transport.h"
+#include "core/wire.h"
+
+namespace psrt {
+
+// A received message that decoded and passed its socket's admission check.
+struct Inbound {
+  const std::string& identity;  // the peer's routing identity on a ROUTER; empty on a DEALER
+  const wire::Header& header;
+  std::vector<zmq::message_t>& payload;
+};
+
+class Messenger {
+ public:
+  using Clock = std::chrono::steady_clock;
+  using LinkId = std::size_t;
+  using Handler = std::function<void(Inbound&)>;
+  // A message whose header did not decode: the identity (empty on a DEALER), the header as far
+  // as it parsed, and why.
+  using BadHandler =
+      std::function<void(const std::string& identity, const wire::Header&, const WireError&)>;
+  // Runs after decoding, before dispatch; false drops the message (the check replied or logged).
+  using Admit = std::function<bool(Inbound&)>;
+
+  // `shared`: a context owned by the caller (in-process tests); null: one of its own.
+  Messenger(std::string job_id, SocketOptions options, Metrics& metrics, LogLimiter& log,
+            zmq::context_t* shared = nullptr);
+  Messenger(const Messenger&) = delete;
+  Messenger& operator=(const Messenger&) = delete;
+  ~Messenger();
+
+  zmq::context_t& context() { return *ctx_; }
+  const SocketOptions& options() const { return options_; }
+  Wakeup& wakeup() { return wakeup_; }
+  Metrics& metrics() { return metrics_; }
+  LogLimiter& log() { return log_; }
+
+  // Sockets made with the job's options (high-water mark, CURVE). A ROUTER's messages carry the
+  // sender's identity; `name` says who is at the other end in log lines ("server 2").
+  LinkId add_router(std::string name);
+  LinkId add_dealer(std::string name, const std::string& identity);
+  zmq::socket_t& socket(LinkId link) { return links_.at(link).socket; }
+  const std::string& name(LinkId link) const { return links_.at(link).name; }
+
+  void on(LinkId link, wire::MsgType type, Handler handler);
+  // For the types that have no handler of their own; without it they are logged and dropped.
+  void otherwise(LinkId link, Handler handler);
+  void on_bad(LinkId link, BadHandler handler);
+  void admit(LinkId link, Admit check);
+  // Messages on `link` must come from `role` `rank`: others are logged and dropped.
+  void expect_sender(LinkId link, wire::Role role, uint32_t rank);
+  // A socket of someone else's the loop watches too (the ZAP handler); `ready` reads it.
+  void watch(zmq::socket_t& socket, std::function<void()> ready);
+
+  // Sends on `link` (to `identity` on a ROUTER). False when the peer is gone or its queue is full
+  // (then `*full` is set, if given, and a rate-limited warning names the peer).
+  bool send(LinkId link, const std::string* identity, const wire::Header& h,
+            std::vector<zmq::message_t> payload = {}, bool* full = nullptr);
+
+  struct Loop {
+    std::function<bool()> done;  // checked before every pass
+    // Timers, once per pass; returns when the loop must next run even if nothing arrives.
+    std::function<Clock::time_point(Clock::time_point now)> tick;
+    std::function<void()> woken;  // after another thread's wakeup().notify()
+  };
+  // Polls until `done`; handlers' exceptions end it and propagate to the caller.
+  void run(const Loop& loop);
+  // Closes every socket (in the thread that owns them; linger flushes what is queued).
+  void close();
+
+ private:
+  struct Link {
+    zmq::socket_t socket;
+    std::string name;
+    bool router = false;
+    std::map<wire::MsgType, Handler> handlers;
+    Handler fallback;
+    BadHandler bad;
+    std::vector<Admit> admits;
+  };
+  void read(Link& link, const Loop& loop);
+  void dispatch(Link& link, Envelope& env);
+  LinkId add(zmq::socket_t socket, std::string name, bool router);
+
+  std::string job_id_;
+  SocketOptions options_;
+  Metrics& metrics_;
+  LogLimiter& log_;
+  std::unique_ptr<zmq::context_t> own_ctx_;
+  zmq::context_t* ctx_;
+  std::deque<Link> links_;  // stable addresses: handlers may add links
+  std::vector<std::pair<zmq::socket_t*, std::function<void()>>> watched_;
+  Wakeup wakeup_;
+  Envelope env_;
+};
+
+}  // namespace psrt
