@@ -11,8 +11,7 @@
 
 #include "core/config.h"
 #include "core/status.h"
-#include "core/wire.h"
-#include "psrt.pb.h"
+#include "core/wire.h"  // WireError, and the wire types it names (messaging layer)
 
 namespace psrt {
 

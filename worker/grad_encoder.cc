@@ -3,6 +3,7 @@
 #include "compress/job_config.h"
 #include "compress/registry.h"
 #include "core/status.h"
+#include "psrt.pb.h"
 
 #include <stdexcept>
 
@@ -21,7 +22,8 @@ struct GradEncoder::Device {
 struct GradEncoder::Device {};
 #endif
 
-GradEncoder::GradEncoder(const CompressionConfig& config, const ModelDesc& model) {
+GradEncoder::GradEncoder(const CompressionConfig& config, const ModelDesc& model)
+    : wire_codec_(wire::CODEC_NONE) {
   if (config.codec == "none") return;
   codec_config_ = config;
   auto made = compress::make_codec(codec_config_);

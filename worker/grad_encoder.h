@@ -14,7 +14,7 @@
 #include "core/config.h"
 #include "core/model.h"
 #include "core/sharding.h"
-#include "psrt.pb.h"
+#include "proto/psrt_fwd.h"
 
 namespace psrt {
 
@@ -59,7 +59,7 @@ class GradEncoder {
   struct Device;                              // the device encoder (grad_encoder.cc)
 
   std::unique_ptr<compress::Codec> codec_;
-  wire::Codec wire_codec_ = wire::CODEC_NONE;
+  wire::Codec wire_codec_;  // CODEC_NONE unless it compresses
   std::vector<std::unique_ptr<compress::CodecState>> states_;  // by tensor key
   compress::CodecConfig codec_config_;
   std::vector<compress::TensorInfo> tensors_;  // by tensor key

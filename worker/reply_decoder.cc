@@ -5,10 +5,11 @@
 
 #include "compress/job_config.h"
 #include "compress/registry.h"
+#include "psrt.pb.h"
 
 namespace psrt {
 
-ReplyDecoder::ReplyDecoder(const CompressionConfig& config) {
+ReplyDecoder::ReplyDecoder(const CompressionConfig& config) : wire_codec_(wire::CODEC_NONE) {
   if (!config.compress_replies) return;
   auto made = compress::make_codec(compress::reply_codec_config(config));
   if (!made) throw ConfigError(made.status().message());

@@ -10,7 +10,7 @@
 #include "compress/codec.h"
 #include "core/config.h"
 #include "core/status.h"
-#include "psrt.pb.h"
+#include "proto/psrt_fwd.h"
 
 namespace psrt {
 
@@ -25,7 +25,7 @@ class ReplyDecoder {
 
  private:
   std::unique_ptr<compress::Codec> codec_;  // null unless replies are compressed
-  wire::Codec wire_codec_ = wire::CODEC_NONE;
+  wire::Codec wire_codec_;  // CODEC_NONE unless replies are compressed
 };
 
 }  // namespace psrt

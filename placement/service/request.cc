@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/status.h"
+#include "psrt.pb.h"
 
 namespace psrt::placement {
 

@@ -9,7 +9,7 @@
 #include "core/plan.h"
 #include "core/status.h"
 #include "placement/placer.h"
-#include "psrt.pb.h"
+#include "proto/psrt_fwd.h"
 
 namespace psrt::placement {
 

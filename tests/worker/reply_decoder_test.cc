@@ -8,6 +8,7 @@
 
 #include "compress/codec_config.h"
 #include "compress/registry.h"
+#include "psrt.pb.h"
 #include "worker/reply_decoder.h"
 
 using namespace psrt;
