@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "core/curve.h"
-#include "psrt.pb.h"
+#include "proto/psrt_fwd.h"
 
 namespace psrt {
 

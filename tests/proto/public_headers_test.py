@@ -17,7 +17,6 @@ HEADER_SUFFIXES = {".h", ".hh", ".hpp", ".cuh"}
 # Headers allowed to include it, with the reason. One that stops including it must leave the list.
 EXCEPTIONS = {
     "core/wire.h": "the messaging layer's header encoding and checks: wire::Header by value",
-    "core/transport.h": "the messaging layer's sockets: sends and receives wire::Header",
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](?:[^">]*/)?psrt\.pb\.h[">]', re.MULTILINE)
 
