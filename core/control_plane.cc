@@ -99,13 +99,7 @@ void ControlPlane::give_up(const std::string& why) {
 
 ControlPlane::Clock::time_point ControlPlane::tick(Clock::time_point now, bool membership,
                                                    bool started) {
-  if (const auto stopped = liveness_.gap(now)) {
-    // This process was not running (SIGSTOP, swapped out): what it could not hear is not its
-    // peers' silence. Their messages are waiting; judge them once those are read.
-    spdlog::warn("this {} did not run for {:.1f} s; peers' silence is counted from now",
-                 self_.role == wire::SERVER ? "server" : "worker", *stopped);
-    if (events_.resumed) events_.resumed(now);
-  }
+  if (liveness_.gap(now) && events_.resumed) events_.resumed(now);
   if (liveness_.heartbeat_due(now)) events_.heartbeat(now);
   if (const auto verdict = liveness_.check(now, membership, started)) {
     switch (verdict->kind) {

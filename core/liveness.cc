@@ -1,5 +1,7 @@
 #include "core/liveness.h"
 
+#include <spdlog/spdlog.h>
+
 #include "core/endpoints.h"
 
 namespace psrt {
@@ -27,6 +29,10 @@ std::optional<double> Liveness::gap(Clock::time_point now) {
   if (now - last_loop_ > seconds(cluster_.peer_timeout_s) / 2) {
     stopped = std::chrono::duration<double>(now - last_loop_).count();
     coordinator_seen_ = now;
+    // What it could not hear is not its peers' silence: their messages are waiting, and are
+    // judged once read.
+    spdlog::warn("this process did not run for {:.1f} s; peers' silence is counted from now",
+                 *stopped);
   }
   last_loop_ = now;
   return stopped;

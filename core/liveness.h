@@ -24,8 +24,8 @@ class Liveness {
   Clock::time_point next_heartbeat() const { return next_heartbeat_; }
 
   // Once per loop pass. When this process did not run for over half the peer timeout (stopped,
-  // swapped out), returns how long: what it could not hear is not its peers' silence, so the
-  // coordinator's clock restarts now (callers restart their own such clocks too).
+  // swapped out), returns how long (and logs it): what it could not hear is not its peers'
+  // silence, so the coordinator's clock restarts now (callers restart their own such clocks too).
   std::optional<double> gap(Clock::time_point now);
   // True when a heartbeat is due now; the next one is scheduled.
   bool heartbeat_due(Clock::time_point now);

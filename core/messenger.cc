@@ -63,7 +63,11 @@ void Messenger::expect_sender(LinkId link, wire::Role role, uint32_t rank) {
 }
 
 void Messenger::watch(zmq::socket_t& socket, std::function<void()> ready) {
-  watched_.emplace_back(&socket, std::move(ready));
+  watched_.push_back({&socket, -1, std::move(ready)});
+}
+
+void Messenger::watch_fd(int fd, std::function<void()> ready) {
+  watched_.push_back({nullptr, fd, std::move(ready)});
 }
 
 bool Messenger::send(LinkId link, const std::string* identity, const wire::Header& h,
@@ -126,7 +130,9 @@ void Messenger::run(const Loop& loop) {
     if (loop.done()) break;
     items.clear();
     items.push_back({nullptr, wakeup_.fd(), ZMQ_POLLIN, 0});
-    for (auto& w : watched_) items.push_back({w.first->handle(), 0, ZMQ_POLLIN, 0});
+    for (auto& w : watched_) {
+      items.push_back({w.socket ? w.socket->handle() : nullptr, w.fd, ZMQ_POLLIN, 0});
+    }
     const std::size_t first_link = items.size();
     for (auto& l : links_) items.push_back({l.socket.handle(), 0, ZMQ_POLLIN, 0});
     const auto wait = std::max(Clock::duration::zero(), next - Clock::now());
@@ -138,7 +144,7 @@ void Messenger::run(const Loop& loop) {
       if (loop.woken) loop.woken();
     }
     for (std::size_t i = 0; i < watched_.size(); ++i) {
-      if (items[1 + i].revents & ZMQ_POLLIN) watched_[i].second();
+      if (items[1 + i].revents & ZMQ_POLLIN) watched_[i].ready();
     }
     // Links added by a handler during this pass are polled from the next one.
     const std::size_t polled = items.size() - first_link;

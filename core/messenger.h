@@ -76,6 +76,8 @@ class Messenger {
   void expect_sender(LinkId link, wire::Role role, uint32_t rank);
   // A socket of someone else's the loop watches too (the ZAP handler); `ready` reads it.
   void watch(zmq::socket_t& socket, std::function<void()> ready);
+  // The same for a file descriptor (a signalfd).
+  void watch_fd(int fd, std::function<void()> ready);
 
   // Sends on `link` (to `identity` on a ROUTER). False when the peer is gone or its queue is full
   // (then `*full` is set, if given, and a rate-limited warning names the peer).
@@ -114,7 +116,12 @@ class Messenger {
   std::unique_ptr<zmq::context_t> own_ctx_;
   zmq::context_t* ctx_;
   std::deque<Link> links_;  // stable addresses: handlers may add links
-  std::vector<std::pair<zmq::socket_t*, std::function<void()>>> watched_;
+  struct Watched {
+    zmq::socket_t* socket;  // or null, then fd
+    int fd;
+    std::function<void()> ready;
+  };
+  std::vector<Watched> watched_;
   Wakeup wakeup_;
   Envelope env_;
 };

@@ -12,9 +12,30 @@
 namespace psrt::placement {
 
 PlacerService::PlacerService(const std::string& bind, std::string job_id)
-    : router_(make_router(ctx_)), job_id_(std::move(job_id)) {
-  router_.set(zmq::sockopt::maxmsgsize, kMaxRequestBytes);
-  endpoint_ = bind_endpoint(router_, bind);
+    : job_id_(std::move(job_id)),
+      messenger_(job_id_, {}, metrics_, log_),
+      router_(messenger_.add_router("a requester")) {
+  zmq::socket_t& router = messenger_.socket(router_);
+  router.set(zmq::sockopt::maxmsgsize, kMaxRequestBytes);
+  endpoint_ = bind_endpoint(router, bind);
+  messenger_.on_bad(router_, [this](const std::string& identity, const wire::Header& h,
+                                    const WireError& err) {
+    reply_error(identity, err.code, err.message, h.type());
+  });
+  messenger_.on(router_, wire::PLACE_REQUEST, [this](Inbound& m) {
+    try {
+      handle(m.identity, m.header);
+    } catch (const std::exception& e) {  // a bug, not the peer's: still answer and carry on
+      reply_error(m.identity, ErrorCode::kMalformed, std::string("internal: ") + e.what(),
+                  wire::PLACE_REQUEST);
+    }
+  });
+  messenger_.otherwise(router_, [this](Inbound& m) {
+    reply_error(m.identity, ErrorCode::kUnexpected,
+                std::string("psrt-placer takes PLACE_REQUEST with a request, not ") +
+                    wire::MsgType_Name(m.header.type()),
+                m.header.type());
+  });
   self_.role = wire::TOOL;
   self_.rank = 0;
   self_.job_id = job_id_;
@@ -29,22 +50,13 @@ void PlacerService::reply_error(const std::string& identity, ErrorCode code,
   h.mutable_error()->set_code(static_cast<uint32_t>(code));
   h.mutable_error()->set_message(message);
   h.mutable_error()->set_about(about);
-  send_envelope(router_, &identity, h);
+  messenger_.send(router_, &identity, h);
 }
 
-void PlacerService::handle(const std::string& identity, const zmq::message_t& frame,
-                           const std::vector<zmq::message_t>& payload) {
-  wire::Header h;
-  WireError err;
-  if (!decode_header(frame, payload, job_id_, h, err)) {
-    reply_error(identity, err.code, err.message, h.type());
-    return;
-  }
-  if (h.type() != wire::PLACE_REQUEST || !h.has_place_request()) {
+void PlacerService::handle(const std::string& identity, const wire::Header& h) {
+  if (!h.has_place_request()) {
     reply_error(identity, ErrorCode::kUnexpected,
-                std::string("psrt-placer takes PLACE_REQUEST with a request, not ") +
-                    wire::MsgType_Name(h.type()),
-                h.type());
+                "psrt-placer takes PLACE_REQUEST with a request, not an empty one", h.type());
     return;
   }
   auto request = from_message(h.place_request());
@@ -65,7 +77,7 @@ void PlacerService::handle(const std::string& identity, const zmq::message_t& fr
   auto reply = make_header(self_, wire::PLACE_REPLY);
   reply.set_seq(h.seq());
   *reply.mutable_place_reply() = to_reply(*plan);
-  send_envelope(router_, &identity, reply);
+  messenger_.send(router_, &identity, reply);
 }
 
 void PlacerService::run() {
@@ -76,21 +88,11 @@ void PlacerService::run() {
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   const int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
   if (sfd < 0) throw std::runtime_error("psrt-placer: signalfd failed");
-  for (;;) {
-    zmq::pollitem_t items[2] = {{router_.handle(), 0, ZMQ_POLLIN, 0}, {nullptr, sfd, ZMQ_POLLIN, 0}};
-    zmq::poll(items, 2, std::chrono::milliseconds(-1));
-    if (items[1].revents & ZMQ_POLLIN) break;
-    Envelope env;
-    while (recv_envelope(router_, env, true)) {
-      try {
-        handle(env.identity, env.header, env.payload);
-      } catch (const std::exception& e) {  // a bug, not the peer's: still answer and carry on
-        reply_error(env.identity, ErrorCode::kMalformed, std::string("internal: ") + e.what(),
-                    wire::PLACE_REQUEST);
-      }
-      env = Envelope{};
-    }
-  }
+  messenger_.watch_fd(sfd, [this] { stop_ = true; });
+  // No timers: the loop wakes for requests and the signal only.
+  messenger_.run({[this] { return stop_; },
+                  [](Messenger::Clock::time_point now) { return now + std::chrono::hours(1); },
+                  nullptr});
   ::close(sfd);
   spdlog::info("psrt-placer: stopping; {} served, {} rejected", served_, rejected_);
 }

@@ -1,4 +1,4 @@
-// psrt-placer's service: a ROUTER socket answering PLACE_REQUEST with PLACE_REPLY (the plan) or
+// psrt-placer's service: a ROUTER socket on a Messenger answering PLACE_REQUEST with PLACE_REPLY (the plan) or
 // ERROR (what was wrong), one request at a time on the I/O thread, until SIGINT or SIGTERM.
 // Nothing a peer sends stops it: every header is checked (core/wire.h), every request validated
 // (request.h), and every failure is a reply, a log line and a counter.
@@ -9,6 +9,9 @@
 #include <cstdint>
 #include <string>
 
+#include "core/messenger.h"
+#include "core/metrics.h"
+#include "core/rate_limit.h"
 #include "core/wire.h"
 
 namespace psrt::placement {
@@ -24,15 +27,17 @@ class PlacerService {
   uint64_t rejected() const { return rejected_; }
 
  private:
-  void handle(const std::string& identity, const zmq::message_t& header,
-              const std::vector<zmq::message_t>& payload);
+  void handle(const std::string& identity, const wire::Header& h);
   void reply_error(const std::string& identity, ErrorCode code, const std::string& message,
                    wire::MsgType about);
 
-  zmq::context_t ctx_;
-  zmq::socket_t router_;
-  std::string endpoint_;
   std::string job_id_;
+  Metrics metrics_ = Metrics::off();
+  LogLimiter log_{10};
+  Messenger messenger_;  // its socket, poll loop and header checks (core/messenger.h)
+  Messenger::LinkId router_;
+  std::string endpoint_;
+  bool stop_ = false;
   Sender self_;
   uint64_t served_ = 0, rejected_ = 0;
 };
