@@ -25,6 +25,7 @@ class CreditLink {
     uint64_t bytes = 0;  // counted against the credit; 0 for messages that are only tracked
     uint32_t tag = 0;    // the sender's own: a chunk or message index
     Clock::time_point enqueued{}, sent{};
+    uint64_t iteration = 0;
   };
 
   // `credit_bytes`: the window allows() applies; 0 when a PushQueue keeps the window.

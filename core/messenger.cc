@@ -75,7 +75,10 @@ bool Messenger::send(LinkId link, const std::string* identity, const wire::Heade
   metrics_.message(Metrics::Dir::kSent, metrics_kind(h.type()), payload_size(payload));
   bool at_hwm = false;
   Link& l = links_.at(link);
-  if (send_envelope(l.socket, identity, h, std::move(payload), &at_hwm)) return true;
+  if (send_envelope(l.socket, identity, h, std::move(payload), &at_hwm)) {
+    sent_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
   if (full) *full = at_hwm;
   const std::string to = identity ? printable(*identity) : l.name;
   if (at_hwm) {
@@ -88,6 +91,7 @@ bool Messenger::send(LinkId link, const std::string* identity, const wire::Heade
 }
 
 void Messenger::dispatch(Link& link, Envelope& env) {
+  received_.fetch_add(1, std::memory_order_relaxed);
   wire::Header h;
   WireError err;
   if (!decode_header(env.header, env.payload, job_id_, h, err)) {

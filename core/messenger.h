@@ -13,6 +13,7 @@
 
 #include <zmq.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -58,6 +59,9 @@ class Messenger {
   const SocketOptions& options() const { return options_; }
   Wakeup& wakeup() { return wakeup_; }
   Metrics& metrics() { return metrics_; }
+  // Messages sent and received so far (any thread may read them).
+  uint64_t messages_sent() const { return sent_.load(std::memory_order_relaxed); }
+  uint64_t messages_received() const { return received_.load(std::memory_order_relaxed); }
   LogLimiter& log() { return log_; }
 
   // Sockets made with the job's options (high-water mark, CURVE). A ROUTER's messages carry the
@@ -124,6 +128,7 @@ class Messenger {
   std::vector<Watched> watched_;
   Wakeup wakeup_;
   Envelope env_;
+  std::atomic<uint64_t> sent_{0}, received_{0};
 };
 
 }  // namespace psrt

@@ -227,6 +227,15 @@ bool decode_header(const zmq::message_t& frame, const std::vector<zmq::message_t
     return true;
   }
   if (!check_chunk(h, bytes, error)) return false;
+  if (h.acks_size() > 0 && h.type() != wire::ACK && h.type() != wire::PARAMS) {
+    return fail(error, ErrorCode::kMalformed,
+                std::string(wire::MsgType_Name(h.type())) + " carries no acknowledgements");
+  }
+  if (h.acks_size() > kMaxAcks) {
+    return fail(error, ErrorCode::kLimit, std::to_string(h.acks_size()) +
+                                              " acknowledgements in one message; at most " +
+                                              std::to_string(kMaxAcks));
+  }
   if (h.members_size() > 0) return check_group(h, payload, error);
   return check_values(h, payload, bytes, error);
 }

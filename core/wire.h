@@ -16,7 +16,10 @@
 
 namespace psrt {
 
-constexpr uint32_t kProtocolVersion = 1;
+// 2: PARAMS may acknowledge pushes and an ACK several replies (Header.acks).
+constexpr uint32_t kProtocolVersion = 2;
+// Acknowledgements one message may carry (Header.acks).
+constexpr int kMaxAcks = 1 << 16;
 // What one message from a peer may claim or make a process allocate (ZeroMQ's maxmsgsize): the
 // shard map never makes a chunk larger than kMaxChunkBytes.
 constexpr uint64_t kMaxChunkElements = kMaxChunkBytes / 4;

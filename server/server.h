@@ -101,8 +101,7 @@ class Server {
   void on_group_push(const std::string& identity, PeerId from, const wire::Header& h,
                      std::vector<zmq::message_t>& payload);
   void queue_group_reply(const ChunkState& c);
-  void send_group_params(const std::string& identity, const std::vector<uint32_t>& members,
-                         uint64_t seq);
+  void send_group_params(uint32_t worker, const std::vector<uint32_t>& members, uint64_t seq);
   void start_update(ChunkState& c);
   void update_chunk(ChunkState& c);  // aggregate + optimizer; runs in the pool or inline
   void complete_update(ChunkState& c);
@@ -113,7 +112,9 @@ class Server {
   void queue_reply(uint32_t worker, const ChunkState& c, bool dense = false);
   void pump_replies(uint32_t worker);
   void on_reply_ack(uint32_t worker, const wire::Header& h);
-  void send_params(const std::string& identity, const ChunkState& c, uint64_t seq, bool dense);
+  void send_params(uint32_t worker, const ChunkState& c, uint64_t seq, bool dense);
+  // Moves the worker's held push acknowledgements onto a reply to it (Header.acks).
+  void attach_acks(uint32_t worker, wire::Header& h);
   // compression.replies: compressed (server_replies.cc)
   void publish_initial(ChunkState& c);  // after INIT: the workers' values are the server's
   void publish_restored(ChunkState& c);  // after a checkpoint restore: its `published` values
@@ -147,6 +148,8 @@ class Server {
     PushQueue queue;
     CreditLink credit;  // seq and unacked replies; the queue keeps the window
     std::set<uint32_t> dense;  // chunks whose queued reply goes dense (answers to PULL)
+    // Pushes of this worker's that completed a chunk: their ACK rides on its next reply.
+    std::vector<uint64_t> held_acks;
     // Queued group replies, by their first member's index.
     std::map<uint32_t, std::shared_ptr<const std::vector<uint32_t>>> groups;
   };

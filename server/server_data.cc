@@ -167,7 +167,14 @@ void Server::on_push(const std::string& identity, PeerId from, const wire::Heade
     reply_error(identity, &h, *err);
     return;
   }
-  send(identity, push_ack(h));
+  // The push that completes the chunk starts its update: its ACK rides on the reply to this
+  // worker (two messages per round trip); an earlier one is acknowledged now, so that its credit
+  // does not wait for the other workers.
+  if (!c.arrived[from.rank] && c.arrived_count + 1 == c.holders.size()) {
+    replies_[from.rank].held_acks.push_back(h.seq());
+  } else {
+    send(identity, push_ack(h));
+  }
   c.group.reset();  // pushed alone: replied alone
   accept_push(from, h, c, payload[0]);
 }

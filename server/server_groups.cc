@@ -72,7 +72,7 @@ void Server::queue_group_reply(const ChunkState& c) {
   }
 }
 
-void Server::send_group_params(const std::string& identity, const std::vector<uint32_t>& members,
+void Server::send_group_params(uint32_t worker, const std::vector<uint32_t>& members,
                                uint64_t seq) {
   const ChunkState& first = chunks_.at(members.front());
   wire::Header h = make_header(self_, wire::PARAMS);
@@ -103,7 +103,8 @@ void Server::send_group_params(const std::string& identity, const std::vector<ui
   h.set_codec(h.members(0).codec());
   h.set_num_elements(elements);
   h.set_payload_bytes(payload_size(payload));
-  send(identity, h, std::move(payload));
+  attach_acks(worker, h);
+  send(worker_ids_[worker], h, std::move(payload));
 }
 
 }  // namespace psrt

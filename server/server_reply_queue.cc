@@ -15,35 +15,43 @@ void Server::queue_reply(uint32_t worker, const ChunkState& c, bool dense) {
 
 void Server::pump_replies(uint32_t worker) {
   ReplyLink& link = replies_[worker];
-  const std::string& identity = worker_ids_[worker];
   while (auto unit = link.queue.next()) {
     const uint64_t seq = link.credit.send({unit->bytes, unit->chunk, {}, {}});
     auto group = link.groups.find(unit->chunk);
     if (group != link.groups.end()) {
-      send_group_params(identity, *group->second, seq);
+      send_group_params(worker, *group->second, seq);
       link.groups.erase(group);
       continue;
     }
     const bool dense = link.dense.erase(unit->chunk) > 0;
-    send_params(identity, chunks_.at(unit->chunk), seq, dense);
+    send_params(worker, chunks_.at(unit->chunk), seq, dense);
   }
 }
 
 void Server::on_reply_ack(uint32_t worker, const wire::Header& h) {
   ReplyLink& link = replies_[worker];
-  const auto sent = link.credit.acked(h.seq());
-  if (!sent) {
-    reply_error(worker_ids_[worker], &h,
-                {ErrorCode::kUnexpected, "ACK for reply " + std::to_string(h.seq()) +
-                                             ", which is not in flight"});
-    return;
+  // `seq` and any further replies the worker acknowledges at once (Header.acks).
+  for (int i = -1; i < h.acks_size(); ++i) {
+    const uint64_t seq = i < 0 ? h.seq() : h.acks(i);
+    const auto sent = link.credit.acked(seq);
+    if (!sent) {
+      reply_error(worker_ids_[worker], &h,
+                  {ErrorCode::kUnexpected,
+                   "ACK for reply " + std::to_string(seq) + ", which is not in flight"});
+      break;
+    }
+    link.queue.acked(sent->bytes);
   }
-  link.queue.acked(sent->bytes);
   pump_replies(worker);
 }
 
-void Server::send_params(const std::string& identity, const ChunkState& c, uint64_t seq,
-                         bool dense) {
+void Server::attach_acks(uint32_t worker, wire::Header& h) {
+  auto& held = replies_[worker].held_acks;
+  for (uint64_t seq : held) h.add_acks(seq);
+  held.clear();
+}
+
+void Server::send_params(uint32_t worker, const ChunkState& c, uint64_t seq, bool dense) {
   wire::Header h = make_header(self_, wire::PARAMS);
   h.set_key(c.desc.key);
   h.set_offset(c.desc.offset);
@@ -59,7 +67,8 @@ void Server::send_params(const std::string& identity, const ChunkState& c, uint6
     payload.push_back(shared_frame(c.params, c.params->data(), c.desc.bytes()));
   }
   h.set_payload_bytes(payload.back().size());
-  send(identity, h, std::move(payload));
+  attach_acks(worker, h);
+  send(worker_ids_[worker], h, std::move(payload));
 }
 
 }  // namespace psrt

@@ -269,7 +269,10 @@ void PsClient::finish() {
 
 ClientStats PsClient::stats() const {
   std::lock_guard lock(mu_);
-  return stats_;
+  ClientStats s = stats_;
+  s.messages_sent = messenger_.messages_sent();
+  s.messages_received = messenger_.messages_received();
+  return s;
 }
 
 }  // namespace psrt

@@ -49,6 +49,7 @@ struct ClientStats {
   uint64_t params_received = 0;
   uint64_t bytes_received = 0;  // PARAMS payload bytes (dense or encoded)
   double wait_seconds = 0;  // compute thread blocked on parameters
+  uint64_t messages_sent = 0, messages_received = 0;  // every link, control plane included
 };
 
 // A worker's part in a model-parallel job (placement.mode model | hybrid).
@@ -154,7 +155,9 @@ class PsClient {
   void on_server_error(std::size_t server, const wire::Header& h);
   void on_membership(const wire::Membership& m, const wire::StageMap& stages);
   void on_release(const std::string& barrier);  // BARRIER_RELEASE
-  void on_ack(const wire::Header& h);
+  void on_ack(uint64_t seq);  // of a push or INIT, by ACK or folded into PARAMS
+  // Acknowledges the PARAMS received since the last call: one ACK per server (Header.acks).
+  void flush_reply_acks();
   // ps_client_push.cc: grouping, the push path and the parameters' return
   void plan_groups();  // after the membership: the grouping and its message plan
   void on_params(const wire::Header& h, std::vector<zmq::message_t>& payload);
@@ -265,6 +268,12 @@ class PsClient {
   std::vector<uint32_t> group_taken_;     // per group: tensors handed over this iteration
   std::vector<uint32_t> group_priority_;  // per group: its most urgent member's
   CreditLink pushes_;  // seq and unacked tensor messages; queue_ keeps the window
+  struct PendingAcks {  // PARAMS from one server not yet acknowledged
+    std::vector<uint64_t> seqs;
+    const ChunkDesc* first = nullptr;  // the first one's chunk names the ACK
+    uint64_t iteration = 0;
+  };
+  std::vector<PendingAcks> reply_acks_;  // by server
   std::map<uint32_t, Command> pending_;    // by key: the gradient being sent
   std::size_t init_acks_ = 0;
   bool shutdown_sent_ = false;

@@ -66,6 +66,7 @@ SteadyClock::time_point PsClient::tick(SteadyClock::time_point now) {
   pump();
   pump_stage(StageDir::kForward);
   pump_stage(StageDir::kBackward);
+  flush_reply_acks();
   return next;
 }
 

@@ -77,7 +77,7 @@ void PsClient::register_server(std::size_t server) {
     messenger_.on(link, wire::HEARTBEAT, [](Inbound&) {});
     messenger_.on(link, wire::ERROR, [this, server](Inbound& m) { on_server_error(server, m.header); });
   }
-  messenger_.on(link, wire::ACK, [this](Inbound& m) { on_ack(m.header); });
+  messenger_.on(link, wire::ACK, [this](Inbound& m) { on_ack(m.header.seq()); });
   messenger_.on(link, wire::PARAMS, [this](Inbound& m) { on_params(m.header, m.payload); });
 }
 
@@ -102,8 +102,8 @@ void PsClient::on_release(const std::string& barrier) {
   cv_.notify_all();
 }
 
-void PsClient::on_ack(const wire::Header& h) {
-  const auto sent = pushes_.acked(h.seq());
+void PsClient::on_ack(uint64_t seq) {
+  const auto sent = pushes_.acked(seq);
   if (!sent) return;
   if (init_acks_ > 0 && --init_acks_ == 0) send_barrier("start");
   const CreditLink::Sent& f = *sent;
@@ -114,11 +114,27 @@ void PsClient::on_ack(const wire::Header& h) {
     const ChunkDesc& c = shards_.chunks()[f.tag];
     char args[96];
     std::snprintf(args, sizeof args, "{\"bytes\":%llu,\"server\":%u,\"iteration\":%llu}",
-                  (unsigned long long)f.bytes, c.server, (unsigned long long)h.iteration());
-    timeline_->flight("push", chunk_label(c.key, c.offset), h.seq(), f.enqueued,
+                  (unsigned long long)f.bytes, c.server, (unsigned long long)f.iteration);
+    timeline_->flight("push", chunk_label(c.key, c.offset), seq, f.enqueued,
                       SteadyClock::now(), args);
   }
   queue_.acked(f.bytes);
+}
+
+void PsClient::flush_reply_acks() {
+  for (std::size_t s = 0; s < reply_acks_.size(); ++s) {
+    PendingAcks& p = reply_acks_[s];
+    if (p.seqs.empty()) continue;
+    wire::Header ack = make_header(self_, wire::ACK);
+    ack.set_key(p.first->key);
+    ack.set_offset(p.first->offset);
+    ack.set_length(p.first->length);
+    ack.set_iteration(p.iteration);
+    ack.set_seq(p.seqs.front());
+    for (std::size_t i = 1; i < p.seqs.size(); ++i) ack.add_acks(p.seqs[i]);
+    send_to(s, ack);
+    p.seqs.clear();
+  }
 }
 
 void PsClient::on_membership(const wire::Membership& m, const wire::StageMap& stages) {
@@ -156,6 +172,7 @@ void PsClient::on_membership(const wire::Membership& m, const wire::StageMap& st
   {
     std::lock_guard lock(mu_);
     version_.assign(shards_.chunks().size(), -1);
+    reply_acks_.assign(m.num_servers(), {});
     have_membership_ = true;
     start_iteration_ = m.resume() ? m.resume_iteration() : 0;
   }

@@ -128,7 +128,7 @@ void PsClient::pump() {
     h.set_num_elements(elements);
     h.set_payload_bytes(payload_size(payload));
     const auto now = SteadyClock::now();
-    pushes_.sent(h.seq(), {unit->bytes, c.id, cmd.enqueued, now});
+    pushes_.sent(h.seq(), {unit->bytes, c.id, cmd.enqueued, now, cmd.iteration});
     metrics_.queue_wait(std::chrono::duration<double>(now - cmd.enqueued).count());
     send_to(c.server, h, std::move(payload));
     std::lock_guard lock(mu_);
@@ -157,14 +157,16 @@ void PsClient::on_params(const wire::Header& h, std::vector<zmq::message_t>& pay
     const wire::Codec codec = h.members_size() ? h.members(i).codec() : h.codec();
     if (!apply_params(*chunks[i], codec, h.iteration(), payload[i])) return;
   }
-  // Acknowledge once, so the server's reply credit toward this worker is released.
-  wire::Header ack = make_header(self_, wire::ACK);
-  ack.set_key(chunks[0]->key);
-  ack.set_offset(chunks[0]->offset);
-  ack.set_length(chunks[0]->length);
-  ack.set_iteration(h.iteration());
-  ack.set_seq(h.seq());
-  send_to(chunks[0]->server, ack);
+  // The pushes this reply acknowledges (the server folds a completing push's ACK into it).
+  for (uint64_t seq : h.acks()) on_ack(seq);
+  // Acknowledged once per loop pass with the other replies from that server (flush_reply_acks),
+  // which releases the server's reply credit toward this worker.
+  PendingAcks& pending = reply_acks_.at(chunks[0]->server);
+  if (pending.seqs.empty()) {
+    pending.first = chunks[0];
+    pending.iteration = h.iteration();
+  }
+  pending.seqs.push_back(h.seq());
   std::lock_guard lock(mu_);
   cv_.notify_all();
 }

@@ -218,6 +218,23 @@ TEST_CASE("decode_header rejects each kind of bad chunk or payload field", "[wir
     h.set_num_elements(UINT64_MAX);
     CHECK(check(h, frames({64})).code == ErrorCode::kMalformed);
   }
+  SECTION("acknowledgements: on PARAMS and ACK only, and bounded") {
+    wire::Header params = push_header(16);
+    params.set_type(wire::PARAMS);
+    params.add_acks(7);
+    params.add_acks(9);
+    CHECK(accepted(params, frames({64})));
+    wire::Header ack = push_header(16);
+    ack.set_type(wire::ACK);
+    ack.set_payload_bytes(0);
+    ack.add_acks(3);
+    CHECK(accepted(ack, {}));
+    for (int i = 0; i < kMaxAcks; ++i) ack.add_acks(uint64_t(i));
+    CHECK(check(ack, {}).code == ErrorCode::kLimit);
+    wire::Header push = push_header(16);
+    push.add_acks(1);
+    CHECK(check(push, frames({64})).code == ErrorCode::kMalformed);
+  }
   SECTION("absurd offset") {
     wire::Header h = push_header(16);
     h.set_offset(UINT64_MAX);

@@ -17,20 +17,16 @@ constexpr float kLr = 0.5f;
 
 const Sender kW0{wire::WORKER, 0, "rawjob"};
 
-// Pushes a seeded gradient for every chunk at `iteration`; expects an ACK and then PARAMS for
-// iteration + 1 holding exactly p - lr * g.
+// Pushes a seeded gradient for every chunk at `iteration`; expects PARAMS for iteration + 1
+// holding exactly p - lr * g, and acknowledging the push (the one worker completes each chunk).
 void push_round(RawClient& w, uint64_t iteration, std::vector<std::vector<float>>& params,
                 std::mt19937& rng) {
   for (std::size_t k = 0; k < kSizes.size(); ++k) {
     const auto g = dyadic(kSizes[k], rng);
     const wire::Header h = w.tensor(wire::PUSH, uint32_t(k), 0, kSizes[k], iteration, &g);
     w.send(h, RawClient::frame_of(g));
-    const Reply ack = expect(w, wire::ACK);
-    CHECK(ack.header.seq() == h.seq());
-    CHECK(ack.header.key() == k);
-    CHECK(ack.header.iteration() == iteration);
     for (std::size_t i = 0; i < g.size(); ++i) params[k][i] = params[k][i] - kLr * g[i];
-    const Reply p = expect(w, wire::PARAMS);
+    const Reply p = expect_params_acking(w, h.seq());
     CHECK(p.header.key() == k);
     CHECK(p.header.iteration() == iteration + 1);
     REQUIRE(p.payload.size() == 1);

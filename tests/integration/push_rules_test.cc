@@ -104,11 +104,12 @@ TEST_CASE("a repeated push (same worker, iteration, key, range) is counted once"
     w0.send(h, RawClient::frame_of(g0));
     CHECK(expect(w0, wire::ACK).header.seq() == h.seq());
   }
-  w1.send(w1.tensor(wire::PUSH, 0, 0, kSize, 0, &g1), RawClient::frame_of(g1));
-  expect(w1, wire::ACK);
+  // Worker 1's push completes the chunk: the reply acknowledges it.
+  const wire::Header h1 = w1.tensor(wire::PUSH, 0, 0, kSize, 0, &g1);
+  w1.send(h1, RawClient::frame_of(g1));
   for (std::size_t i = 0; i < kSize; ++i) p[i] -= kLr * ((g0[i] + g1[i]) * 0.5f);
   for (auto* w : {&w0, &w1}) {
-    const Reply r = expect(*w, wire::PARAMS);
+    const Reply r = w == &w1 ? expect_params_acking(w1, h1.seq()) : expect(*w, wire::PARAMS);
     CHECK(r.header.iteration() == 1);
     CHECK(floats_of(r.payload[0]) == p);  // g0 counted once, not three times
     w->send(w->tensor(wire::ACK, 0, 0, kSize, 1));  // (its seq is unknown: an error reply)
@@ -116,6 +117,38 @@ TEST_CASE("a repeated push (same worker, iteration, key, range) is counted once"
   }
   CHECK_THAT(s.proc->output(), !Catch::Contains("rejected PUSH"));
   finish({&w0, &w1}, s);
+}
+
+TEST_CASE("a completing push is acknowledged by its reply, and one ACK acknowledges several replies",
+          "[integration]") {
+  ServerProc s(yaml(1, ""));
+  zmq::context_t ctx(1);
+  RawClient w(ctx, s.endpoint, "w0", {wire::WORKER, 0, "rules"});
+  std::mt19937 rng(11);
+  auto p = start({&w}, rng);
+  std::vector<uint64_t> replies;
+  for (uint64_t it = 0; it < 3; ++it) {
+    const auto g = dyadic(kSize, rng);
+    const wire::Header h = w.tensor(wire::PUSH, 0, 0, kSize, it, &g);
+    w.send(h, RawClient::frame_of(g));
+    for (std::size_t i = 0; i < kSize; ++i) p[i] -= kLr * g[i];
+    const Reply r = expect_params_acking(w, h.seq());  // no ACK before it: the next is PARAMS
+    CHECK(r.header.iteration() == it + 1);
+    CHECK(floats_of(r.payload[0]) == p);
+    replies.push_back(r.header.seq());
+  }
+  // The three replies acknowledged by one ACK: no error, the server answers the next PULL.
+  wire::Header ack = w.tensor(wire::ACK, 0, 0, kSize, 3);
+  ack.set_seq(replies[0]);
+  ack.add_acks(replies[1]);
+  ack.add_acks(replies[2]);
+  w.send(ack);
+  w.send(w.tensor(wire::PULL, 0, 0, kSize, 3));
+  CHECK(floats_of(expect(w, wire::PARAMS).payload[0]) == p);
+  // An acknowledgement of a reply no longer in flight is refused, and the server carries on.
+  w.send(ack);
+  CHECK_THAT(expect_error(w, ErrorCode::kUnexpected), Catch::Contains("not in flight"));
+  finish({&w}, s);
 }
 
 TEST_CASE("compressed pushes are checked on arrival and decoded into the update",
@@ -147,6 +180,7 @@ TEST_CASE("compressed pushes are checked on arrival and decoded into the update"
     std::vector<zmq::message_t> frames;
     frames.push_back(std::move(frame));
     w.send(h, std::move(frames));
+    return h.seq();
   };
 
   SECTION("bad payloads get error replies, then a good one updates") {
@@ -177,12 +211,11 @@ TEST_CASE("compressed pushes are checked on arrival and decoded into the update"
     w.send(w.tensor(wire::PUSH, 0, 0, kSize, 0, &dense), RawClient::frame_of(dense));
     CHECK_THAT(expect_error(w, ErrorCode::kBadPayload), Catch::Contains("CODEC_LACO"));
 
-    push(payload, wire::CODEC_LACO);
-    expect(w, wire::ACK);
+    const uint64_t seq = push(payload, wire::CODEC_LACO);
     std::vector<float> decoded(kSize);
     REQUIRE(codec.value()->decode(payload, decoded));
     for (std::size_t i = 0; i < kSize; ++i) p[i] = p[i] - kLr * decoded[i];
-    const Reply r = expect(w, wire::PARAMS);
+    const Reply r = expect_params_acking(w, seq);  // the one worker's push completes the chunk
     CHECK(r.header.iteration() == 1);
     CHECK(floats_of(r.payload[0]) == p);
   }
@@ -225,7 +258,7 @@ TEST_CASE("compressed replies: first values dense, then each update's encoded ch
       std::vector<zmq::message_t> frames;
       frames.emplace_back(payload.data(), payload.size());
       workers[w]->send(h, std::move(frames));
-      expect(*workers[w], wire::ACK);
+      if (w == 0) expect(*workers[w], wire::ACK);  // worker 1's completes the chunk: its reply acks
     }
     for (std::size_t i = 0; i < kSize; ++i) server[i] -= kLr * mean[i];
     auto distance = [&](const std::vector<float>& v) {

@@ -1,5 +1,7 @@
 #include "tests/integration/raw_client.h"
 
+#include <algorithm>
+
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -97,6 +99,13 @@ Reply expect(RawClient& w, wire::MsgType type) {
   INFO("got " << wire::MsgType_Name(r->header.type()) << ": " << r->header.error().message());
   REQUIRE(r->header.type() == type);
   return std::move(*r);
+}
+
+Reply expect_params_acking(RawClient& w, uint64_t push_seq) {
+  Reply r = expect(w, wire::PARAMS);
+  const auto& acks = r.header.acks();
+  CHECK(std::find(acks.begin(), acks.end(), push_seq) != acks.end());
+  return r;
 }
 
 std::string expect_error(RawClient& w, ErrorCode code) {

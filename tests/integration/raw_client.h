@@ -54,6 +54,9 @@ std::vector<float> floats_of(const zmq::message_t& frame);
 
 // The next reply, which must be of `type` (the test fails otherwise).
 Reply expect(RawClient& w, wire::MsgType type);
+// PARAMS that also acknowledges push `push_seq` (Header.acks): a push that completes its chunk
+// is acknowledged by the reply, not by an ACK of its own (protocol version 2).
+Reply expect_params_acking(RawClient& w, uint64_t push_seq);
 // An ERROR reply with `code` and a message; returns the message.
 std::string expect_error(RawClient& w, ErrorCode code);
 
