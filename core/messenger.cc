@@ -41,7 +41,9 @@ Messenger::LinkId Messenger::add_dealer(std::string name, const std::string& ide
 }
 
 void Messenger::on(LinkId link, wire::MsgType type, Handler handler) {
-  links_.at(link).handlers[type] = std::move(handler);
+  auto& handlers = links_.at(link).handlers;
+  if (handlers.size() <= std::size_t(type)) handlers.resize(std::size_t(type) + 1);
+  handlers[std::size_t(type)] = std::move(handler);
 }
 
 void Messenger::otherwise(LinkId link, Handler handler) {
@@ -92,7 +94,8 @@ bool Messenger::send(LinkId link, const std::string* identity, const wire::Heade
 
 void Messenger::dispatch(Link& link, Envelope& env) {
   received_.fetch_add(1, std::memory_order_relaxed);
-  wire::Header h;
+  wire::Header& h = header_;
+  h.Clear();
   WireError err;
   if (!decode_header(env.header, env.payload, job_id_, h, err)) {
     if (link.bad) {
@@ -108,9 +111,9 @@ void Messenger::dispatch(Link& link, Envelope& env) {
   for (const auto& check : link.admits) {
     if (!check(m)) return;
   }
-  auto it = link.handlers.find(h.type());
-  if (it != link.handlers.end()) {
-    it->second(m);
+  const auto type = std::size_t(h.type());
+  if (type < link.handlers.size() && link.handlers[type]) {
+    link.handlers[type](m);
   } else if (link.fallback) {
     link.fallback(m);
   } else {

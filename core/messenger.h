@@ -18,7 +18,6 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -104,7 +103,7 @@ class Messenger {
     zmq::socket_t socket;
     std::string name;
     bool router = false;
-    std::map<wire::MsgType, Handler> handlers;
+    std::vector<Handler> handlers;  // by message type (a handful of types: no map lookup)
     Handler fallback;
     BadHandler bad;
     std::vector<Admit> admits;
@@ -128,6 +127,7 @@ class Messenger {
   std::vector<Watched> watched_;
   Wakeup wakeup_;
   Envelope env_;
+  wire::Header header_;  // reused for every message: its strings keep their storage
   std::atomic<uint64_t> sent_{0}, received_{0};
 };
 

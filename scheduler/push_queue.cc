@@ -13,13 +13,12 @@ PushQueue::Order PushQueue::order_of(uint32_t priority, uint64_t seq) const {
 
 void PushQueue::add(uint32_t key, uint32_t priority, std::vector<PushUnit> chunks) {
   const uint64_t seq = seq_++;
-  Tensor t{key, {}};
   for (auto& c : chunks) {
     c.key = key;
     c.priority = priority;
     c.seq = seq;
-    t.chunks.push_back(c);
   }
+  Tensor t{key, std::move(chunks), 0};
   pending_ += t.chunks.size();
   const Order order = order_of(priority, seq);
   if (policy_.holds_until_backward_done()) {
@@ -46,13 +45,14 @@ std::optional<PushUnit> PushQueue::next() {
     auto cur = ready_.find(*current_);
     if (cur != ready_.end()) it = cur;
   }
-  const PushUnit& unit = it->second.chunks.front();
+  Tensor& t = it->second;
+  const PushUnit& unit = t.chunks[t.next];
   if (!credit_allows(in_flight_, unit.bytes, credit_)) return std::nullopt;
   PushUnit out = unit;
-  it->second.chunks.pop_front();
+  ++t.next;
   --pending_;
   in_flight_ += out.bytes;
-  if (it->second.chunks.empty()) {
+  if (t.next == t.chunks.size()) {
     ready_.erase(it);
     current_.reset();
   } else {

@@ -7,7 +7,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <optional>
 #include <utility>
@@ -52,7 +51,8 @@ class PushQueue {
   using Order = std::pair<uint64_t, uint64_t>;  // (priority or 0, sequence)
   struct Tensor {
     uint32_t key;
-    std::deque<PushUnit> chunks;
+    std::vector<PushUnit> chunks;  // taken from the front: chunks[next] goes next
+    std::size_t next = 0;
   };
   Order order_of(uint32_t priority, uint64_t seq) const;
   void release(Order order, Tensor tensor);

@@ -148,7 +148,8 @@ class Server {
     PushQueue queue;
     CreditLink credit;  // seq and unacked replies; the queue keeps the window
     std::set<uint32_t> dense;  // chunks whose queued reply goes dense (answers to PULL)
-    // Pushes of this worker's that completed a chunk: their ACK rides on its next reply.
+    // A push of this worker's that completed a small chunk, while its reply is being sent: the
+    // ACK rides on that reply (server_data.cc, on_push).
     std::vector<uint64_t> held_acks;
     // Queued group replies, by their first member's index.
     std::map<uint32_t, std::shared_ptr<const std::vector<uint32_t>>> groups;

@@ -167,16 +167,25 @@ void Server::on_push(const std::string& identity, PeerId from, const wire::Heade
     reply_error(identity, &h, *err);
     return;
   }
-  // The push that completes the chunk starts its update: its ACK rides on the reply to this
-  // worker (two messages per round trip); an earlier one is acknowledged now, so that its credit
-  // does not wait for the other workers.
-  if (!c.arrived[from.rank] && c.arrived_count + 1 == c.holders.size()) {
-    replies_[from.rank].held_acks.push_back(h.seq());
+  // A small push that completes its chunk is updated inline and replied to at once: its ACK
+  // rides on that reply (two messages per round trip). Any other push is acknowledged now: an
+  // earlier one so that its credit does not wait for the other workers, a large one so that the
+  // worker's next push overlaps the update and the reply (a folded ACK would arrive only with the
+  // reply's last byte).
+  auto& held = replies_[from.rank].held_acks;
+  const bool fold = !c.arrived[from.rank] && c.arrived_count + 1 == c.holders.size() &&
+                    c.desc.bytes() <= kInlineUpdateBytes;
+  if (fold) {
+    held.push_back(h.seq());
   } else {
     send(identity, push_ack(h));
   }
   c.group.reset();  // pushed alone: replied alone
   accept_push(from, h, c, payload[0]);
+  if (fold && !held.empty()) {  // the reply waits for reply credit: the ACK goes alone, now
+    held.clear();
+    send(identity, push_ack(h));
+  }
 }
 
 std::optional<WireError> Server::check_push(const wire::Header& h, ChunkState& c,

@@ -48,6 +48,7 @@ struct Row {
 // 100 tensors of 4 KB pushed in one iteration, beside one tensor of their 400 KB together.
 struct ManySmall {
   double many_us = 0, one_us = 0, many_messages = 0;
+  double grouped_us = 0, grouped_messages = 0;  // with scheduler.grouping size:64KiB
 };
 
 // psrt's round trips into `field`; with `curve`, every connection is CURVE-encrypted.
@@ -92,7 +93,7 @@ void measure_psrt(std::vector<Row>& rows, const std::string& mode, uint64_t chun
 // One iteration's round trip of `tensors` tensors of `floats` each: all pushed (backward order),
 // then all waited for. Median microseconds; `messages` gets the messages per iteration.
 double measure_iteration(uint32_t tensors, uint64_t floats, const std::string& mode, int reps,
-                         double* messages) {
+                         double* messages, const std::string& grouping = "none") {
   psrt::ModelDesc model;
   model.name = "iteration";
   for (uint32_t i = 0; i < tensors; ++i) {
@@ -102,6 +103,7 @@ double measure_iteration(uint32_t tensors, uint64_t floats, const std::string& m
   }
   psrt::bench::RigOptions options;
   options.mode = mode;
+  options.grouping = grouping;
   double result = 0;
   psrt::bench::with_psrt(model, options, [&](psrt::PsClient& client) {
     auto grad = std::make_shared<const std::vector<float>>(floats, 1e-3f);
@@ -130,6 +132,8 @@ ManySmall measure_many_small(const std::string& mode, int reps) {
   double one_messages = 0;
   m.many_us = measure_iteration(100, 1024, mode, reps, &m.many_messages);
   m.one_us = measure_iteration(1, 100 * 1024, mode, reps, &one_messages);
+  m.grouped_us =
+      measure_iteration(100, 1024, mode, reps, &m.grouped_messages, "size:64KiB");
   return m;
 }
 
@@ -301,6 +305,9 @@ int main(int argc, char** argv) {
   std::printf("\n100 tensors of 4 KB in one iteration: %.1f us (%.1f messages), one 400 KB tensor: "
               "%.1f us; ratio %.2fx\n",
               many.many_us, many.many_messages, many.one_us, many.many_us / many.one_us);
+  std::printf("the same with scheduler.grouping size:64KiB (GradOptimizer's groups): %.1f us "
+              "(%.1f messages); ratio %.2fx\n",
+              many.grouped_us, many.grouped_messages, many.grouped_us / many.one_us);
   if (!smoke) print_targets(rows, many);
   return 0;
 }

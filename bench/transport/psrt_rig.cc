@@ -45,9 +45,10 @@ std::string write_job(const std::string& dir, const RigOptions& o) {
                "cluster: {servers: 1, workers: 1, coordinator: 'tcp://127.0.0.1:0'}\n"
                "model: {backend: replay, profile: unused.yaml}\n"
                "optimizer: {type: sgd, lr: 0.000001, momentum: 0}\n"
-               "scheduler: {mode: %s, chunk_bytes: %llu, credit_bytes: %llu}\n"
+               "scheduler: {mode: %s, chunk_bytes: %llu, credit_bytes: %llu, grouping: '%s'}\n"
                "log_level: warn\n",
-               o.mode.c_str(), (unsigned long long)o.chunk_bytes, (unsigned long long)o.credit_bytes);
+               o.mode.c_str(), (unsigned long long)o.chunk_bytes, (unsigned long long)o.credit_bytes,
+               o.grouping.c_str());
   if (o.curve) {
     std::fprintf(f, "security: {curve: true, secret_file: job.secret}\n");
     std::FILE* k = std::fopen((dir + "/job.secret").c_str(), "w");

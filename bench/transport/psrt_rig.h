@@ -25,6 +25,7 @@ struct RigOptions {
   uint64_t chunk_bytes = 1 << 20;
   uint64_t credit_bytes = 4 << 20;
   bool curve = false;  // security.curve on every connection
+  std::string grouping = "none";  // scheduler.grouping
 };
 
 // Starts the server, registers and starts the client for `model` (parameters 0.5, plain SGD),
