@@ -121,6 +121,7 @@ void PsClient::wait_layer(uint32_t layer, uint64_t iteration) {
     waiting_since_ = std::chrono::steady_clock::now();
     waiting_layer_ = layer;
     waiting_iteration_ = iteration;
+    missing_ = count_missing();
   }
   wait_for([&] { return layer_ready(layer, iteration); });
 }
@@ -131,6 +132,7 @@ void PsClient::wait_all(uint64_t iteration) {
     waiting_since_ = std::chrono::steady_clock::now();
     waiting_layer_ = -1;
     waiting_iteration_ = iteration;
+    missing_ = count_missing();
   }
   wait_for([&] {
     for (const auto& c : shards_.chunks()) {
@@ -138,6 +140,19 @@ void PsClient::wait_all(uint64_t iteration) {
     }
     return true;
   });
+}
+
+bool PsClient::waited_for(const ChunkDesc& c) const {
+  return held_[c.key] &&
+         (waiting_layer_ < 0 || model_.tensors[c.key].layer == uint32_t(waiting_layer_));
+}
+
+std::size_t PsClient::count_missing() const {
+  std::size_t n = 0;
+  for (const auto& c : shards_.chunks()) {
+    n += waited_for(c) && version_[c.id] < int64_t(waiting_iteration_) ? 1 : 0;
+  }
+  return n;
 }
 
 void PsClient::check_key(uint32_t key, std::optional<std::size_t> elements) const {
@@ -221,12 +236,16 @@ void PsClient::push_device(std::span<const uint32_t> keys, uint64_t iteration,
 }
 
 void PsClient::enqueue(Command cmd) {
+  bool first = false;
   {
     std::lock_guard lock(mu_);
     if (error_) throw JobError(*error_);
+    first = commands_.empty();
     commands_.push_back(std::move(cmd));
   }
-  messenger_.wakeup().notify();
+  // Commands queued behind another are taken with it (take_commands swaps the whole queue, after
+  // the wake-up the first one sent): one wake-up per batch, not per tensor.
+  if (first) messenger_.wakeup().notify();
 }
 
 StageMessage PsClient::wait_stage(StageDir dir, uint64_t iteration, uint32_t micro_batch) {

@@ -236,6 +236,10 @@ class PsClient {
   Command compressed(uint32_t key, uint64_t iteration, Encode encode);
   void enqueue(Command cmd);
   bool layer_ready(uint32_t layer, uint64_t iteration) const;
+  // Under mu_: whether the wait for parameters in progress covers chunk `c`, and how many of the
+  // chunks it covers are below its iteration.
+  bool waited_for(const ChunkDesc& c) const;
+  std::size_t count_missing() const;
   // Whether this worker initialises the servers' copy of the tensors it holds: worker 0, or
   // with model parallelism each stage of replica 0.
   bool initialises() const { return stage_ ? stage_->replica == 0 : rank_ == 0; }
@@ -307,6 +311,7 @@ class PsClient {
   std::optional<std::chrono::steady_clock::time_point> waiting_since_;
   int64_t waiting_layer_ = -1;
   uint64_t waiting_iteration_ = 0;
+  std::size_t missing_ = 0;  // chunks of that wait that are not in yet
   std::vector<int64_t> version_;  // by chunk id; -1: none yet
   uint64_t start_iteration_ = 0;
   ClientStats stats_;

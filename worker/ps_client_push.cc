@@ -167,8 +167,10 @@ void PsClient::on_params(const wire::Header& h, std::vector<zmq::message_t>& pay
     pending.iteration = h.iteration();
   }
   pending.seqs.push_back(h.seq());
+  // The compute thread waits for a layer's (or every) chunk: woken once the last it waits for is
+  // in, not by every reply (a wake-up is a context switch and a check of every chunk).
   std::lock_guard lock(mu_);
-  cv_.notify_all();
+  if (!waiting_since_ || !waiting_stage_.empty() || missing_ == 0) cv_.notify_all();
 }
 
 bool PsClient::apply_params(const ChunkDesc& c, wire::Codec codec, uint64_t iteration,
@@ -202,6 +204,11 @@ bool PsClient::apply_params(const ChunkDesc& c, wire::Codec codec, uint64_t iter
   }
   std::lock_guard lock(mu_);
   auto& v = version_[c.id];
+  const int64_t wanted = int64_t(waiting_iteration_);
+  if (waiting_since_ && v < wanted && int64_t(iteration) >= wanted && waited_for(c) &&
+      missing_ > 0) {
+    --missing_;
+  }
   v = std::max<int64_t>(v, int64_t(iteration));
   ++stats_.params_received;
   stats_.bytes_received += bytes.size();
