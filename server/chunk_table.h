@@ -42,6 +42,10 @@ struct ChunkState {
   std::vector<float> published;
   std::unique_ptr<compress::CodecState> reply_state;
   std::shared_ptr<const std::vector<uint8_t>> reply;  // of the last update; null: send dense
+  // Reused by encode_reply from update to update: the change, and the payload's buffer once no
+  // frame of an earlier reply holds it.
+  std::vector<float> reply_change;
+  std::shared_ptr<std::vector<uint8_t>> reply_buffer;
   // The group (chunk indices, ascending) of this chunk's last group push; null when pushed alone.
   std::shared_ptr<const std::vector<uint32_t>> group;
 };

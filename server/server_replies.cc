@@ -6,6 +6,8 @@
 // `published`, not the server's params, so that the workers' copies stay equal.
 #include <spdlog/spdlog.h>
 
+#include <atomic>
+
 #include "server/server.h"
 
 namespace psrt {
@@ -25,9 +27,18 @@ void Server::publish_restored(ChunkState& c) {
 
 void Server::encode_reply(ChunkState& c) {
   const std::vector<float>& now = *c.params;
-  std::vector<float> change(now.size());
+  std::vector<float>& change = c.reply_change;
+  change.resize(now.size());
   for (std::size_t i = 0; i < now.size(); ++i) change[i] = now[i] - c.published[i];
-  auto payload = std::make_shared<std::vector<uint8_t>>();
+  c.reply.reset();  // frames of the last reply still queued keep their own references
+  if (!c.reply_buffer || c.reply_buffer.use_count() > 1) {
+    c.reply_buffer = std::make_shared<std::vector<uint8_t>>();
+  } else {
+    // The last frame that held the buffer has been released (ZeroMQ is done reading it).
+    std::atomic_thread_fence(std::memory_order_acquire);
+    c.reply_buffer->clear();
+  }
+  std::shared_ptr<std::vector<uint8_t>> payload = c.reply_buffer;
   const compress::ChunkInput in{.offset = 0, .values = change, .iteration = int64_t(c.iteration)};
   Status st = reply_codec_->encode(*c.reply_state, in, *payload);
   if (st) st = reply_codec_->decode_accumulate(*payload, c.published, 1.0f);
