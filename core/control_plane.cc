@@ -1,7 +1,5 @@
 #include "core/control_plane.h"
 
-#include <spdlog/spdlog.h>
-
 #include "core/status.h"
 
 namespace psrt {

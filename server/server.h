@@ -113,7 +113,7 @@ class Server {
   void pump_replies(uint32_t worker);
   void on_reply_ack(uint32_t worker, const wire::Header& h);
   void send_params(uint32_t worker, const ChunkState& c, uint64_t seq, bool dense);
-  // Moves the worker's held push acknowledgements onto a reply to it (Header.acks).
+  // Moves the worker's held push acknowledgement onto a reply to it (Header.acks).
   void attach_acks(uint32_t worker, wire::Header& h);
   // compression.replies: compressed (server_replies.cc)
   void publish_initial(ChunkState& c);  // after INIT: the workers' values are the server's
@@ -150,7 +150,7 @@ class Server {
     std::set<uint32_t> dense;  // chunks whose queued reply goes dense (answers to PULL)
     // A push of this worker's that completed a small chunk, while its reply is being sent: the
     // ACK rides on that reply (server_data.cc, on_push).
-    std::vector<uint64_t> held_acks;
+    std::optional<uint64_t> held_ack;
     // Queued group replies, by their first member's index.
     std::map<uint32_t, std::shared_ptr<const std::vector<uint32_t>>> groups;
   };

@@ -172,18 +172,18 @@ void Server::on_push(const std::string& identity, PeerId from, const wire::Heade
   // earlier one so that its credit does not wait for the other workers, a large one so that the
   // worker's next push overlaps the update and the reply (a folded ACK would arrive only with the
   // reply's last byte).
-  auto& held = replies_[from.rank].held_acks;
+  std::optional<uint64_t>& held = replies_[from.rank].held_ack;
   const bool fold = !c.arrived[from.rank] && c.arrived_count + 1 == c.holders.size() &&
                     c.desc.bytes() <= kInlineUpdateBytes;
   if (fold) {
-    held.push_back(h.seq());
+    held = h.seq();
   } else {
     send(identity, push_ack(h));
   }
   c.group.reset();  // pushed alone: replied alone
   accept_push(from, h, c, payload[0]);
-  if (fold && !held.empty()) {  // the reply waits for reply credit: the ACK goes alone, now
-    held.clear();
+  if (held) {  // the reply waits for reply credit: the ACK goes alone, now
+    held.reset();
     send(identity, push_ack(h));
   }
 }

@@ -46,9 +46,9 @@ void Server::on_reply_ack(uint32_t worker, const wire::Header& h) {
 }
 
 void Server::attach_acks(uint32_t worker, wire::Header& h) {
-  auto& held = replies_[worker].held_acks;
-  for (uint64_t seq : held) h.add_acks(seq);
-  held.clear();
+  std::optional<uint64_t>& held = replies_[worker].held_ack;
+  if (held) h.add_acks(*held);
+  held.reset();
 }
 
 void Server::send_params(uint32_t worker, const ChunkState& c, uint64_t seq, bool dense) {

@@ -149,8 +149,16 @@ bool PsClient::waited_for(const ChunkDesc& c) const {
 
 std::size_t PsClient::count_missing() const {
   std::size_t n = 0;
-  for (const auto& c : shards_.chunks()) {
+  const auto count = [&](const ChunkDesc& c) {
     n += waited_for(c) && version_[c.id] < int64_t(waiting_iteration_) ? 1 : 0;
+  };
+  if (waiting_layer_ < 0) {
+    for (const auto& c : shards_.chunks()) count(c);
+    return n;
+  }
+  // A layer's wait looks at that layer's chunks only (once per layer per iteration).
+  for (uint32_t key : model_.layers[std::size_t(waiting_layer_)].tensors) {
+    for (uint32_t id : shards_.tensor_chunks(key)) count(shards_.chunks()[id]);
   }
   return n;
 }
