@@ -37,6 +37,9 @@ struct ChunkInput {
   // chunk_moments(values), when the caller computed them on the way (error feedback does, in its
   // pass that adds the residual); codecs that need them then skip a pass. Null: not known.
   const ChunkMoments* moments = nullptr;
+  // Optional: what LACO selects by, element for element beside `values` (which it sends); its
+  // moments are then `moments`. Empty: `values` themselves.
+  std::span<const float> select = {};
 };
 
 // Per-tensor state owned by the caller, made by the codec that uses it.

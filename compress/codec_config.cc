@@ -35,6 +35,10 @@ std::optional<CodecProblem> first_problem(const CodecConfig& c, const CodecRuleI
       return CodecProblem{"momentum_correction", "needs optimizer sgd with momentum > 0"};
     }
   }
+  if (c.adam_select_gradient && (!in.adam_correction || c.codec != "laco" || c.quant_bits == 8)) {
+    return CodecProblem{"adam_select",
+                        "gradient needs adam_correction, codec laco and quant_bits 1 or 32"};
+  }
   if (in.adam_correction) {
     if (optimizer_known && in.optimizer_type != "adam") {
       return CodecProblem{"adam_correction", "needs optimizer adam"};
@@ -58,8 +62,9 @@ Status validate(const CodecConfig& c) {
   }
   if (c.warmup_iters < 0) return bad("warmup_iters", std::to_string(c.warmup_iters), ">= 0");
   if (c.dense_below < 0) return bad("dense_below", std::to_string(c.dense_below), ">= 0");
-  if (c.quant_bits != 8 && c.quant_bits != 32) {
-    return bad("quant_bits", std::to_string(c.quant_bits), "8 (log codes) or 32 (fp32)");
+  if (c.quant_bits != 1 && c.quant_bits != 8 && c.quant_bits != 32) {
+    return bad("quant_bits", std::to_string(c.quant_bits),
+               "1 (ternary), 8 (log codes) or 32 (fp32)");
   }
   if (!(c.momentum >= 0.0 && c.momentum < 1.0)) {
     return bad("momentum", std::to_string(c.momentum), "in [0, 1)");

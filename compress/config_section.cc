@@ -1,5 +1,6 @@
 #include "compress/config_section.h"
 
+#include <algorithm>
 #include <string>
 
 #include "compress/codec_config.h"
@@ -8,25 +9,39 @@ namespace psrt::compress {
 
 namespace {
 
-// The codec and its own settings. LACO's defaults (issue 18): the density, every tensor
-// compressed and compressed replies make the shipped examples push >= 100x fewer bytes than fp32
-// with one `--set compression.codec=laco`.
+// The codec and its own settings. LACO's defaults (issue 18): every tensor compressed and
+// compressed replies (the density and encoding: read_encoding).
 void read_codec(const YamlReader& comp, CompressionConfig& c) {
   c.codec = comp.get_choice("codec", "none", {"none", "laco", "signsgd", "graddrop", "topk"});
   const bool laco = c.codec == "laco";
-  c.density = comp.get_double("density", laco ? kLacoDensity : c.density, 1e-6, 1.0);
   c.calibration_iters = int(comp.get_int("calibration_iters", c.calibration_iters, 1, 1 << 20));
   c.warmup_iters = int(comp.get_int("warmup_iters", c.warmup_iters, 0, 1 << 20));
   c.dense_below = comp.get_int("dense_below", laco ? 0 : c.dense_below, 0, kMaxConfigInt);
-  c.quant_bits = int(comp.get_int("quant_bits", 8, 8, 32));
-  if (c.quant_bits != 8 && c.quant_bits != 32) {
-    comp.fail("quant_bits", std::to_string(c.quant_bits) + " is not one of: 8, 32");
-  }
   c.error_feedback = comp.get_bool("error_feedback", true);
   c.hierarchical = comp.get_bool("hierarchical", true);
   c.compress_replies =
       comp.get_choice("replies", laco ? "compressed" : "dense", {"dense", "compressed"}) ==
       "compressed";
+}
+
+// LACO's values and density: under Adam correction ternary values (quant_bits 1) selected by the
+// residual in the gradient's units (adam_select: gradient) at kLacoTernaryDensity, with replies
+// at `workers` times that density (the servers' update is the union of the workers' pushes);
+// otherwise log8 codes at kLacoDensity, replies at the same density. Both push the shipped
+// examples >= 100x fewer bytes than fp32 with one `--set compression.codec=laco` (issue 18).
+void read_encoding(const YamlReader& comp, bool adam, int workers, CompressionConfig& c) {
+  const bool laco = c.codec == "laco";
+  c.quant_bits = int(comp.get_int("quant_bits", laco && adam ? 1 : 8, 1, 32));
+  if (c.quant_bits != 1 && c.quant_bits != 8 && c.quant_bits != 32) {
+    comp.fail("quant_bits", std::to_string(c.quant_bits) + " is not one of: 1, 8, 32");
+  }
+  const double laco_density = c.quant_bits == 1 ? kLacoTernaryDensity : kLacoDensity;
+  c.density = comp.get_double("density", laco ? laco_density : c.density, 1e-6, 1.0);
+  const bool gradient = laco && adam && c.quant_bits != 8;
+  c.adam_select_gradient = comp.get_choice("adam_select", gradient ? "gradient" : "direction",
+                                           {"direction", "gradient"}) == "gradient";
+  const double union_density = std::min(1.0, c.density * std::max(1, workers));
+  c.reply_density = comp.get_double("reply_density", laco && adam ? union_density : 0.0, 0.0, 1.0);
 }
 
 void check(const YamlReader& comp, const CompressionConfig& c, const CodecRuleInputs& in) {
@@ -71,6 +86,8 @@ void parse_compression_section(const YamlReader& comp, const ClusterConfig& clus
   const bool adam_default = optimizer.type == "adam" && c.codec != "none" && c.error_feedback;
   c.adam_global_variance = comp.get_bool("adam_global_variance", true);
   in.adam_correction = comp.get_bool("adam_correction", adam_default);
+  check(comp, c, in);
+  read_encoding(comp, in.adam_correction, cluster.workers, c);
   check(comp, c, in);
   move_optimizer(in, cluster, optimizer, c);
   comp.reject_unknown();

@@ -149,6 +149,16 @@ AdamStep adam_step(double beta1, double beta2, double eps, uint64_t t, int worke
   return a;
 }
 
+namespace {
+// Adam's denominator with the global batch's second moment, for the bias-corrected moments mh and
+// vh: the squared mean q = min(mh^2, vh) counts whole, the rest of vh divided by W. Adam's
+// direction (adam_add_and_moments) and LACO's selection key (adam_gradient_key) share it.
+inline float adam_global_denominator(float mh, float vh, const AdamStep& a) {
+  const float q = std::min(mh * mh, vh);
+  return std::sqrt(q + (vh - q) * a.inv_workers) + a.eps;
+}
+}  // namespace
+
 ChunkMoments adam_add_and_moments(std::span<float> m, std::span<float> v, const AdamStep& a,
                                   std::span<float> acc, std::span<const float> values) {
   const size_t n = std::min({m.size(), v.size(), acc.size(), values.size()});
@@ -169,12 +179,21 @@ ChunkMoments adam_add_and_moments(std::span<float> m, std::span<float> v, const 
       mp[i] = b1 * mp[i] + nb1 * g[i];
       vp[i] = b2 * vp[i] + nb2 * g[i] * g[i];
       const float mh = a.c1 * mp[i];
-      const float vh = vp[i] * c2sq;
-      const float q = std::min(mh * mh, vh);
-      r[i] += mh / (std::sqrt(q + (vh - q) * a.inv_workers) + a.eps);
+      r[i] += mh / adam_global_denominator(mh, vp[i] * c2sq, a);
     }
   }
   return chunk_moments(std::span<const float>(r, n));
+}
+
+ChunkMoments adam_gradient_key(std::span<const float> m, std::span<const float> v,
+                               const AdamStep& a, std::span<const float> acc,
+                               std::span<float> key) {
+  const size_t n = std::min({m.size(), v.size(), acc.size(), key.size()});
+  const float c2sq = a.c2 * a.c2;
+  for (size_t i = 0; i < n; ++i) {
+    key[i] = acc[i] * adam_global_denominator(a.c1 * m[i], v[i] * c2sq, a);
+  }
+  return chunk_moments(std::span<const float>(key.data(), n));
 }
 
 namespace {

@@ -38,6 +38,11 @@ AdamStep adam_step(double beta1, double beta2, double eps, uint64_t t, int worke
 ChunkMoments adam_add_and_moments(std::span<float> m, std::span<float> v, const AdamStep& a,
                                   std::span<float> acc, std::span<const float> values);
 
+// key[i] = acc[i] * (the denominator adam_add_and_moments divided m by at step a), returning
+// chunk_moments(key): the residual of Adam's direction in the gradient's units.
+ChunkMoments adam_gradient_key(std::span<const float> m, std::span<const float> v,
+                               const AdamStep& a, std::span<const float> acc, std::span<float> key);
+
 // Appends to `indices` (cleared first) every i with |values[i]| >= threshold, in order.
 void select_at_least(std::span<const float> values, float threshold,
                      std::vector<uint32_t>& indices);

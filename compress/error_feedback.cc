@@ -23,6 +23,7 @@ class ResidualState final : public CodecState {
   std::vector<float> momentum_;  // u, with momentum correction; Adam's m with Adam correction
   std::vector<float> second_;    // Adam's v, with Adam correction
   std::vector<float> sent_;      // masking's scratch: the last chunk's payload, decoded
+  std::vector<float> key_;       // Adam's selection key of the chunk (select_gradient)
   bool with_momentum_;
   bool with_adam_;
   uint64_t adam_steps_ = 0;      // Adam's t: iterations this tensor has seen
@@ -69,9 +70,13 @@ Status ErrorFeedback::encode(CodecState& state, const ChunkInput& chunk,
     }
     const AdamStep step = adam_step(adam_->beta1, adam_->beta2, adam_->eps, s->adam_steps_,
                                      adam_->workers);
-    moments = adam_add_and_moments(std::span<float>(u, rs.size()),
-                                   std::span<float>(s->second_.data() + chunk.offset, rs.size()),
-                                   step, rs, chunk.values);
+    const std::span<float> v(s->second_.data() + chunk.offset, rs.size());
+    moments = adam_add_and_moments(std::span<float>(u, rs.size()), v, step, rs, chunk.values);
+    if (adam_->select_gradient) {
+      // LACO selects by the residual in the gradient's units (one more pass over m, v and r).
+      s->key_.resize(rs.size());
+      moments = adam_gradient_key(std::span<const float>(u, rs.size()), v, step, rs, s->key_);
+    }
   } else if (u != nullptr) {
     moments = momentum_add_and_moments(std::span<float>(u, rs.size()), momentum_, rs, chunk.values);
   } else {
@@ -80,6 +85,7 @@ Status ErrorFeedback::encode(CodecState& state, const ChunkInput& chunk,
 
   ChunkInput corrected = chunk;
   corrected.values = std::span<const float>(r, static_cast<size_t>(len));
+  if (adam_ && adam_->select_gradient) corrected.select = s->key_;
   corrected.moments = &moments;
   if (Status st = inner_->encode(*s->inner_, corrected, payload); !st) {
     // Best effort: the residual keeps the direction (u, m and v have taken the gradient).

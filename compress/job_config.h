@@ -15,6 +15,8 @@ inline CodecConfig reply_codec_config(const CodecConfig& c) {
   out.momentum = 0;
   out.momentum_masking = false;
   out.adam = false;
+  out.adam_select_gradient = false;
+  if (c.reply_density > 0) out.density = c.reply_density;
   return out;
 }
 

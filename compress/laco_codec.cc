@@ -122,11 +122,16 @@ Status LacoCodec::encode(CodecState& state, const ChunkInput& chunk,
   if (!checked) return checked.status();
   LacoState& s = **checked;
   const std::span<const float> g = chunk.values;
+  if (!chunk.select.empty() && chunk.select.size() != g.size()) {
+    return Status::error("laco: selection key and values differ in length");
+  }
+  // What the threshold applies to: the selection key if the caller gives one, else the values.
+  const std::span<const float> key = chunk.select.empty() ? g : chunk.select;
 
   const LacoPlan p = plan(s, chunk.iteration);
   s.last_log8_ = false;
   if (p.record) {
-    PSRT_RETURN_IF_ERROR(record(s, chunk.iteration, g, chunk.moments));
+    PSRT_RETURN_IF_ERROR(record(s, chunk.iteration, key, chunk.moments));
   }
   if (p.dense) {
     write_dense_fp32(id(), g, payload);
@@ -134,8 +139,8 @@ Status LacoCodec::encode(CodecState& state, const ChunkInput& chunk,
     return Status::ok();
   }
   const LadsParams params = lads_params(s, chunk.iteration);
-  Result<LadsResult> r =
-      lads_encode(g, params, books_.get(config_.log_range), s.scratch_, payload, chunk.moments);
+  Result<LadsResult> r = lads_encode(g, params, books_.get(config_.log_range), s.scratch_, payload,
+                                     chunk.moments, chunk.select);
   if (!r) return r.status();
   account_sparse(s, chunk.iteration, params, g.size(), r->kept, payload.size());
   s.last_log8_ = params.quant_bits == 8;

@@ -62,6 +62,14 @@ Status accumulate_payload(std::span<const uint8_t> payload, std::span<float> out
     case ValueMode::kSign: {
       const float magnitude = options.signs_as_votes ? 1.0f : view.scale;
       const float pos = weight * magnitude;
+      if (h.index_mode != IndexMode::kAll) {  // ternary: the present elements' signs
+        uint32_t j = 0;
+        for_each_index(view, [&](uint32_t i) {
+          dst[i] += ((values[j >> 3] >> (j & 7)) & 1u) ? -pos : pos;
+          ++j;
+        });
+        break;
+      }
       const uint32_t full = h.count / 8;
       for (uint32_t b = 0; b < full; ++b) {
         const unsigned bits = values[b];

@@ -96,6 +96,23 @@ void write_sparse_log8(CodecId codec, uint32_t length, std::span<const uint32_t>
   put_f32(out.data() + at + codes.size(), scale);
 }
 
+void write_sparse_signs(CodecId codec, std::span<const float> chunk,
+                        std::span<const uint32_t> indices, float scale, std::vector<uint8_t>& out) {
+  PayloadHeader h;
+  h.codec = codec;
+  h.value_mode = ValueMode::kSign;
+  h.length = static_cast<uint32_t>(chunk.size());
+  h.count = static_cast<uint32_t>(indices.size());
+  const size_t bytes = bitmap_bytes(h.count);
+  const size_t at = write_indices(h, indices, bytes, true, out);
+  uint8_t* p = out.data() + at;
+  std::memset(p, 0, bytes);
+  for (size_t j = 0; j < indices.size(); ++j) {
+    if (std::signbit(chunk[indices[j]])) p[j >> 3] |= static_cast<uint8_t>(1u << (j & 7));
+  }
+  put_f32(p + bytes, scale);
+}
+
 void write_signs(CodecId codec, std::span<const float> chunk, float scale,
                  std::vector<uint8_t>& out) {
   PayloadHeader h;

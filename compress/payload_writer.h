@@ -1,4 +1,5 @@
-// Writing payloads (see wire_format.h): dense fp32, sparse fp32, sparse log8, sign bits.
+// Writing payloads (see wire_format.h): dense fp32, sparse fp32, sparse log8, sparse signs
+// (ternary), sign bits.
 // Sparse indices take delta+varint or a bitmap, whichever is smaller.
 #pragma once
 
@@ -22,6 +23,11 @@ void write_sparse_fp32(CodecId codec, std::span<const float> chunk,
 void write_sparse_log8(CodecId codec, uint32_t length, std::span<const uint32_t> indices,
                        std::span<const uint8_t> codes, int log_range, float scale,
                        std::vector<uint8_t>& out);
+
+// Ternary values: the sign bits of chunk[indices[j]] (1 = negative), packed, with one
+// magnitude (`scale`) for all of them.
+void write_sparse_signs(CodecId codec, std::span<const float> chunk,
+                        std::span<const uint32_t> indices, float scale, std::vector<uint8_t>& out);
 
 // Sign bits of `chunk` (1 = negative), packed, with the scale.
 void write_signs(CodecId codec, std::span<const float> chunk, float scale,

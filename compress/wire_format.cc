@@ -82,9 +82,6 @@ Result<PayloadView> parse_payload(std::span<const uint8_t> payload) {
       }
       break;
   }
-  if (h.value_mode == ValueMode::kSign && h.index_mode != IndexMode::kAll) {
-    return fail("sign values need dense indices");
-  }
   const bool has_scale = h.value_mode != ValueMode::kFp32;
   const uint64_t need = kHeaderBytes + uint64_t{h.index_bytes} + value_bytes(h.value_mode, h.count) +
                         (has_scale ? 4 : 0);

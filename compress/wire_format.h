@@ -5,13 +5,15 @@
 //   0      1     codec id (CodecId)
 //   1      1     format version (kWireVersion)
 //   2      1     index mode: 0 all (dense), 1 delta+varint, 2 bitmap
-//   3      1     value mode: 0 fp32, 1 log8 (sign bit + 7-bit log code), 2 sign bits
+//   3      1     value mode: 0 fp32, 1 log8 (sign bit + 7-bit log code), 2 sign bits (each
+//                present element decodes to +-scale; with sparse indices: ternary values)
 //   4      1     log2 dynamic range of log8 codes (1..64), else 0
 //   5      3     zero
 //   8      4     length: elements in the chunk
 //   12     4     count: elements present in the payload
 //   16     4     index bytes
-//   20     ...   indices: none | varints (first index, then gap-1 to the next) | bitmap of length bits
+//   20     ...   indices: none | varints (first index, then gap-1 to the next) | bitmap of length
+//   bits
 //          ...   values: fp32 x count | code byte x count | ceil(count/8) sign bytes (1 = negative)
 //          4     scale, fp32 (log8 and sign modes only)
 #pragma once

@@ -11,6 +11,8 @@ namespace psrt {
 
 // compression.density's default with codec laco (others: CompressionConfig::density).
 inline constexpr double kLacoDensity = 0.0065;
+// ... with quant_bits 1 (ternary values, laco's default under Adam correction).
+inline constexpr double kLacoTernaryDensity = 0.011;
 
 // Gradient compression (compress/README.md has the method). The servers decode and accumulate;
 // the parameter replies stay dense unless `compress_replies`.
@@ -20,7 +22,7 @@ struct CompressionConfig {
   int calibration_iters = 5;   // laco: dense iterations recording |g|/RMS that find alpha
   int warmup_iters = 20;       // laco: hot start, density 1 -> target in exponential steps
   int64_t dense_below = 1024;  // laco: tensors under this many elements go dense (fp32)
-  int quant_bits = 8;          // laco: 8 (sign + 7-bit log code) or 32 (raw fp32 values)
+  int quant_bits = 8;          // laco: 8 (sign + 7-bit log code), 32 (raw fp32 values), 1 (ternary)
   bool hierarchical = true;    // laco: per-tensor density by size and depth
   bool error_feedback = true;  // residual accumulation (decorator); ignored by none
   // Momentum correction (YAML `momentum_correction: true`): the workers apply the optimizer's
@@ -37,9 +39,14 @@ struct CompressionConfig {
   double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-8, adam_weight_decay = 0;
   int adam_workers = 1;               // data-parallel replicas (cluster.workers / partitions), for ...
   bool adam_global_variance = true;   // ... v rescaled from the local batch to the global one
+  // laco under Adam correction (YAML `adam_select: gradient`): select by the residual times
+  // Adam's denominator (the residual in the gradient's units), send the residual's values.
+  bool adam_select_gradient = false;
   // Servers send each update as the codec's encoding of (new values - what the workers hold),
   // the same payload to every worker; what was not sent stays in that difference.
   bool compress_replies = false;
+  // Compressed replies' density (YAML `reply_density`); 0: `density`.
+  double reply_density = 0;
 
   // Settings with no YAML key yet; the defaults are the documented method.
   int log_range = 12;             // laco: log2 dynamic range of the 7-bit code, 1..64

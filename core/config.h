@@ -101,6 +101,7 @@ struct SecurityConfig {
 // Bounds on what peers can make a process queue, log or allocate.
 struct LimitsConfig {
   int socket_hwm = 10000;          // messages queued per peer and direction on every socket
+  int socket_buffer_bytes = 4 << 20;  // SO_SNDBUF / SO_RCVBUF of every socket; 0: the OS's
   double error_replies_per_s = 100;  // ERROR replies to one peer; more are dropped and counted
   double log_lines_per_s = 10;     // lines per kind of warning; more are summed up in one line
   uint64_t server_memory_bytes = 0;  // a server's shard cap; 0: 80% of the memory available

@@ -33,6 +33,14 @@ uint64_t cgroup_available() {
 
 }  // namespace
 
+SocketOptions socket_options(const LimitsConfig& limits, const CurveKeys* curve) {
+  SocketOptions o;
+  o.hwm = limits.socket_hwm;
+  o.curve = curve;
+  o.buffer_bytes = limits.socket_buffer_bytes;
+  return o;
+}
+
 uint64_t server_memory_cap(const LimitsConfig& limits) {
   if (limits.server_memory_bytes > 0) return limits.server_memory_bytes;
   uint64_t avail = mem_available();
@@ -51,6 +59,8 @@ void parse_security_and_limits(const YamlReader& top, Config& c,
   const YamlReader lim = top.child("limits");
   LimitsConfig& l = c.limits;
   l.socket_hwm = int(lim.get_int("socket_hwm", l.socket_hwm, 100, 10'000'000));
+  l.socket_buffer_bytes =
+      int(lim.get_int("socket_buffer_bytes", l.socket_buffer_bytes, 0, int64_t(1) << 30));
   l.error_replies_per_s = lim.get_double("error_replies_per_s", l.error_replies_per_s, 0.1, 1e6);
   l.log_lines_per_s = lim.get_double("log_lines_per_s", l.log_lines_per_s, 0.1, 1e6);
   l.server_memory_bytes = uint64_t(lim.get_int("server_memory_bytes", 0, 0, int64_t(1) << 50));

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/config.h"
+#include "core/transport.h"
 #include "core/yaml_reader.h"
 
 namespace psrt {
@@ -20,5 +21,9 @@ void parse_security_and_limits(const YamlReader& top, Config& c,
 // The memory a server may give its shard: limits.server_memory_bytes, else 80% of what this
 // machine (or its cgroup) has available now; 0 when neither is known.
 uint64_t server_memory_cap(const LimitsConfig& limits);
+
+// The options of every socket of a daemon: limits.socket_hwm and limits.socket_buffer_bytes,
+// with CURVE keys when security.curve is on (null otherwise).
+SocketOptions socket_options(const LimitsConfig& limits, const CurveKeys* curve);
 
 }  // namespace psrt

@@ -7,7 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
-#include <map>
+#include <deque>
 #include <optional>
 
 namespace psrt {
@@ -37,7 +37,13 @@ class CreditLink {
   uint64_t next_seq() { return ++seq_; }
   // A message with sequence number `seq` went out and waits for its acknowledgement.
   void sent(uint64_t seq, const Sent& s) {
-    unacked_[seq] = s;
+    Slot& slot = slot_for(seq);
+    if (slot.live) {
+      in_flight_ -= slot.sent.bytes;  // the same seq again: the last one counts
+    } else {
+      ++unacked_;
+    }
+    slot = {true, s};
     in_flight_ += s.bytes;
   }
   // next_seq() and sent() in one.
@@ -49,23 +55,49 @@ class CreditLink {
   // The acknowledgement of `seq`: what was sent, now released; nullopt when `seq` is not in
   // flight (a duplicate, or a peer's mistake: the caller decides whether that is an error).
   std::optional<Sent> acked(uint64_t seq) {
-    auto it = unacked_.find(seq);
-    if (it == unacked_.end()) return std::nullopt;
-    const Sent s = it->second;
+    if (seq < base_ || seq - base_ >= slots_.size() || !slots_[seq - base_].live) {
+      return std::nullopt;
+    }
+    Slot& slot = slots_[seq - base_];
+    slot.live = false;
+    const Sent s = slot.sent;
+    --unacked_;
     in_flight_ -= s.bytes;
-    unacked_.erase(it);
+    while (!slots_.empty() && !slots_.front().live) {  // the window starts at the oldest in flight
+      slots_.pop_front();
+      ++base_;
+    }
     return s;
   }
 
   uint64_t in_flight() const { return in_flight_; }
-  std::size_t unacked() const { return unacked_.size(); }
+  std::size_t unacked() const { return unacked_; }
   uint64_t credit() const { return credit_; }
 
  private:
   uint64_t credit_ = 0;
   uint64_t seq_ = 0;
   uint64_t in_flight_ = 0;
-  std::map<uint64_t, Sent> unacked_;
+
+  // The messages in flight by seq: slots_[i] is seq base_ + i, from the oldest unacknowledged one
+  // to the newest sent (sequence numbers only grow, and acknowledgements come mostly in order, so
+  // this is a sliding window: no node allocated per message, as a map would).
+  struct Slot {
+    bool live = false;
+    Sent sent;
+  };
+  Slot& slot_for(uint64_t seq) {
+    if (slots_.empty()) base_ = seq;
+    while (seq < base_) {  // not from next_seq(): older than the window
+      slots_.emplace_front();
+      --base_;
+    }
+    if (seq - base_ >= slots_.size()) slots_.resize(seq - base_ + 1);
+    return slots_[seq - base_];
+  }
+  std::deque<Slot> slots_;
+  uint64_t base_ = 0;
+  std::size_t unacked_ = 0;
 };
 
 }  // namespace psrt

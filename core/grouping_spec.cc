@@ -28,7 +28,8 @@ std::optional<double> parse_ms(const std::string& text) {
   if (t.empty()) return std::nullopt;
   char* end = nullptr;
   const double v = std::strtod(t.c_str(), &end);
-  if (end != t.c_str() + t.size() || !std::isfinite(v) || v < 0 || v > 1e6) return std::nullopt;
+  // Up to a second: the worker holds each fused group until the timer's next tick.
+  if (end != t.c_str() + t.size() || !std::isfinite(v) || v < 0 || v > 1000) return std::nullopt;
   return v;
 }
 
@@ -95,7 +96,7 @@ std::optional<GroupingSpec> parse_grouping(const std::string& text, std::string*
   if (error) {
     *error = "'" + text +
              "' is not a grouping: none, auto, size:BYTES, ddp:BYTES:FIRST_BYTES, "
-             "horovod:BYTES:CYCLE_MS or mgwfbp (sizes like 4MiB, 25MiB, 65536)";
+             "horovod:BYTES:CYCLE_MS (0 to 1000 ms) or mgwfbp (sizes like 4MiB, 25MiB, 65536)";
   }
   return std::nullopt;
 }

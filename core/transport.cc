@@ -16,9 +16,11 @@ void configure_socket(zmq::socket_t& socket, const SocketOptions& options) {
   socket.set(zmq::sockopt::rcvhwm, options.hwm);
   socket.set(zmq::sockopt::linger, 2000);
   socket.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxPayloadBytes));
-  // Bigger kernel buffers keep large chunks streaming on fast links.
-  socket.set(zmq::sockopt::sndbuf, 4 << 20);
-  socket.set(zmq::sockopt::rcvbuf, 4 << 20);
+  // Bigger kernel buffers keep large chunks streaming on fast links (README, "Transport").
+  if (options.buffer_bytes > 0) {
+    socket.set(zmq::sockopt::sndbuf, options.buffer_bytes);
+    socket.set(zmq::sockopt::rcvbuf, options.buffer_bytes);
+  }
 }
 
 zmq::socket_t make_router(zmq::context_t& ctx, const SocketOptions& options) {

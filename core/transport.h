@@ -29,6 +29,9 @@ struct Envelope {
 struct SocketOptions {
   int hwm = 10000;
   const CurveKeys* curve = nullptr;
+  // SO_SNDBUF and SO_RCVBUF (limits.socket_buffer_bytes); 0 leaves the OS's default and its
+  // autotuning.
+  int buffer_bytes = 4 << 20;
 };
 
 // Options every psrt socket gets: those above, a bounded linger so shutdown flushes but never

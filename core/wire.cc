@@ -28,6 +28,12 @@ const char* error_code_name(ErrorCode c) {
 
 wire::Header make_header(const Sender& from, wire::MsgType type) {
   wire::Header h;
+  reset_header(h, from, type);
+  return h;
+}
+
+wire::Header& reset_header(wire::Header& h, const Sender& from, wire::MsgType type) {
+  h.Clear();
   h.set_version(kProtocolVersion);
   h.set_job_id(from.job_id);
   h.set_role(from.role);

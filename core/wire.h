@@ -57,6 +57,10 @@ struct Sender {
 };
 
 wire::Header make_header(const Sender& from, wire::MsgType type);
+// make_header into an existing header: cleared, then the fields every message carries. A header
+// reused for each message of a kind keeps its job id's string and its repeated fields' storage,
+// so the hot path builds headers without allocating.
+wire::Header& reset_header(wire::Header& h, const Sender& from, wire::MsgType type);
 zmq::message_t encode_header(const wire::Header& header);
 
 // Parses a header frame and runs the self-contained checks against the payload frames that came

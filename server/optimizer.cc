@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "server/update_kernels.h"
+
 namespace psrt {
 
 namespace {
@@ -21,17 +23,12 @@ class Sgd final : public Optimizer {
     const std::size_t n = p.size();
     const float lr_ = float(scheduled_lr(config_, s.step));
     if (momentum_ == 0) {
-      for (std::size_t i = 0; i < n; ++i) p[i] -= lr_ * (g[i] + wd_ * p[i]);
+      kernels::sgd(p.data(), g.data(), n, lr_, wd_);
       ++s.step;
       return;
     }
     if (s.m.size() != n) s.m.assign(n, 0.0f);
-    float* buf = s.m.data();
-    for (std::size_t i = 0; i < n; ++i) {
-      const float d = g[i] + wd_ * p[i];
-      buf[i] = momentum_ * buf[i] + d;
-      p[i] -= lr_ * buf[i];
-    }
+    kernels::sgd_momentum(p.data(), g.data(), s.m.data(), n, lr_, wd_, momentum_);
     ++s.step;
   }
 
@@ -54,17 +51,14 @@ class Adam final : public Optimizer {
     const double lr = scheduled_lr(config_, s.step);
     ++s.step;
     const double t = double(s.step);
-    const float step_size = float(lr / (1.0 - std::pow(b1_, t)));
-    const float inv_bias2 = float(1.0 / std::sqrt(1.0 - std::pow(b2_, t)));
-    const float b1 = float(b1_), b2 = float(b2_);
-    float* m = s.m.data();
-    float* v = s.v.data();
-    for (std::size_t i = 0; i < n; ++i) {
-      const float d = g[i] + wd_ * p[i];
-      m[i] = b1 * m[i] + (1.0f - b1) * d;
-      v[i] = b2 * v[i] + (1.0f - b2) * d * d;
-      p[i] -= step_size * m[i] / (std::sqrt(v[i]) * inv_bias2 + eps_);
-    }
+    kernels::AdamStep step;
+    step.step_size = float(lr / (1.0 - std::pow(b1_, t)));
+    step.inv_bias2 = float(1.0 / std::sqrt(1.0 - std::pow(b2_, t)));
+    step.b1 = float(b1_);
+    step.b2 = float(b2_);
+    step.eps = eps_;
+    step.wd = wd_;
+    kernels::adam(p.data(), g.data(), s.m.data(), s.v.data(), n, step);
   }
 
  private:
@@ -81,17 +75,7 @@ std::unique_ptr<Optimizer> make_optimizer(const OptimizerConfig& config) {
 }
 
 void aggregate_mean(std::span<float> out, const std::vector<const float*>& inputs) {
-  const std::size_t n = out.size();
-  float* o = out.data();
-  if (inputs.empty()) return;
-  const float* first = inputs[0];
-  for (std::size_t i = 0; i < n; ++i) o[i] = first[i];
-  for (std::size_t w = 1; w < inputs.size(); ++w) {
-    const float* in = inputs[w];
-    for (std::size_t i = 0; i < n; ++i) o[i] += in[i];
-  }
-  const float scale = 1.0f / float(inputs.size());
-  for (std::size_t i = 0; i < n; ++i) o[i] *= scale;
+  kernels::mean_into(out.data(), inputs.data(), inputs.size(), out.size());
 }
 
 }  // namespace psrt

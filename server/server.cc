@@ -36,7 +36,7 @@ Server::Server(const Config& config, uint32_t rank, zmq::context_t* shared)
       log_(config.limits.log_lines_per_s),
       metrics_(Metrics::serve(config.metrics, "server", int(rank), int(rank))),
       curve_(curve_keys(config)),
-      messenger_(config.job.id, {config.limits.socket_hwm, curve_ ? &*curve_ : nullptr}, metrics_,
+      messenger_(config.job.id, socket_options(config.limits, curve_ ? &*curve_ : nullptr), metrics_,
                  log_, shared),
       zap_(zap_handler(messenger_.context(), curve_)),
       router_(messenger_.add_router("a peer")),

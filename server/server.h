@@ -93,7 +93,8 @@ class Server {
   // aligned copy.
   std::optional<WireError> check_push(const wire::Header& h, ChunkState& c,
                                       zmq::message_t& frame) const;
-  wire::Header push_ack(const wire::Header& h) const;
+  // The ACK of push `h`, built in ack_out_ (valid until the next call).
+  const wire::Header& push_ack(const wire::Header& h);
   // Counts a checked push (once per worker and iteration) and starts the update when complete.
   void accept_push(PeerId from, const wire::Header& h, ChunkState& c, zmq::message_t& frame);
   // GradOptimizer's groups (server_groups.cc): every member checked before any is taken, one
@@ -127,6 +128,11 @@ class Server {
   Config config_;
   uint32_t rank_;
   Sender self_;
+  // Outgoing headers reused for every push ACK and every PARAMS (core/wire.h reset_header).
+  wire::Header ack_out_, params_out_;
+  // A group push's members, checked then taken (server_groups.cc; reused, I/O thread only).
+  wire::Header member_header_;
+  std::vector<ChunkState*> group_members_;
   LogLimiter log_;
   Metrics metrics_;
   std::optional<CurveKeys> curve_;  // security.curve

@@ -2,10 +2,10 @@
 // go out through server_reply_queue.cc).
 #include <spdlog/spdlog.h>
 
-#include <cmath>
 #include <cstring>
 
 #include "compress/wire_format.h"
+#include "core/float_checks.h"
 #include "server/server.h"
 
 namespace psrt {
@@ -222,9 +222,8 @@ std::optional<WireError> Server::check_push(const wire::Header& h, ChunkState& c
   }
   if (!codec_ && !config_.limits.allow_non_finite) {
     frame = aligned_frame(std::move(frame));
-    const float* v = static_cast<const float*>(frame.data());
-    std::size_t bad = 0;
-    for (std::size_t i = 0; i < h.length(); ++i) bad += std::isfinite(v[i]) ? 0 : 1;
+    const std::size_t bad =
+        count_non_finite({static_cast<const float*>(frame.data()), std::size_t{h.length()}});
     if (bad > 0) {
       return WireError{ErrorCode::kNonFinite,
                        std::to_string(bad) + " of the " + std::to_string(h.length()) +
@@ -236,8 +235,8 @@ std::optional<WireError> Server::check_push(const wire::Header& h, ChunkState& c
   return std::nullopt;
 }
 
-wire::Header Server::push_ack(const wire::Header& h) const {
-  wire::Header ack = make_header(self_, wire::ACK);
+const wire::Header& Server::push_ack(const wire::Header& h) {
+  wire::Header& ack = reset_header(ack_out_, self_, wire::ACK);
   ack.set_key(h.key());
   ack.set_offset(h.offset());
   ack.set_length(h.length());
@@ -305,9 +304,11 @@ void Server::update_chunk(ChunkState& c) {
   if (inputs.size() == 1) {
     optimizer_->update(params, {inputs[0], c.desc.length}, c.opt);
   } else {
-    std::vector<float> grad(c.desc.length);
-    aggregate_mean(grad, inputs);
-    optimizer_->update(params, grad, c.opt);
+    // mean_into writes every element: no zero-fill of the scratch first.
+    const std::unique_ptr<float[]> grad(new float[c.desc.length]);
+    const std::span<float> mean(grad.get(), c.desc.length);
+    aggregate_mean(mean, inputs);
+    optimizer_->update(params, mean, c.opt);
   }
 }
 

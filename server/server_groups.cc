@@ -2,7 +2,7 @@
 // several chunks, each checked like a push of its own before any is taken, and acknowledged
 // once; the chunks update as usual, and the reply to each worker is one group PARAMS once every
 // member holds the new iteration.
-#include <set>
+#include <algorithm>
 
 #include "server/server.h"
 
@@ -10,24 +10,31 @@ namespace psrt {
 
 void Server::on_group_push(const std::string& identity, PeerId from, const wire::Header& h,
                            std::vector<zmq::message_t>& payload) {
-  // decode_header has checked the member count, the frames and their sizes.
-  wire::Header base = h;
-  base.clear_members();
-  std::vector<wire::Header> heads;
-  std::vector<ChunkState*> members;
-  std::set<uint32_t> seen;
-  for (int i = 0; i < h.members_size(); ++i) {
-    const auto& m = h.members(i);
-    wire::Header mh = base;
+  // decode_header has checked the member count, the frames and their sizes. One member header
+  // serves every member in turn: the group's iteration and priority (what the checks and the
+  // aggregation read) and the member's chunk fields; no header copied per member.
+  wire::Header& mh = member_header_;
+  mh.Clear();
+  mh.set_type(h.type());
+  mh.set_iteration(h.iteration());
+  mh.set_priority(h.priority());
+  mh.set_seq(h.seq());
+  const auto as_member = [&mh](const wire::GroupMember& m) -> const wire::Header& {
     mh.set_key(m.key());
     mh.set_offset(m.offset());
     mh.set_length(m.length());
     mh.set_num_elements(m.length());
     mh.set_payload_bytes(m.payload_bytes());
     mh.set_codec(m.codec());
+    return mh;
+  };
+  std::vector<ChunkState*>& members = group_members_;
+  members.clear();
+  for (int i = 0; i < h.members_size(); ++i) {
+    const auto& m = h.members(i);
     WireError err;
-    ChunkState* c = chunks_.find(mh, err);
-    if (c && !seen.insert(c->index).second) {
+    ChunkState* c = chunks_.find(as_member(m), err);
+    if (c && std::find(members.begin(), members.end(), c) != members.end()) {
       c = nullptr;
       err = {ErrorCode::kMalformed, "names chunk (" + std::to_string(m.key()) + ", " +
                                         std::to_string(m.offset()) + ") twice"};
@@ -39,14 +46,16 @@ void Server::on_group_push(const std::string& identity, PeerId from, const wire:
       reply_error(identity, &h, *bad);
       return;
     }
-    heads.push_back(std::move(mh));
     members.push_back(c);
   }
   send(identity, push_ack(h));
-  auto group = std::make_shared<std::vector<uint32_t>>(seen.begin(), seen.end());
+  auto group = std::make_shared<std::vector<uint32_t>>();
+  group->reserve(members.size());
+  for (const ChunkState* c : members) group->push_back(c->index);
+  std::sort(group->begin(), group->end());
   for (std::size_t i = 0; i < members.size(); ++i) {
     members[i]->group = group;
-    accept_push(from, heads[i], *members[i], payload[i]);
+    accept_push(from, as_member(h.members(int(i))), *members[i], payload[i]);
   }
 }
 
@@ -75,7 +84,7 @@ void Server::queue_group_reply(const ChunkState& c) {
 void Server::send_group_params(uint32_t worker, const std::vector<uint32_t>& members,
                                uint64_t seq) {
   const ChunkState& first = chunks_.at(members.front());
-  wire::Header h = make_header(self_, wire::PARAMS);
+  wire::Header& h = reset_header(params_out_, self_, wire::PARAMS);
   h.set_key(first.desc.key);
   h.set_offset(first.desc.offset);
   h.set_length(first.desc.length);

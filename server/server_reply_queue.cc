@@ -52,7 +52,7 @@ void Server::attach_acks(uint32_t worker, wire::Header& h) {
 }
 
 void Server::send_params(uint32_t worker, const ChunkState& c, uint64_t seq, bool dense) {
-  wire::Header h = make_header(self_, wire::PARAMS);
+  wire::Header& h = reset_header(params_out_, self_, wire::PARAMS);
   h.set_key(c.desc.key);
   h.set_offset(c.desc.offset);
   h.set_length(c.desc.length);

@@ -45,7 +45,7 @@ GradEncoder::GradEncoder(const CompressionConfig& config, const ModelDesc& model
   // cudaGetDeviceCount only for the one codec that can use it: it starts the CUDA driver.
   on_device_ = codec_config_.codec == "laco" && codec_config_.error_feedback &&
                !codec_config_.momentum_masking && !codec_config_.adam &&
-               compress::cuda::device_available();
+               codec_config_.quant_bits != 1 && compress::cuda::device_available();
 #endif
 }
 

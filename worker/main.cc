@@ -6,6 +6,7 @@
 
 #include "config/daemon_main.h"
 #include "worker/backend.h"
+#include "worker/layer_timing.h"
 #include "worker/ps_client.h"
 #include "worker/stage_trainer.h"
 #include "worker/trainer.h"
@@ -55,6 +56,30 @@ void run_stage(const psrt::Config& config, uint32_t rank, const std::string& dum
   if (timeline.enabled()) spdlog::info("timeline written to {}", timeline.path());
 }
 
+// The model as PsClient plans with it: worker 0 of a native job whose grouping needs layer times
+// measures them (every worker then plans with worker 0's, from the membership).
+psrt::ModelDesc timed_desc(const psrt::Config& config, uint32_t rank, psrt::Backend& backend) {
+  psrt::ModelDesc desc = backend.desc();
+  const auto spec = psrt::parse_grouping(config.scheduler.grouping);
+  if (rank != 0 || !spec || !psrt::grouping_needs_layer_times(*spec, desc)) return desc;
+  if (config.model.backend != "native") {
+    spdlog::warn("scheduler.grouping {}: the {} backend's layer times are not measured; the search "
+                 "assumes every gradient is ready when backward starts",
+                 config.scheduler.grouping, config.model.backend);
+    return desc;
+  }
+  psrt::measure_layer_times(backend, desc, 3);
+  double fwd = 0, bwd = 0;
+  for (const auto& l : desc.layers) {
+    fwd += l.forward_ms;
+    bwd += l.backward_ms;
+  }
+  spdlog::info("layer times for the grouping search, measured: forward {:.2f} ms, backward {:.2f} "
+               "ms per iteration (fastest of 2 passes)",
+               fwd, bwd);
+  return desc;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,7 +95,7 @@ int main(int argc, char** argv) {
     }
     auto backend = psrt::make_backend(config, rank);
     psrt::Timeline timeline(config.timeline, "worker-" + std::to_string(rank), 1000 + int(rank));
-    psrt::PsClient client(config, rank, backend->desc(),
+    psrt::PsClient client(config, rank, timed_desc(config, rank, *backend),
                           [&](uint32_t key) { return backend->param(key); }, &timeline);
     const auto result = psrt::train(config, rank, *backend, client, &timeline);
     const auto stats = client.stats();

@@ -3,6 +3,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "core/config_limits.h"
 #include "core/status.h"
 
 #include <stdexcept>
@@ -25,7 +26,7 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
       curve_(config.security.curve ? std::optional(load_curve_keys(config.security)) : std::nullopt),
       identity_(process_identity(wire::WORKER, rank)),
       log_(config.limits.log_lines_per_s),
-      messenger_(config.job.id, {config.limits.socket_hwm, curve_ ? &*curve_ : nullptr}, metrics_,
+      messenger_(config.job.id, socket_options(config.limits, curve_ ? &*curve_ : nullptr), metrics_,
                  log_, shared),
       queue_(config.scheduler.mode, config.scheduler.credit_bytes),
       stage_(std::move(stage)) {

@@ -181,7 +181,11 @@ class PsClient {
   // The coordinator refused this process (rank taken, another job): a configuration error.
   void refused(const std::string& why);
   bool send_to(std::size_t server, const wire::Header& h, std::vector<zmq::message_t> payload = {});
-  wire::Header tensor_header(wire::MsgType type, const ChunkDesc& c, uint64_t iteration);
+  // Fills `h` (reset_header, then the chunk's fields and the next push seq); returns it.
+  wire::Header& tensor_header(wire::Header& h, wire::MsgType type, const ChunkDesc& c,
+                              uint64_t iteration);
+  // Outgoing headers reused for every PUSH and every reply ACK (I/O thread).
+  wire::Header push_out_, ack_out_;
 
   // stage links (ps_client_stage.cc), I/O thread
   struct StageOut {
@@ -271,6 +275,15 @@ class PsClient {
   MessagePlan plan_;   // PushUnit::chunk is an index into plan_.messages()
   std::vector<uint32_t> group_taken_;     // per group: tensors handed over this iteration
   std::vector<uint32_t> group_priority_;  // per group: its most urgent member's
+  // horovod:BYTES:MS: Horovod's cycle timer. A complete group waits for the next tick of a timer
+  // running from plan_groups() (release_due_groups, from tick()); 0: groups leave at once.
+  double release_cycle_ms_ = 0;
+  std::chrono::steady_clock::time_point cycle_epoch_{};
+  std::vector<std::pair<std::chrono::steady_clock::time_point, uint32_t>> held_groups_;
+  void queue_group(uint32_t g);
+  // Queues the held groups whose tick has come; returns the next tick any still waits for.
+  std::optional<std::chrono::steady_clock::time_point> release_due_groups(
+      std::chrono::steady_clock::time_point now);
   CreditLink pushes_;  // seq and unacked tensor messages; queue_ keeps the window
   struct PendingAcks {  // PARAMS from one server not yet acknowledged
     std::vector<uint64_t> seqs;

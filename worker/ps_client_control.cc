@@ -61,8 +61,9 @@ SteadyClock::time_point PsClient::tick(SteadyClock::time_point now) {
     started = started_;
     membership = have_membership_;
   }
-  const auto next = control_->tick(now, membership, started);
+  auto next = control_->tick(now, membership, started);
   take_commands();
+  if (const auto tick = release_due_groups(now)) next = std::min(next, *tick);
   pump();
   pump_stage(StageDir::kForward);
   pump_stage(StageDir::kBackward);

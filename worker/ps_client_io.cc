@@ -12,6 +12,33 @@ namespace psrt {
 
 namespace {
 using SteadyClock = std::chrono::steady_clock;
+// Worker 0's layer times travel in its REGISTER and every worker's MEMBERSHIP, so that every
+// worker's grouping search sees the same figures (none when the model has no times at all).
+void add_layer_times(const ModelDesc& model, wire::Register& reg) {
+  bool any = false;
+  for (const auto& l : model.layers) any = any || l.forward_ms > 0 || l.backward_ms > 0;
+  if (!any) return;
+  for (const auto& l : model.layers) {
+    auto* t = reg.add_layer_times();
+    t->set_forward_ms(l.forward_ms);
+    t->set_backward_ms(l.backward_ms);
+  }
+}
+
+void take_layer_times(const wire::Membership& m, ModelDesc& model) {
+  if (m.layer_times_size() == 0) return;
+  if (std::size_t(m.layer_times_size()) != model.layers.size()) {
+    spdlog::warn("the membership times {} layers, this model has {}: the grouping search uses "
+                 "this worker's own layer times",
+                 m.layer_times_size(), model.layers.size());
+    return;
+  }
+  for (std::size_t i = 0; i < model.layers.size(); ++i) {
+    model.layers[i].forward_ms = m.layer_times(int(i)).forward_ms();
+    model.layers[i].backward_ms = m.layer_times(int(i)).backward_ms();
+  }
+}
+
 }  // namespace
 
 bool PsClient::send_to(std::size_t server, const wire::Header& h,
@@ -19,8 +46,9 @@ bool PsClient::send_to(std::size_t server, const wire::Header& h,
   return messenger_.send(servers_.at(server), nullptr, h, std::move(payload));
 }
 
-wire::Header PsClient::tensor_header(wire::MsgType type, const ChunkDesc& c, uint64_t iteration) {
-  wire::Header h = make_header(self_, type);
+wire::Header& PsClient::tensor_header(wire::Header& h, wire::MsgType type, const ChunkDesc& c,
+                                      uint64_t iteration) {
+  reset_header(h, self_, type);
   h.set_key(c.key);
   h.set_offset(c.offset);
   h.set_length(c.length);
@@ -47,6 +75,7 @@ void PsClient::io_loop() {
     reg.set_codec_state(encoder_ckpt_.enabled() &&
                         (!config_.checkpoint.resume || !encoder_checkpoints_.empty()));
     for (uint64_t it : encoder_checkpoints_) reg.add_checkpoints(it);
+    if (rank_ == 0 && !stage_) add_layer_times(model_, reg);  // a stage groups nothing
     wire::StageInfo si;
     if (stage_) {
       si.set_stage(stage_->stage);
@@ -94,7 +123,8 @@ void PsClient::on_release(const std::string& barrier) {
     started_ = true;
     // First values for everyone; they count as iteration 0.
     for (const auto& c : shards_.chunks()) {
-      if (held_[c.key]) send_to(c.server, tensor_header(wire::PULL, c, 0));
+      wire::Header pull;
+      if (held_[c.key]) send_to(c.server, tensor_header(pull, wire::PULL, c, 0));
     }
   } else if (barrier == "shutdown") {
     finished_ = true;
@@ -125,7 +155,7 @@ void PsClient::flush_reply_acks() {
   for (std::size_t s = 0; s < reply_acks_.size(); ++s) {
     PendingAcks& p = reply_acks_[s];
     if (p.seqs.empty()) continue;
-    wire::Header ack = make_header(self_, wire::ACK);
+    wire::Header& ack = reset_header(ack_out_, self_, wire::ACK);
     ack.set_key(p.first->key);
     ack.set_offset(p.first->offset);
     ack.set_length(p.first->length);
@@ -177,6 +207,7 @@ void PsClient::on_membership(const wire::Membership& m, const wire::StageMap& st
     start_iteration_ = m.resume() ? m.resume_iteration() : 0;
   }
   spdlog::info("membership: {} servers, {} chunks", m.num_servers(), shards_.chunks().size());
+  if (!stage_) take_layer_times(m, model_);
   try {
     plan_groups();
   } catch (const std::exception& e) {
@@ -194,7 +225,8 @@ void PsClient::on_membership(const wire::Membership& m, const wire::StageMap& st
 void PsClient::send_init() {
   for (const auto& c : shards_.chunks()) {
     if (!held_[c.key]) continue;
-    wire::Header h = tensor_header(wire::INIT, c, 0);
+    wire::Header h;
+    tensor_header(h, wire::INIT, c, 0);
     h.set_num_elements(c.length);
     h.set_payload_bytes(c.bytes());
     zmq::message_t frame(c.bytes());

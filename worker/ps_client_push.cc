@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "core/grouping_spec.h"
@@ -31,6 +32,9 @@ void PsClient::plan_groups() {
   grouping_ = choice.grouping;
   plan_ = MessagePlan(shards_, grouping_);
   group_taken_.assign(grouping_.num_groups(), 0);
+  release_cycle_ms_ = spec.kind == GroupingSpec::Kind::kHorovod ? spec.cycle_ms : 0;
+  cycle_epoch_ = SteadyClock::now();
+  held_groups_.clear();
   group_priority_.assign(grouping_.num_groups(), UINT32_MAX);
   for (uint32_t k = 0; k < grouping_.num_tensors(); ++k) {
     auto& p = group_priority_[grouping_.group_of(k)];
@@ -66,19 +70,46 @@ void PsClient::take_commands() {
     const uint32_t g = grouping_.group_of(key);
     if (++group_taken_[g] < grouping_.end(g) - grouping_.begin(g)) continue;
     group_taken_[g] = 0;
-    std::vector<PushUnit> units;
-    for (uint32_t id : plan_.group_messages(g)) {
-      PushUnit u;
-      u.chunk = id;
-      for (uint32_t chunk : plan_.messages()[id].chunks) u.bytes += payload_of(chunk).size();
-      units.push_back(u);
+    if (release_cycle_ms_ > 0) {
+      const auto now = SteadyClock::now();
+      const std::chrono::duration<double, std::milli> cycle(release_cycle_ms_);
+      const double ticks = std::ceil((now - cycle_epoch_) / cycle);
+      held_groups_.emplace_back(
+          cycle_epoch_ + std::chrono::duration_cast<SteadyClock::duration>(cycle * ticks), g);
+      continue;
     }
-    queue_.add(grouping_.begin(g), group_priority_[g], std::move(units));
+    queue_group(g);
   }
-  if (shutdown && !shutdown_sent_ && queue_.idle()) {
+  if (shutdown && !shutdown_sent_ && queue_.idle() && held_groups_.empty()) {
     shutdown_sent_ = true;
     send_barrier("shutdown");
   }
+}
+
+void PsClient::queue_group(uint32_t g) {
+  std::vector<PushUnit> units;
+  for (uint32_t id : plan_.group_messages(g)) {
+    PushUnit u;
+    u.chunk = id;
+    for (uint32_t chunk : plan_.messages()[id].chunks) u.bytes += payload_of(chunk).size();
+    units.push_back(u);
+  }
+  queue_.add(grouping_.begin(g), group_priority_[g], std::move(units));
+}
+
+std::optional<SteadyClock::time_point> PsClient::release_due_groups(SteadyClock::time_point now) {
+  std::optional<SteadyClock::time_point> next;
+  std::size_t kept = 0;
+  for (const auto& [at, g] : held_groups_) {  // in completion order, so backward's order
+    if (at <= now) {
+      queue_group(g);
+    } else {
+      held_groups_[kept++] = {at, g};
+      next = next ? std::min(*next, at) : at;
+    }
+  }
+  held_groups_.resize(kept);
+  return next;
 }
 
 std::span<const uint8_t> PsClient::payload_of(uint32_t chunk) const {
@@ -108,7 +139,7 @@ void PsClient::pump() {
     const PlannedMessage& m = plan_.messages()[unit->chunk];
     const ChunkDesc& c = shards_.chunks()[m.chunks.front()];
     const Command& cmd = pending_.at(c.key);
-    wire::Header h = tensor_header(wire::PUSH, c, cmd.iteration);
+    wire::Header& h = tensor_header(push_out_, wire::PUSH, c, cmd.iteration);
     h.set_priority(unit->priority);  // a group's: its most urgent member's
     if (!cmd.payloads.empty()) h.set_codec(encoder_.wire_codec());
     std::vector<zmq::message_t> payload;

@@ -18,7 +18,9 @@
 #include <vector>
 
 #include "bench/transport/calibrate.h"
+#include "bench/transport/handoff.h"
 #include "bench/transport/psrt_rig.h"
+#include "bench/transport/report.h"
 #include "bench/transport/tcp_baseline.h"
 #include "core/config.h"
 #include "core/model.h"
@@ -29,31 +31,19 @@
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using psrt::bench::human;
+using psrt::bench::ManySmall;
 using psrt::bench::median;
 using psrt::bench::reap;
+using psrt::bench::Row;
 using psrt::bench::wait_listening;
 using psrt::Process;
 
-struct Row {
-  uint64_t bytes;
-  int reps;
-  double psrt_us = 0;
-  double tcp_us = 0;
-  double zmq_us = 0;
-  double curve_us = 0;  // psrt with security.curve (--curve)
-  double two_us = 0;    // psrt chunked, two 4 MB chunks in flight (16 MB and up)
-  double messages = 0;  // psrt messages per round trip, counted at the worker (both directions)
-};
-
-// 100 tensors of 4 KB pushed in one iteration, beside one tensor of their 400 KB together.
-struct ManySmall {
-  double many_us = 0, one_us = 0, many_messages = 0;
-  double grouped_us = 0, grouped_messages = 0;  // with scheduler.grouping size:64KiB
-};
-
 // psrt's round trips into `field`; with `curve`, every connection is CURVE-encrypted.
+// `socket_buffer`: limits.socket_buffer_bytes (-1: the default).
 void measure_psrt(std::vector<Row>& rows, const std::string& mode, uint64_t chunk_bytes,
-                  bool curve, double Row::*field, uint64_t credit_chunks = 4) {
+                  bool curve, double Row::*field, uint64_t credit_chunks = 4,
+                  int64_t socket_buffer = -1) {
   psrt::ModelDesc model;
   model.name = "transport";
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -66,6 +56,7 @@ void measure_psrt(std::vector<Row>& rows, const std::string& mode, uint64_t chun
   options.chunk_bytes = chunk_bytes;
   options.credit_bytes = credit_chunks * chunk_bytes;
   options.curve = curve;
+  options.socket_buffer_bytes = socket_buffer;
   psrt::bench::with_psrt(model, options, [&](psrt::PsClient& client) {
     for (std::size_t i = 0; i < rows.size(); ++i) {
       // The zero-copy push: this measures the transport, not a copy of the gradient.
@@ -137,9 +128,6 @@ ManySmall measure_many_small(const std::string& mode, int reps) {
   return m;
 }
 
-void met(bool ok, const std::string& line) {
-  std::printf("%s %s\n", ok ? "MET   " : "MISSED", line.c_str());
-}
 
 // Times `client.round_trip` for every row into `field`.
 template <typename Client>
@@ -177,10 +165,6 @@ void measure_baselines(std::vector<Row>& rows) {
   reap(echo);
 }
 
-std::string human(uint64_t b) {
-  if (b >= (1 << 20)) return std::to_string(b >> 20) + " MB";
-  return std::to_string(b >> 10) + " KB";
-}
 
 
 // The chunked path with two 4 MB chunks in flight, for the rows of 16 MB and up.
@@ -198,67 +182,36 @@ void measure_two_in_flight(std::vector<Row>& rows) {
   }
 }
 
-void print_table(const std::vector<Row>& rows, const std::string& mode, uint64_t chunk) {
-  std::printf("psrt-bench-transport: 1 worker, 1 server, loopback; psrt mode %s, chunk %s;\n"
-              "round trip = push N bytes, server applies SGD, reply N bytes (median)\n",
-              mode.c_str(), human(chunk).c_str());
-  std::printf("goodput = 2 x size / round trip; ratios are psrt over plain TCP; msgs: psrt\n"
-              "messages per round trip at the worker, both directions\n");
-  std::printf("%-6s %9s %9s %9s %10s %10s %10s %10s %10s %6s\n", "size", "tcp us", "zmq us",
-              "psrt us", "rtt ratio", "tcp MB/s", "zmq MB/s", "psrt MB/s", "gput ratio", "msgs");
-  for (const auto& r : rows) {
-    const double gp = 2.0 * double(r.bytes) / r.psrt_us;  // bytes per us = MB/s
-    const double gt = 2.0 * double(r.bytes) / r.tcp_us;
-    const double gz = 2.0 * double(r.bytes) / r.zmq_us;
-    std::printf("%-6s %9.1f %9.1f %9.1f %9.2fx %10.0f %10.0f %10.0f %9.2fx %6.2f\n",
-                human(r.bytes).c_str(), r.tcp_us, r.zmq_us, r.psrt_us, r.psrt_us / r.tcp_us, gt,
-                gz, gp, gp / gt, r.messages);
+// psrt's round trips with each SO_SNDBUF / SO_RCVBUF size (limits.socket_buffer_bytes), `rounds`
+// times in turn; the median of the rounds' medians, beside plain TCP (4 MB buffers).
+void sweep_socket_buffers(std::vector<Row> rows, const std::string& mode, uint64_t chunk,
+                          const std::vector<int64_t>& sizes, int rounds) {
+  measure_baselines(rows);
+  std::vector<std::vector<std::vector<double>>> us(
+      sizes.size(), std::vector<std::vector<double>>(rows.size()));
+  for (int r = 0; r < rounds; ++r) {
+    for (std::size_t s = 0; s < sizes.size(); ++s) {
+      measure_psrt(rows, mode, chunk, false, &Row::psrt_us, 4, sizes[s]);
+      for (std::size_t i = 0; i < rows.size(); ++i) us[s][i].push_back(rows[i].psrt_us);
+    }
+  }
+  std::printf("psrt round trip (us, median of %d rounds) by limits.socket_buffer_bytes; "
+              "mode %s, chunk %s; ratio to plain TCP in brackets\n%-6s %9s",
+              rounds, mode.c_str(), human(chunk).c_str(), "size", "tcp us");
+  for (int64_t b : sizes) {
+    std::printf(" %16s", b == 0 ? "OS default" : human(uint64_t(b)).c_str());
+  }
+  std::printf("\n");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    std::printf("%-6s %9.1f", human(rows[i].bytes).c_str(), rows[i].tcp_us);
+    for (std::size_t s = 0; s < sizes.size(); ++s) {
+      const double m = median(us[s][i]);
+      std::printf(" %9.1f (%.2fx)", m, m / rows[i].tcp_us);
+    }
+    std::printf("\n");
   }
 }
 
-void print_curve(const std::vector<Row>& rows) {
-  std::printf("\nsecurity.curve: the same round trips with every connection CURVE-encrypted\n");
-  std::printf("%-6s %9s %9s %11s %10s %10s\n", "size", "psrt us", "curve us", "curve/psrt",
-              "psrt MB/s", "curve MB/s");
-  for (const auto& r : rows) {
-    std::printf("%-6s %9.1f %9.1f %10.2fx %10.0f %10.0f\n", human(r.bytes).c_str(), r.psrt_us,
-                r.curve_us, r.curve_us / r.psrt_us, 2.0 * double(r.bytes) / r.psrt_us,
-                2.0 * double(r.bytes) / r.curve_us);
-  }
-}
-
-void print_two_in_flight(const std::vector<Row>& rows) {
-  std::printf("\nchunked (fifo_chunked), 4 MB chunks, credit 8 MB: two chunks in flight\n");
-  std::printf("%-6s %9s %9s %10s\n", "size", "tcp us", "psrt us", "rtt ratio");
-  for (const auto& r : rows) {
-    if (r.two_us <= 0) continue;
-    std::printf("%-6s %9.1f %9.1f %9.2fx\n", human(r.bytes).c_str(), r.tcp_us, r.two_us,
-                r.two_us / r.tcp_us);
-  }
-}
-
-// Issue 19's targets, against this run's plain-TCP column; the chunked rows count at their best.
-void print_targets(const std::vector<Row>& rows, const ManySmall& many) {
-  std::printf("\ntargets\n");
-  char buf[200];
-  for (const auto& r : rows) {
-    const double best = r.two_us > 0 ? std::min(r.psrt_us, r.two_us) : r.psrt_us;
-    const double ratio = best / r.tcp_us;
-    double limit = 0;
-    if (r.bytes <= (64u << 10)) limit = 1.6;
-    if (r.bytes == (16u << 20)) limit = 1.0;
-    if (r.bytes == (64u << 20)) limit = 0.75;
-    if (limit == 0) continue;
-    std::snprintf(buf, sizeof buf, "%s round trip at most %.2fx plain TCP: %.2fx (%.1f vs %.1f us)",
-                  human(r.bytes).c_str(), limit, ratio, best, r.tcp_us);
-    met(ratio <= limit, buf);
-  }
-  std::snprintf(buf, sizeof buf,
-                "100 x 4 KB tensors in one iteration at most 2x one 400 KB tensor: %.2fx "
-                "(%.1f vs %.1f us)",
-                many.many_us / many.one_us, many.many_us, many.one_us);
-  met(many.many_us <= 2 * many.one_us, buf);
-}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -266,6 +219,9 @@ int main(int argc, char** argv) {
   bool smoke = false, echo = false, zmq_echo = false, curve = false;
   std::string calibration;
   std::string mode = "fifo";
+  std::string only;
+  std::vector<int64_t> buffer_sizes;
+  int many_reps = 300;
   uint64_t chunk = 1 << 20;
   app.add_flag("--smoke", smoke, "tiny run for the test suite");
   app.add_flag("--tcp-echo", echo, "internal: run the TCP echo server");
@@ -276,6 +232,18 @@ int main(int argc, char** argv) {
   app.add_option("--calibrate", calibration,
                  "write psrt-sim's calibration YAML here (streams of several message sizes, "
                  "least-squares fit) instead of the round-trip table");
+  app.add_option("--only", only,
+                 "run one case alone (for profiling, e.g. under callgrind): many-small (100 x 4 KB "
+                 "beside 400 KB, no baselines, no targets)")
+      ->check(CLI::IsMember({"many-small"}));
+  app.add_option("--socket-buffers", buffer_sizes,
+                 "instead of the table: psrt's round trips with each of these "
+                 "limits.socket_buffer_bytes (0: the OS's default), 3 rounds in turn")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30))
+      ->delimiter(',');
+  app.add_option("--many-reps", many_reps, "iterations of the 100 x 4 KB case")
+      ->check(CLI::Range(1, 1000000))
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (echo) return psrt::bench::run_tcp_echo_server();
   if (zmq_echo) return psrt::bench::run_zmq_echo_server();
@@ -289,25 +257,39 @@ int main(int argc, char** argv) {
     rows = {{4 << 10, 2000}, {64 << 10, 500}, {1 << 20, 100}, {16 << 20, 20}, {64 << 20, 8}};
   }
   ManySmall many;
+  if (!buffer_sizes.empty()) {
+    try {
+      sweep_socket_buffers(rows, mode, chunk, buffer_sizes, smoke ? 1 : 3);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "psrt-bench-transport: %s\n", e.what());
+      return 1;
+    }
+    return 0;
+  }
+  if (only == "many-small") {
+    try {
+      many = measure_many_small(mode, many_reps);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "psrt-bench-transport: %s\n", e.what());
+      return 1;
+    }
+    print_many_small(many);
+    return 0;
+  }
   try {
     measure_baselines(rows);
     measure_psrt(rows, mode, chunk, false, &Row::psrt_us);
     if (curve) measure_psrt(rows, mode, chunk, true, &Row::curve_us);
     if (!smoke) measure_two_in_flight(rows);
-    many = measure_many_small(mode, smoke ? 10 : 300);
+    many = measure_many_small(mode, smoke ? 10 : many_reps);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "psrt-bench-transport: %s\n", e.what());
     return 1;
   }
-  print_table(rows, mode, chunk);
+  print_table(rows, mode, chunk, psrt::bench::handoff_round_trip_us(smoke ? 100 : 20000));
   if (curve) print_curve(rows);
   if (!smoke) print_two_in_flight(rows);
-  std::printf("\n100 tensors of 4 KB in one iteration: %.1f us (%.1f messages), one 400 KB tensor: "
-              "%.1f us; ratio %.2fx\n",
-              many.many_us, many.many_messages, many.one_us, many.many_us / many.one_us);
-  std::printf("the same with scheduler.grouping size:64KiB (GradOptimizer's groups): %.1f us "
-              "(%.1f messages); ratio %.2fx\n",
-              many.grouped_us, many.grouped_messages, many.grouped_us / many.one_us);
+  print_many_small(many);
   if (!smoke) print_targets(rows, many);
   return 0;
 }

@@ -49,6 +49,9 @@ std::string write_job(const std::string& dir, const RigOptions& o) {
                "log_level: warn\n",
                o.mode.c_str(), (unsigned long long)o.chunk_bytes, (unsigned long long)o.credit_bytes,
                o.grouping.c_str());
+  if (o.socket_buffer_bytes >= 0) {
+    std::fprintf(f, "limits: {socket_buffer_bytes: %lld}\n", (long long)o.socket_buffer_bytes);
+  }
   if (o.curve) {
     std::fprintf(f, "security: {curve: true, secret_file: job.secret}\n");
     std::FILE* k = std::fopen((dir + "/job.secret").c_str(), "w");

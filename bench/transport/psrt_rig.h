@@ -26,6 +26,7 @@ struct RigOptions {
   uint64_t credit_bytes = 4 << 20;
   bool curve = false;  // security.curve on every connection
   std::string grouping = "none";  // scheduler.grouping
+  int64_t socket_buffer_bytes = -1;  // limits.socket_buffer_bytes; -1: the default
 };
 
 // Starts the server, registers and starts the client for `model` (parameters 0.5, plain SGD),

@@ -20,8 +20,25 @@ namespace psrt::compress::cuda {
 namespace {
 
 constexpr int kRanges = 64;  // LogCodebooks: ranges 1..64
+constexpr const char* kTernaryOnHost = "cuda lads: quant_bits 1 (ternary) is host only";
 
 size_t round_up(size_t n, size_t to) { return (n + to - 1) / to * to; }
+
+// The kernels' description of one chunk; x is written only when g is given (encode_update's r).
+Segment segment_of(const float* x, const float* g, float* u, float mu, size_t n,
+                   const LadsParams& params, const float* rel) {
+  Segment seg;
+  seg.x = const_cast<float*>(x);
+  seg.g = g;
+  seg.u = u;
+  seg.mu = mu;
+  seg.n = static_cast<uint32_t>(n);
+  seg.alpha = params.alpha;
+  seg.quant_bits = params.quant_bits;
+  seg.rel = rel;
+  seg.mag = rel + kLogLevels;
+  return seg;
+}
 
 // The header lads_encode writes for these counts (payload_writer's choice of index section).
 PayloadHeader header_for(const LadsParams& params, uint32_t n, const SegmentResult& r) {
@@ -192,6 +209,7 @@ struct CudaLads::Impl {
                             const LogCodebook& book, std::vector<uint8_t>& payload,
                             const float* g = nullptr, float* u = nullptr, float mu = 0) {
     forget();
+    if (params.quant_bits == 1) return Status::error(kTernaryOnHost);
     if (n > cap) return Status::error("cuda lads: chunk larger than the buffers");
     if (n == 0) {
       LadsScratch scratch;
@@ -201,17 +219,7 @@ struct CudaLads::Impl {
     }
     Result<const float*> rel = book_on_device(book);
     if (!rel) return rel.status();
-    Segment& seg = host_segs[0];
-    seg = Segment{};
-    seg.x = const_cast<float*>(dx);  // written only when g is given (encode_update's r)
-    seg.g = g;
-    seg.u = u;
-    seg.mu = mu;
-    seg.n = static_cast<uint32_t>(n);
-    seg.alpha = params.alpha;
-    seg.quant_bits = params.quant_bits;
-    seg.rel = *rel;
-    seg.mag = *rel + kLogLevels;
+    host_segs[0] = segment_of(dx, g, u, mu, n, params, *rel);
     LadsResult result;
     if (Status st = run(1, &params, &payload, &result); !st) return st;
     last_x = dx;
@@ -229,6 +237,7 @@ struct CudaLads::Impl {
     for (size_t j = 0; j < items.size(); ++j) {
       const LadsBatchItem& item = items[j];
       if (item.book == nullptr) return Status::error("cuda lads: batch item without codebook");
+      if (item.params.quant_bits == 1) return Status::error(kTernaryOnHost);
       if (item.n == 0) {
         LadsScratch scratch;
         Result<LadsResult> r = lads_encode({}, item.params, *item.book, scratch, payloads[j]);
@@ -241,17 +250,8 @@ struct CudaLads::Impl {
       }
       Result<const float*> rel = book_on_device(*item.book);
       if (!rel) return rel.status();
-      Segment& seg = host_segs[on_device.size()];
-      seg = Segment{};
-      seg.x = const_cast<float*>(item.values);  // written only when g is given
-      seg.g = item.g;
-      seg.u = item.u;
-      seg.mu = item.mu;
-      seg.n = static_cast<uint32_t>(item.n);
-      seg.alpha = item.params.alpha;
-      seg.quant_bits = item.params.quant_bits;
-      seg.rel = *rel;
-      seg.mag = *rel + kLogLevels;
+      host_segs[on_device.size()] =
+          segment_of(item.values, item.g, item.u, item.mu, item.n, item.params, *rel);
       params.push_back(item.params);
       on_device.push_back(j);
     }

@@ -317,6 +317,9 @@ Result<std::unique_ptr<DeviceLacoEncoder>> DeviceLacoEncoder::create(
   if (config.momentum_masking) {
     return Status::error("laco (device): momentum masking runs on the host only");
   }
+  if (config.quant_bits == 1) {
+    return Status::error("laco (device): quant_bits 1 (ternary values) runs on the host only");
+  }
   if (!device_available()) return Status::error("laco (device): no CUDA device");
   auto impl = std::make_unique<Impl>(config);
   if (Status st = impl->init(tensors); !st) return st;

@@ -1,5 +1,6 @@
 #include "scheduler/sim/sim_config.h"
 
+#include <cmath>
 #include <limits>
 #include <stdexcept>
 
@@ -18,6 +19,9 @@ void validate(const SimConfig& c) {
   if (!(c.ack_latency_ms >= 0)) fail("ack_latency_ms must not be negative");
   if (!(c.aggregation_bytes_per_s >= 0)) fail("aggregation rate must not be negative");
   if (c.iterations < 2) fail("iterations must be at least 2");
+  if (!(c.release_cycle_ms >= 0) || !std::isfinite(c.release_cycle_ms)) {
+    fail("release_cycle_ms must be finite and not negative");
+  }
 }
 
 ShardMap shard_map_for(const ModelDesc& model, const SimConfig& config) {

@@ -26,6 +26,9 @@ struct SimConfig {
   uint32_t iterations = 5;  // simulated; the last one's duration is the prediction (>= 2)
   Calibration calibration;  // per-message and per-byte costs of the runtime (ideal: none)
   Grouping grouping;        // GradOptimizer's groups; empty: every tensor alone
+  // Horovod's cycle timer (grouping horovod:BYTES:MS): a group whose tensors are all produced
+  // leaves at the next multiple of this many ms (a free-running timer from time 0); 0: at once.
+  double release_cycle_ms = 0;
 };
 
 // Throws std::invalid_argument naming the field that is out of range.

@@ -1,6 +1,7 @@
 #include "scheduler/sim/simulator.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <stdexcept>
 #include <utility>
@@ -140,11 +141,26 @@ class Simulation {
     try_compute(wi);
   }
 
-  // The group's messages, once backward has produced all of its tensors.
-  void produced(Worker& w, uint32_t key) {
+  // The group's messages, once backward has produced all of its tensors (with a cycle timer, at
+  // its next tick).
+  void produced(uint32_t wi, uint32_t key) {
+    Worker& w = *workers_[wi];
     const uint32_t g = grouping_.group_of(key);
     if (++w.produced[g] < grouping_.end(g) - grouping_.begin(g)) return;
     w.produced[g] = 0;
+    const double cycle = config_.release_cycle_ms;
+    if (cycle > 0) {
+      const double tick = std::ceil(events_.now() / cycle - 1e-9) * cycle;
+      events_.at(std::max(tick, events_.now()), [this, wi, g] {
+        release(*workers_[wi], g);
+        request_push(wi);
+      });
+      return;
+    }
+    release(w, g);
+  }
+
+  void release(Worker& w, uint32_t g) {
     std::vector<PushUnit> units;
     for (uint32_t id : plan_.group_messages(g)) {
       PushUnit u;
@@ -160,7 +176,7 @@ class Simulation {
     Worker& w = *workers_[wi];
     w.busy = false;
     const auto& keys = model_.layers[w.layer].tensors;
-    for (auto it = keys.rbegin(); it != keys.rend(); ++it) produced(w, *it);
+    for (auto it = keys.rbegin(); it != keys.rend(); ++it) produced(wi, *it);
     request_push(wi);
     if (w.layer > 0) {
       --w.layer;

@@ -19,6 +19,7 @@
 //  - Groups (config.grouping, scheduler/grouping.h): a group's messages (MessagePlan) join the
 //    queue once backward has produced all of its tensors, as one PushQueue entry whose units are
 //    messages; the server aggregates a message when all W copies are in and replies with it.
+//    With release_cycle_ms (Horovod's cycle), a complete group joins at the timer's next tick.
 //  - The runtime's own costs (config.calibration, calibration.h): each worker's and each server's
 //    I/O thread is a serial resource; a worker pays worker_message_us before a push goes to its
 //    uplink and worker_message_us + bytes * worker_byte_ns when a reply lands; a server pays

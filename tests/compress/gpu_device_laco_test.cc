@@ -359,6 +359,13 @@ TEST_CASE("without a device, the device LACO encoder says so", "[gpu][compress]"
   }
   CodecConfig topk = testing::config_for("topk");
   CHECK_FALSE(cuda::DeviceLacoEncoder::create(topk, infos).is_ok());
+  // Ternary values are encoded on the host only: refused with or without a device.
+  CodecConfig ternary = testing::config_for("laco");
+  ternary.quant_bits = 1;
+  Result<std::unique_ptr<cuda::DeviceLacoEncoder>> refused =
+      cuda::DeviceLacoEncoder::create(ternary, infos);
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK_THAT(refused.status().message(), Catch::Contains("quant_bits 1"));
 }
 
 }  // namespace psrt::compress

@@ -43,6 +43,22 @@ void expect_rejected(const Codec& codec, const std::vector<uint8_t>& payload) {
   for (float v : out) REQUIRE(v == 1.5f);
 }
 
+// A sparse ternary LACO payload (quant_bits 1) of a kN-element chunk past calibration whose
+// count is not a multiple of 8 (its last sign byte has bits past count).
+std::vector<uint8_t> ternary_payload(const Codec& codec) {
+  std::vector<uint8_t> payload;
+  for (uint64_t seed = 77; payload.empty() || get_u32(payload.data() + 12) % 8 == 0; ++seed) {
+    auto state = codec.make_state(TensorInfo{.num_elements = kN});
+    const auto g = testing::gaussian(kN, seed);
+    for (int64_t t = 0; t < 3; ++t) {
+      REQUIRE(codec.encode(*state, ChunkInput{.values = g, .iteration = t}, payload).is_ok());
+    }
+  }
+  REQUIRE(payload[3] == static_cast<uint8_t>(ValueMode::kSign));
+  REQUIRE(payload[2] != static_cast<uint8_t>(IndexMode::kAll));
+  return payload;
+}
+
 }  // namespace
 
 TEST_CASE("truncated payloads are rejected at every length", "[compress][malformed]") {
@@ -194,6 +210,59 @@ TEST_CASE("random corruption never crashes and never half-writes", "[compress][m
       (void)codec->decode_accumulate(junk, out);
     }
   }
+}
+
+TEST_CASE("malformed ternary payloads are rejected and never half-written",
+          "[compress][laco][ternary][malformed]") {
+  CodecConfig c = testing::config_for("laco");
+  c.quant_bits = 1;
+  c.calibration_iters = 1;
+  c.warmup_iters = 0;
+  c.dense_below = 0;
+  c.density = 0.01;
+  auto codec = testing::make(c);
+  const auto payload = ternary_payload(*codec);
+  for (size_t len = 0; len < payload.size(); ++len) {
+    expect_rejected(*codec, std::vector<uint8_t>(payload.begin(),
+                                                 payload.begin() + static_cast<ptrdiff_t>(len)));
+  }
+  auto p = payload;
+  p.push_back(0);
+  expect_rejected(*codec, p);
+  const uint32_t count = get_u32(payload.data() + 12);
+  for (uint32_t bad : {count + 1, count - 1, 0xffffffffu}) {
+    p = payload;
+    put_u32(p.data() + 12, bad);
+    expect_rejected(*codec, p);
+  }
+  p = payload;
+  p[p.size() - 5] |= 0x80;  // a sign bit past count in the last sign byte
+  expect_rejected(*codec, p);
+  for (float scale : {NAN, INFINITY, -1.0f}) {
+    p = payload;
+    put_f32(p.data() + p.size() - 4, scale);
+    expect_rejected(*codec, p);
+  }
+  p = payload;
+  p[4] = 12;  // a log range for a sign payload
+  expect_rejected(*codec, p);
+
+  std::mt19937 rng(99);
+  std::uniform_int_distribution<size_t> pos(0, payload.size() - 1);
+  std::uniform_int_distribution<int> byte(0, 255);
+  int rejected = 0;
+  for (int k = 0; k < 400; ++k) {
+    p = payload;
+    for (int f = 0; f <= k % 4; ++f) p[pos(rng)] = static_cast<uint8_t>(byte(rng));
+    std::vector<float> out(kN, 1.5f);
+    if (!codec->decode_accumulate(p, out).is_ok()) {
+      ++rejected;
+      for (float v : out) REQUIRE(v == 1.5f);
+    } else {
+      for (float v : out) REQUIRE(std::isfinite(v));
+    }
+  }
+  CHECK(rejected > 0);
 }
 
 }  // namespace psrt::compress

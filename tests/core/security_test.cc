@@ -4,9 +4,11 @@
 
 #include "config/job_config.h"
 #include "core/config.h"
+#include "core/config_limits.h"
 #include "core/curve.h"
 #include "core/rate_limit.h"
 #include "core/status.h"
+#include "core/transport.h"
 #include "core/wire.h"
 
 using namespace psrt;
@@ -16,11 +18,13 @@ TEST_CASE("security and limits parse with defaults, bounds and unknown keys refu
   const Config d = parse_config("", "job.yaml");
   CHECK_FALSE(d.security.curve);
   CHECK(d.limits.socket_hwm == 10000);
+  CHECK(d.limits.socket_buffer_bytes == 4 << 20);
   CHECK_FALSE(d.limits.allow_non_finite);
   CHECK(d.cluster.progress_timeout_s == 300);
   const Config c = parse_config(
       "security: {curve: true, secret_file: /tmp/x.secret}\n"
-      "limits: {socket_hwm: 500, allow_non_finite: true, server_memory_bytes: 1048576}\n"
+      "limits: {socket_hwm: 500, allow_non_finite: true, server_memory_bytes: 1048576,\n"
+      "         socket_buffer_bytes: 0}\n"
       "cluster: {progress_timeout_s: 0}\n",
       "job.yaml");
   CHECK(c.security.curve);
@@ -28,12 +32,29 @@ TEST_CASE("security and limits parse with defaults, bounds and unknown keys refu
   CHECK(c.limits.socket_hwm == 500);
   CHECK(c.limits.allow_non_finite);
   CHECK(c.limits.server_memory_bytes == 1048576);
+  CHECK(c.limits.socket_buffer_bytes == 0);
   CHECK(c.cluster.progress_timeout_s == 0);
   for (const char* bad : {"limits: {socket_hwm: 0}", "limits: {nonsense: 1}", "security: {key: x}",
+                          "limits: {socket_buffer_bytes: -1}",
+                          "limits: {socket_buffer_bytes: 2147483648}",
                           "cluster: {workers: 65536}", "cluster: {servers: 5000}"}) {
     INFO(bad);
     CHECK_THROWS_AS(parse_config(bad, "job.yaml"), ConfigError);
   }
+}
+
+TEST_CASE("every socket gets limits.socket_hwm and limits.socket_buffer_bytes", "[config]") {
+  zmq::context_t ctx(1);
+  Config c = parse_config("limits: {socket_hwm: 700, socket_buffer_bytes: 1048576}", "job.yaml");
+  zmq::socket_t set = make_dealer(ctx, "w", socket_options(c.limits, nullptr));
+  CHECK(set.get(zmq::sockopt::sndhwm) == 700);
+  CHECK(set.get(zmq::sockopt::rcvhwm) == 700);
+  CHECK(set.get(zmq::sockopt::sndbuf) == 1048576);
+  CHECK(set.get(zmq::sockopt::rcvbuf) == 1048576);
+  c = parse_config("limits: {socket_buffer_bytes: 0}", "job.yaml");
+  zmq::socket_t os = make_router(ctx, socket_options(c.limits, nullptr));
+  CHECK(os.get(zmq::sockopt::sndbuf) == -1);  // ZeroMQ's "leave the OS's default"
+  CHECK(os.get(zmq::sockopt::rcvbuf) == -1);
 }
 
 TEST_CASE("CURVE keys derive deterministically from the job secret", "[curve][security]") {

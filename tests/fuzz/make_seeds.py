@@ -99,6 +99,7 @@ def payloads():
     write("payload", "signsgd_dense", payload(2, 0, 2, 0, 10, [], [1, -1] * 5, scale=0.01))
     write("payload", "laco_log8", payload(1, 1, 1, 16, 50, [1, 7, 49], [0x05, 0x87, 0x10], scale=0.5))
     write("payload", "laco_fp32", payload(1, 0, 0, 0, 4, [], [1, 2, 3, 4]))
+    write("payload", "laco_ternary", payload(1, 1, 2, 0, 40, [2, 5, 39], [1, -1, 1], scale=0.25))
 
 
 def checkpoint(job_id, rank, servers, workers, iteration, chunks):

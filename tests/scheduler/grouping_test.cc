@@ -29,9 +29,11 @@ TEST_CASE("grouping specs parse and print back", "[grouping]") {
   CHECK(parse_grouping("size:4MiB")->bytes == 4u << 20);
   CHECK(parse_grouping("horovod:64MiB:5ms")->cycle_ms == 5.0);
   CHECK(parse_grouping("horovod:64MiB:5")->bytes == 64u << 20);
+  CHECK(parse_grouping("horovod:64MiB:1000ms")->cycle_ms == 1000.0);
   std::string why;
   for (const char* bad : {"", "size", "size:", "size:-1", "size:1.5", "ddp:1MiB", "horovod:1MiB:x",
-                          "Auto", "none:1", "size:4MiB:1"}) {
+                          "Auto", "none:1", "size:4MiB:1", "horovod:1MiB:1001ms",
+                          "horovod:1MiB:-1"}) {
     CHECK_FALSE(parse_grouping(bad, &why));
     CHECK_THAT(why, Catch::Contains("size:BYTES"));
   }

@@ -1,6 +1,7 @@
 // Server 0's coordinator logic without sockets: registration, membership, barriers, liveness.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -240,4 +241,31 @@ TEST_CASE("resume: no common checkpoint or a server without --resume is refused,
                         Catch::Contains("server 1: 1 checkpoint(s) up to iteration 15"));
   auto mixed = with_servers(resuming(1, {10}), resuming(2, {10}, false));
   CHECK_THROWS_WITH(mixed.membership(), Catch::Contains("server 1 was not"));
+}
+
+TEST_CASE("worker 0's layer times reach every worker; bad ones are refused", "[coordinator]") {
+  const auto t0 = Clock::now();
+  Coordinator c(1, 2, chunked(4096));
+  REQUIRE(c.on_register(kS0, server_reg(1), t0));
+  wire::Register w0 = worker_reg(kModel);
+  for (double ms : {0.5, 0.0, 2.25, 1.0}) {
+    auto* lt = w0.add_layer_times();
+    lt->set_forward_ms(ms);
+    lt->set_backward_ms(2 * ms);
+  }
+  for (double bad : {-1.0, std::nan(""), 1e9, HUGE_VAL}) {
+    wire::Register r = w0;
+    r.mutable_layer_times(2)->set_backward_ms(bad);
+    const Status st = c.on_register(kW0, r, t0);
+    INFO(bad);
+    REQUIRE_FALSE(st);
+    CHECK_THAT(st.message(), Catch::Contains("layer 2"));
+  }
+  REQUIRE(c.on_register(kW0, w0, t0));
+  REQUIRE(c.on_register(kW1, worker_reg(kModel), t0));  // other workers send none
+  const wire::Membership& m = c.membership();
+  REQUIRE(m.layer_times_size() == 4);
+  CHECK(m.layer_times(2).forward_ms() == 2.25);
+  CHECK(m.layer_times(2).backward_ms() == 4.5);
+  CHECK(m.layer_times(1).forward_ms() == 0.0);
 }

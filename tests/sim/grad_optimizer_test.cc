@@ -115,3 +115,28 @@ TEST_CASE("calibration files: read, and refused with the key named", "[sim]") {
   CHECK_THROWS_WITH(load_calibration("/nonexistent/cal.yaml"), Catch::Contains("/nonexistent"));
   std::remove(ok.c_str());
 }
+
+TEST_CASE("Horovod's cycle timer: complete groups leave only at its ticks", "[sim][grouping]") {
+  // Two layers, 1.3 ms of backward each: the groups complete off the ticks.
+  const ModelDesc m = test::make_model({{1, 1.3, {1000}}, {1, 1.3, {1000}}});
+  SimConfig c = one_to_one();
+  c.iterations = 4;
+  c.grouping = Grouping::singletons(2);
+  const double at_once = simulate(m, c).iteration_ms;
+  c.release_cycle_ms = 5;
+  const double with_ticks = simulate(m, c).iteration_ms;
+  CHECK(with_ticks > at_once);
+  // A cycle far longer than the iteration: after the first (which starts at 0, not after a
+  // tick), every iteration lasts exactly one cycle, since the next forward waits for parameters
+  // that left on a tick.
+  c.release_cycle_ms = 50;
+  const SimResult slow = simulate(m, c);
+  REQUIRE(slow.iteration_start_ms.size() == 4);
+  CHECK(slow.iteration_start_ms[1] > 50);
+  for (std::size_t i = 2; i < slow.iteration_start_ms.size(); ++i) {
+    CHECK(slow.iteration_start_ms[i] - slow.iteration_start_ms[i - 1] ==
+          Approx(50).margin(1e-6));
+  }
+  c.release_cycle_ms = -1;
+  CHECK_THROWS_AS(simulate(m, c), std::invalid_argument);
+}

@@ -185,9 +185,12 @@ void simulate_modes(const Args& a, Setup& st) {
   double comm_ratio = 0;
   for (psrt::Mode m : st.modes) {
     st.config.mode = m;
-    const auto choice =
-        psrt::sim::choose_grouping(st.model, st.config, *psrt::parse_grouping(a.grouping));
+    const psrt::GroupingSpec spec = *psrt::parse_grouping(a.grouping);
+    st.config.release_cycle_ms = 0;
+    const auto choice = psrt::sim::choose_grouping(st.model, st.config, spec);
     st.config.grouping = choice.grouping;
+    // Horovod's groups leave on its cycle timer, in the runtime as here.
+    if (spec.kind == psrt::GroupingSpec::Kind::kHorovod) st.config.release_cycle_ms = spec.cycle_ms;
     const auto r = psrt::sim::simulate(st.model, st.config);
     print_row(psrt::mode_name(m), r);
     if (a.grouping != "none") print_grouping(st.model, a.grouping, choice, r);
