@@ -1,10 +1,10 @@
 set terminal pngcairo size 960,640 enhanced font 'sans,11'
-set output '/work/wt-adam/docs/convergence/runs/vgg-small-iterations.png'
+set output 'docs/convergence/runs/vgg-small-iterations.png'
 set title "examples/vgg-small.yaml: test accuracy against iterations (first seed's curves)" noenhanced
 set xlabel 'iteration'
 set ylabel 'test accuracy (%)'
 set key bottom right
 set grid
 
-plot '/work/wt-adam/docs/convergence/runs/vgg-small-iterations.dat' index 0 with linespoints lw 2 pt 7 ps 0.5 title 'dense: 1x, mean final 92.25% (1 seeds)' noenhanced, \
-     '/work/wt-adam/docs/convergence/runs/vgg-small-iterations.dat' index 1 with linespoints lw 2 pt 7 ps 0.5 title 'laco: 193x, mean final 91.62% (1 seeds)' noenhanced
+plot 'docs/convergence/runs/vgg-small-iterations.dat' index 0 with linespoints lw 2 pt 7 ps 0.5 title 'dense: 1x, mean final 92.25% (1 seeds)' noenhanced, \
+     'docs/convergence/runs/vgg-small-iterations.dat' index 1 with linespoints lw 2 pt 7 ps 0.5 title 'laco: 207x, mean final 92.40% (1 seeds)' noenhanced
