@@ -46,10 +46,6 @@ struct ChunkState {
   // frame of an earlier reply holds it.
   std::vector<float> reply_change;
   std::shared_ptr<std::vector<uint8_t>> reply_buffer;
-  // A push of this update was its sender's last iteration (Header.final_iteration): the update's
-  // reply goes dense, so the workers end with the servers' values. Read and cleared by
-  // encode_reply.
-  bool reply_dense = false;
   // The group (chunk indices, ascending) of this chunk's last group push; null when pushed alone.
   std::shared_ptr<const std::vector<uint32_t>> group;
 };

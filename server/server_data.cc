@@ -255,7 +255,6 @@ void Server::accept_push(PeerId from, const wire::Header& h, ChunkState& c, zmq:
     return;
   }
   c.priority = h.priority();
-  if (h.final_iteration()) c.reply_dense = true;
   c.pushes[from.rank] = aligned_frame(std::move(frame));
   c.arrived[from.rank] = 1;
   ++c.arrived_count;

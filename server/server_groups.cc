@@ -19,7 +19,6 @@ void Server::on_group_push(const std::string& identity, PeerId from, const wire:
   mh.set_iteration(h.iteration());
   mh.set_priority(h.priority());
   mh.set_seq(h.seq());
-  mh.set_final_iteration(h.final_iteration());
   const auto as_member = [&mh](const wire::GroupMember& m) -> const wire::Header& {
     mh.set_key(m.key());
     mh.set_offset(m.offset());

@@ -3,9 +3,7 @@
 // (without error feedback: published only moves by what was sent, so the part left out stays in
 // the next difference), adds the decoded payload to published, and sends that one payload to every
 // worker, which adds it to its copy. A worker's first values (its PULL) come dense, and are
-// `published`, not the server's params, so that the workers' copies stay equal. The reply to the
-// job's last update (a push flagged final_iteration) is dense too: the workers end with the
-// servers' exact values, not the last compressed approximation of them.
+// `published`, not the server's params, so that the workers' copies stay equal.
 #include <spdlog/spdlog.h>
 
 #include <atomic>
@@ -29,12 +27,6 @@ void Server::publish_restored(ChunkState& c) {
 
 void Server::encode_reply(ChunkState& c) {
   const std::vector<float>& now = *c.params;
-  if (c.reply_dense) {  // the job's last update: the workers end with the servers' values
-    c.reply_dense = false;
-    c.published = now;
-    c.reply.reset();
-    return;
-  }
   std::vector<float>& change = c.reply_change;
   change.resize(now.size());
   for (std::size_t i = 0; i < now.size(); ++i) change[i] = now[i] - c.published[i];

@@ -10,7 +10,6 @@
 
 #include <zmq.hpp>
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -92,9 +91,6 @@ class PsClient {
   void start();
   // The iteration training starts at: 0, or the checkpoint's when the servers resumed one.
   uint64_t start_iteration() const;
-  // The job's last iteration: its pushes say so (Header.final_iteration), and with compressed
-  // replies the servers answer them dense, so the worker ends with their exact values.
-  void set_final_iteration(uint64_t iteration) { final_iteration_.store(iteration); }
   // At the top of iteration `iteration` (and after the last): the worker's own checkpoint of its
   // compression state, when this is a checkpoint iteration (EncoderCheckpointer).
   void checkpoint(uint64_t iteration) { encoder_ckpt_.maybe_write(iteration, encoder_); }
@@ -331,7 +327,6 @@ class PsClient {
   std::size_t missing_ = 0;  // chunks of that wait that are not in yet
   std::vector<int64_t> version_;  // by chunk id; -1: none yet
   uint64_t start_iteration_ = 0;
-  std::atomic<uint64_t> final_iteration_{UINT64_MAX};  // set by the compute thread, read by I/O
   ClientStats stats_;
 
   std::thread io_;

@@ -142,9 +142,6 @@ void PsClient::pump() {
     wire::Header& h = tensor_header(push_out_, wire::PUSH, c, cmd.iteration);
     h.set_priority(unit->priority);  // a group's: its most urgent member's
     if (!cmd.payloads.empty()) h.set_codec(encoder_.wire_codec());
-    if (cmd.iteration == final_iteration_.load(std::memory_order_relaxed)) {
-      h.set_final_iteration(true);
-    }
     std::vector<zmq::message_t> payload;
     uint64_t elements = 0;
     for (uint32_t id : m.chunks) {

@@ -196,7 +196,6 @@ TrainResult StageWorker::train(PsClient& client, Timeline* tl) {
   using Clock = std::chrono::steady_clock;
   const StageLayout& l = role_.layout;
   const auto total = uint64_t(config_.job.iterations);
-  if (total > 0) client.set_final_iteration(total - 1);
   client.start();
   const uint64_t first = client.start_iteration();
   if (first > 0) net_->skip_random_steps(first * l.micro_batches);

@@ -254,7 +254,6 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
   const uint64_t total = planned_iterations(config, backend);
   const int64_t per_epoch = backend.iterations_per_epoch();
   IterationRunner runner(config, backend, client, timeline);
-  if (total > 0) client.set_final_iteration(total - 1);
   client.start();
   const uint64_t first = resume(config, rank, backend, client, total);
   if (rank == 0) log_start(config, backend.desc(), total);
