@@ -1,13 +1,13 @@
 set terminal pngcairo size 960,640 enhanced font 'sans,11'
-set output '/tmp/laco-final/lenet5-bytes.png'
+set output 'docs/convergence/runs/lenet5-bytes.png'
 set title "examples/lenet5.yaml: test accuracy against MB pushed per worker (first seed's curves)" noenhanced
 set xlabel 'MB pushed per worker (log scale)'
 set ylabel 'test accuracy (%)'
 set key bottom right
 set grid
 set logscale x
-plot '/tmp/laco-final/lenet5-bytes.dat' index 0 with linespoints lw 2 pt 7 ps 0.5 title 'dense: 1x, mean final 90.67% (3 seeds)' noenhanced, \
-     '/tmp/laco-final/lenet5-bytes.dat' index 1 with linespoints lw 2 pt 7 ps 0.5 title 'graddrop: 97x, mean final 89.83% (1 seeds)' noenhanced, \
-     '/tmp/laco-final/lenet5-bytes.dat' index 2 with linespoints lw 2 pt 7 ps 0.5 title 'laco: 113x, mean final 90.16% (3 seeds)' noenhanced, \
-     '/tmp/laco-final/lenet5-bytes.dat' index 3 with linespoints lw 2 pt 7 ps 0.5 title 'laco-at-signsgd-bytes: 38x, mean final 90.35% (1 seeds)' noenhanced, \
-     '/tmp/laco-final/lenet5-bytes.dat' index 4 with linespoints lw 2 pt 7 ps 0.5 title 'signsgd: 31x, mean final 90.30% (1 seeds)' noenhanced
+plot 'docs/convergence/runs/lenet5-bytes.dat' index 0 with linespoints lw 2 pt 7 ps 0.5 title 'dense: 1x, mean final 90.67% (3 seeds)' noenhanced, \
+     'docs/convergence/runs/lenet5-bytes.dat' index 1 with linespoints lw 2 pt 7 ps 0.5 title 'graddrop: 110x, mean final 90.10% (3 seeds)' noenhanced, \
+     'docs/convergence/runs/lenet5-bytes.dat' index 2 with linespoints lw 2 pt 7 ps 0.5 title 'laco: 113x, mean final 90.16% (3 seeds)' noenhanced, \
+     'docs/convergence/runs/lenet5-bytes.dat' index 3 with linespoints lw 2 pt 7 ps 0.5 title 'laco-at-signsgd-bytes: 33x, mean final 90.48% (3 seeds)' noenhanced, \
+     'docs/convergence/runs/lenet5-bytes.dat' index 4 with linespoints lw 2 pt 7 ps 0.5 title 'signsgd: 31x, mean final 90.57% (3 seeds)' noenhanced
