@@ -49,23 +49,14 @@ std::string endpoint_of(const Proc& p) {
   return out.substr(at, out.find('\n', at) - at);
 }
 
-}  // namespace
-
-TEST_CASE("psrt-placer answers bad requests with errors and still serves a good one",
-          "[integration]") {
-  Proc placer("placer", {bin("psrt-placer"), "--bind", "tcp://127.0.0.1:0", "--job-id",
-                         "placejob"});
-  REQUIRE(placer.wait_line("PSRT_LISTENING", 30));
-  const std::string ep = endpoint_of(placer);
-  zmq::context_t ctx;
-  RawClient w(ctx, ep, "t1", kTool);
-
+// Every kind of bad request the placer must answer with an ERROR (and live on): garbage, a
+// foreign version, a message that is not a request, and requests the library refuses.
+void send_bad_requests(RawClient& w, const wire::PlaceRequest& good) {
   std::vector<zmq::message_t> garbage;
   garbage.emplace_back("\xff\x01garbage", 9);
   w.send_frames(std::move(garbage));
   CHECK_THAT(expect_error(w, ErrorCode::kMalformed), Catch::Contains("parse"));
 
-  const auto good = placement::to_message(chain_request(6, 1 << 30));
   auto h = request_header(w, good);
   h.set_version(99);
   w.send(h);
@@ -102,6 +93,21 @@ TEST_CASE("psrt-placer answers bad requests with errors and still serves a good 
   w.send(request_header(w, tight));
   CHECK_THAT(expect_error(w, ErrorCode::kMalformed),
              Catch::Contains("infeasible") && Catch::Contains("bytes missing"));
+}
+
+}  // namespace
+
+TEST_CASE("psrt-placer answers bad requests with errors and still serves a good one",
+          "[integration]") {
+  Proc placer("placer", {bin("psrt-placer"), "--bind", "tcp://127.0.0.1:0", "--job-id",
+                         "placejob"});
+  REQUIRE(placer.wait_line("PSRT_LISTENING", 30));
+  const std::string ep = endpoint_of(placer);
+  zmq::context_t ctx;
+  RawClient w(ctx, ep, "t1", kTool);
+
+  const auto good = placement::to_message(chain_request(6, 1 << 30));
+  send_bad_requests(w, good);
 
   // Still serving: the good request gets the plan the library makes in-process.
   w.send(request_header(w, good));

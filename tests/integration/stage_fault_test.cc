@@ -126,6 +126,33 @@ TEST_CASE("a silent (stopped) stage ends the whole job naming it",
   CHECK(c.procs[2]->wait_exit(10).has_value());
 }
 
+namespace {
+
+// Registers `w0` as stage 0 of 2 with its layers' tensors and passes the start barrier; returns
+// the MEMBERSHIP reply.
+Reply join_as_stage0(RawClient& w0, const ModelDesc& model, const StageLayout& layout) {
+  wire::Header reg = w0.header(wire::REGISTER);
+  for (const auto& t : model.tensors) {
+    auto* ti = reg.mutable_register_()->add_tensors();
+    ti->set_key(t.key);
+    ti->set_name(t.name);
+    ti->set_num_elements(t.num_elements);
+    ti->set_layer(t.layer);
+  }
+  reg.mutable_stage()->set_stage(0);
+  reg.mutable_stage()->set_stages(2);
+  for (uint32_t k : layout.keys(0, model)) reg.mutable_stage()->add_keys(k);
+  w0.send(reg);
+  Reply m = expect(w0, wire::MEMBERSHIP);
+  wire::Header barrier = w0.header(wire::BARRIER);
+  barrier.mutable_barrier()->set_name("start");
+  w0.send(barrier);
+  expect(w0, wire::BARRIER_RELEASE);
+  return m;
+}
+
+}  // namespace
+
 TEST_CASE("a malformed activation message gets an ERROR reply and stops the job",
           "[integration][model_parallel]") {
   // Server 0 and stage 1 are real; a raw client registers as stage 0 and sends the activations.
@@ -149,25 +176,9 @@ TEST_CASE("a malformed activation message gets an ERROR reply and stops the job"
   const std::string identity = process_identity(wire::WORKER, 0);
   const Sender self{wire::WORKER, 0, "mpf"};
   RawClient w0(ctx, server.endpoint, identity, self);
-  wire::Header reg = w0.header(wire::REGISTER);
-  for (const auto& t : model.tensors) {
-    auto* ti = reg.mutable_register_()->add_tensors();
-    ti->set_key(t.key);
-    ti->set_name(t.name);
-    ti->set_num_elements(t.num_elements);
-    ti->set_layer(t.layer);
-  }
-  reg.mutable_stage()->set_stage(0);
-  reg.mutable_stage()->set_stages(2);
-  for (uint32_t k : layout.keys(0, model)) reg.mutable_stage()->add_keys(k);
-  w0.send(reg);
-  const Reply m = expect(w0, wire::MEMBERSHIP);
+  const Reply m = join_as_stage0(w0, model, layout);
   REQUIRE(m.header.stage_map().workers_size() == 2);
   const std::string address = m.header.stage_map().workers(1).address();
-  wire::Header barrier = w0.header(wire::BARRIER);
-  barrier.mutable_barrier()->set_name("start");
-  w0.send(barrier);
-  expect(w0, wire::BARRIER_RELEASE);
   // The server answers a tensor's holder only: stage 0 may not pull stage 1's values.
   const uint32_t theirs = layout.keys(1, model).front();
   for (const auto& c : m.header.membership().chunks()) {
