@@ -26,7 +26,7 @@ CodecConfig adam_config(const char* name) {
 
 }  // namespace
 
-TEST_CASE("each step: Adam's m, v and direction; residual += direction; sent + residual exact",
+TEST_CASE("each step: Adam's m, v and direction, residual += direction, sent + residual exact",
           "[compress][adam]") {
   const size_t n = 12000;
   const size_t half = 5000;  // two chunks of one tensor, encoded in turn
@@ -80,7 +80,7 @@ TEST_CASE("each step: Adam's m, v and direction; residual += direction; sent + r
 // element to the servers as a burst of its accumulated residual every ~100 iterations: Adam on
 // the servers then sees a second moment inflated by about that factor and moves the parameters
 // far less than dense Adam; with the correction the sent directions add up to Adam's.
-TEST_CASE("Adam correction moves parameters as dense Adam does; servers' Adam on LACO does not",
+TEST_CASE("Adam correction moves parameters as dense Adam does, servers' Adam on LACO does not",
           "[compress][adam]") {
   const size_t n = 20000;
   const int iterations = 300;
@@ -130,7 +130,7 @@ TEST_CASE("Adam correction moves parameters as dense Adam does; servers' Adam on
   CHECK(std::fabs(s) < 0.5 * std::fabs(d));       // the inflated second moment
 }
 
-TEST_CASE("Adam correction: t counts iterations, not chunks; config errors", "[compress][adam]") {
+TEST_CASE("Adam correction: t counts iterations, not chunks, config errors", "[compress][adam]") {
   auto codec = testing::make(adam_config("topk"));
   auto state = codec->make_state(TensorInfo{.num_elements = 100});
   std::vector<uint8_t> payload;

@@ -10,7 +10,7 @@
 
 namespace psrt::compress {
 
-TEST_CASE("each step: u = m*u + g, residual += u; with masking sent elements lose their momentum",
+TEST_CASE("each step: u = m*u + g, residual += u, with masking sent elements lose their momentum",
           "[compress][momentum]") {
   const size_t n = 12000;
   const size_t half = 5000;  // two chunks of one tensor, encoded in turn
@@ -75,7 +75,7 @@ TEST_CASE("each step: u = m*u + g, residual += u; with masking sent elements los
   }
 }
 
-TEST_CASE("momentum correction needs a codec with error feedback; masking a sparsifying one",
+TEST_CASE("momentum correction needs a codec with error feedback, masking a sparsifying one",
           "[compress][momentum]") {
   CodecConfig none = testing::config_for("none");
   none.momentum = 0.9;

@@ -289,7 +289,7 @@ TEST_CASE("placement section: devices, links and the plan source", "[core]") {
   CHECK(psrt::parse_config("", "job.yaml").placement.plan.empty());
 }
 
-TEST_CASE("split jobs are accepted on model.backend gpu; what stages cannot do is refused",
+TEST_CASE("split jobs are accepted on model.backend gpu, what stages cannot do is refused",
           "[core]") {
   const std::string job =
       "job: {iterations: 5, batch_size: 16}\ncluster: {workers: 4}\n"

@@ -63,7 +63,7 @@ TEST_CASE("an even split, the worker numbering and the micro-batch rows", "[unit
   CHECK(rows == 10);
 }
 
-TEST_CASE("a plan's stages become the layout; a plan that does not fit is refused",
+TEST_CASE("a plan's stages become the layout, a plan that does not fit is refused",
           "[unit][stage]") {
   const ModelDesc m = chain(4);
   const std::string path = "/tmp/psrt-stage-layout-test-plan.yaml";

@@ -89,7 +89,7 @@ TEST_CASE("LeNet-5: layers, description and 61,706 parameters", "[engine][convne
   CHECK(net->input_size() == 784);
 }
 
-TEST_CASE("vgg-small: layers and 870,634 parameters; dropout 0 leaves the layer out",
+TEST_CASE("vgg-small: layers and 870,634 parameters, dropout 0 leaves the layer out",
           "[engine][convnet]") {
   NetSpec spec;
   spec.arch = "vgg-small";

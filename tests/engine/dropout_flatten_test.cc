@@ -63,7 +63,7 @@ TEST_CASE("Dropout: fixed mask, inverted scaling, gradient by central difference
   CHECK(y3 == y2);
 }
 
-TEST_CASE("Dropout with p = 0 is the identity; p outside [0, 1) is rejected", "[engine][dropout]") {
+TEST_CASE("Dropout with p = 0 is the identity, p < 0 or p >= 1 is rejected", "[engine][dropout]") {
   Dropout layer("d", 5, 0.0f);
   const std::vector<float> x = {1, -2, 3, 4, 5};
   std::vector<float> y(5), dx(5);

@@ -1,9 +1,10 @@
 // relu_margin (relu_margin.h) on the CPU: the cause of the first GPU run's one failure, reproduced
 // without a GPU. In "A GpuNetwork copied mid-training continues the CPU dropout stream" (vgg-small,
-// seed 11, batch 201 after step 0), one input of relu3 lies 3.3e-8 of the layer's RMS from zero;
-// cuBLAS summed it to the other side of zero. Nudging it across zero on the CPU alone gives the
-// failure the GPU run reported: conv1..conv3 gradients off by 0.34-0.51%, the loss, conv4 and the
-// fully connected layers unchanged.
+// seed 11, batch 201 after step 0), one input of relu3 lay 3.3e-8 of the layer's RMS from zero;
+// cuBLAS summed it to the other side of zero, and conv1..conv3's gradients came out 0.34-0.51% off.
+// Here the CPU alone flips the batch's closest ReLU input (found, not assumed: another BLAS build
+// may put a different element closest) and gets that kind of failure: the gradients below the flip
+// far off, the loss and the layers above it unchanged.
 #include <catch2/catch.hpp>
 
 #include <random>
@@ -38,14 +39,6 @@ void step(Network& net, const Batch& b) {
   for (std::size_t i = layers; i-- > 0;) net.backward_layer(i);
 }
 
-uint32_t key_of(const Network& net, const std::string& name) {
-  for (const auto& t : net.desc().tensors) {
-    if (t.name == name) return t.key;
-  }
-  FAIL("no tensor " << name);
-  return 0;
-}
-
 }  // namespace
 
 TEST_CASE("relu_margin flags the batch whose ReLU flip failed the GPU comparison", "[engine]") {
@@ -57,7 +50,7 @@ TEST_CASE("relu_margin flags the batch whose ReLU flip failed the GPU comparison
   step(*a, batch(*a, 200));
   step(*b, batch(*b, 200));
   const Batch bad = batch(*a, 201);
-  CHECK(relu_margin(vgg, 11, *a, bad.images, 4) < 1e-7);
+  CHECK(relu_margin(vgg, 11, *a, bad.images, 4) < kReluMargin);  // too close to call
   // gpu_network_test.cc's conditioned_batch takes the first of 201, 1201, 2201, ... that is
   // well-conditioned: there is one among the first few.
   int tries = 1;
@@ -65,20 +58,29 @@ TEST_CASE("relu_margin flags the batch whose ReLU flip failed the GPU comparison
     REQUIRE(++tries < 10);
   }
 
-  // The near-zero input is conv3's, channel 48 of sample 3 (+3.3e-8): a bias of -1e-7 on that
-  // channel puts it on the other side, and moves the channel's other outputs by 1e-7 only.
-  const uint32_t bias = key_of(*b, "conv3.bias");
-  b->param(bias)[48] = -1e-7f;
+  // Flip the closest input: its channel's bias moved by -2z (the biases are still their initial
+  // zeros) puts it at -z, across zero, and moves the channel's other outputs by 2|z| only.
+  const ReluEdge edge = closest_relu_input(vgg, 11, *a, bad.images, 4);
+  const Layer& owner = a->layer(edge.layer);
+  const psrt::TensorDesc* bias = nullptr;
+  for (const auto& t : a->desc().tensors) {
+    if (t.layer == edge.layer && t.name.ends_with(".bias")) bias = &t;
+  }
+  REQUIRE(bias != nullptr);
+  const std::size_t per_channel = owner.out_size() / bias->num_elements;
+  const std::size_t channel = (edge.index % owner.out_size()) / per_channel;
+  INFO("flipped: " << owner.name() << " channel " << channel << ", z = " << edge.value);
+  REQUIRE(a->param(bias->key)[channel] == 0.0f);
+  b->param(bias->key)[channel] = -2 * edge.value;
   step(*a, bad);
   step(*b, bad);
   CHECK(a->loss() == Approx(b->loss()).epsilon(1e-6));
   for (const auto& t : a->desc().tensors) {
     INFO(t.name);
     const double err = rel_error(a->grad(t.key), b->grad(t.key));
-    if (t.name.starts_with("conv1") || t.name.starts_with("conv2") ||
-        t.name.starts_with("conv3")) {
-      CHECK(err > 3e-3);
-      CHECK(err < 6e-3);
+    if (t.layer <= edge.layer) {
+      CHECK(err > 1e-4);  // far beyond rounding (~1e-7)
+      CHECK(err < 5e-2);  // one element of one sample
     } else {
       CHECK(err < 1e-5);
     }

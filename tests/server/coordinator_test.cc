@@ -243,7 +243,7 @@ TEST_CASE("resume: no common checkpoint or a server without --resume is refused,
   CHECK_THROWS_WITH(mixed.membership(), Catch::Contains("server 1 was not"));
 }
 
-TEST_CASE("worker 0's layer times reach every worker; bad ones are refused", "[coordinator]") {
+TEST_CASE("worker 0's layer times reach every worker, bad ones are refused", "[coordinator]") {
   const auto t0 = Clock::now();
   Coordinator c(1, 2, chunked(4096));
   REQUIRE(c.on_register(kS0, server_reg(1), t0));

@@ -160,7 +160,7 @@ TEST_CASE("in process: pushes, ACKs and replies cycle under a small credit to th
   CHECK(s.server.stats().dropped_replies == 0);
 }
 
-TEST_CASE("in process: the start barrier waits for worker 0's INIT; both workers end equal",
+TEST_CASE("in process: the start barrier waits for worker 0's INIT, both workers end equal",
           "[inproc]") {
   zmq::context_t ctx(1);
   const Config c = job("barriers", 2);
@@ -193,7 +193,7 @@ TEST_CASE("in process: the start barrier waits for worker 0's INIT; both workers
   CHECK(s.error.empty());
 }
 
-TEST_CASE("in process: a worker that goes silent is lost; the job ends naming it", "[inproc]") {
+TEST_CASE("in process: a worker that goes silent is lost, the job ends naming it", "[inproc]") {
   zmq::context_t ctx(1);
   Config c = job("lost", 2);
   c.cluster.peer_timeout_s = 1.0;

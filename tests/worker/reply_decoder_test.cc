@@ -31,7 +31,7 @@ CompressionConfig laco_replies() {
 
 }  // namespace
 
-TEST_CASE("dense replies are copied; a wrong size is refused", "[worker][replies]") {
+TEST_CASE("dense replies are copied, a wrong size is refused", "[worker][replies]") {
   const ReplyDecoder dense{CompressionConfig{}};
   std::vector<float> dst(8, 1.0f);
   const std::vector<float> values = {1, 2, 3, 4, 5, 6, 7, 8};
@@ -45,7 +45,7 @@ TEST_CASE("dense replies are copied; a wrong size is refused", "[worker][replies
   CHECK(dst == values);
 }
 
-TEST_CASE("an encoded change is added; a bad one leaves the values as they were",
+TEST_CASE("an encoded change is added, a bad one leaves the values as they were",
           "[worker][replies]") {
   const CompressionConfig config = laco_replies();
   const ReplyDecoder decoder(config);
