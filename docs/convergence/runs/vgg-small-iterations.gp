@@ -6,5 +6,5 @@ set ylabel 'test accuracy (%)'
 set key bottom right
 set grid
 
-plot 'docs/convergence/runs/vgg-small-iterations.dat' index 0 with linespoints lw 2 pt 7 ps 0.5 title 'dense: 1x, mean final 92.25% (1 seeds)' noenhanced, \
-     'docs/convergence/runs/vgg-small-iterations.dat' index 1 with linespoints lw 2 pt 7 ps 0.5 title 'laco: 207x, mean final 92.40% (1 seeds)' noenhanced
+plot 'docs/convergence/runs/vgg-small-iterations.dat' index 0 with linespoints lw 2 pt 7 ps 0.5 title 'dense: 1x, mean final 92.45% (3 seeds)' noenhanced, \
+     'docs/convergence/runs/vgg-small-iterations.dat' index 1 with linespoints lw 2 pt 7 ps 0.5 title 'laco: 207x, mean final 92.58% (3 seeds)' noenhanced
