@@ -104,7 +104,8 @@ class Server {
   void queue_group_reply(const ChunkState& c);
   void send_group_params(uint32_t worker, const std::vector<uint32_t>& members, uint64_t seq);
   void start_update(ChunkState& c);
-  void update_chunk(ChunkState& c);  // aggregate + optimizer; runs in the pool or inline
+  // Aggregate + optimizer; runs in the pool or inline (then with io_scratch_).
+  void update_chunk(ChunkState& c, UpdateScratch& scratch);
   void complete_update(ChunkState& c);
   void finish_updates();
   // Replies go through a per-worker priority queue under the same byte credit as the pushes: a
@@ -146,6 +147,7 @@ class Server {
   wire::Codec wire_codec_ = wire::CODEC_NONE;
   std::unique_ptr<compress::Codec> reply_codec_;  // compressed replies only; no error feedback
   std::unique_ptr<UpdatePool> pool_;
+  UpdateScratch io_scratch_;  // the I/O thread's, for chunks updated inline
   std::optional<Coordinator> coordinator_;  // server 0 only
   ChunkTable chunks_;
   Checkpointer checkpointer_;

@@ -262,7 +262,7 @@ void Server::accept_push(PeerId from, const wire::Header& h, ChunkState& c, zmq:
   if (c.arrived_count == c.holders.size()) start_update(c);
 }
 
-void Server::update_chunk(ChunkState& c) {
+void Server::update_chunk(ChunkState& c, UpdateScratch& scratch) {
   const auto start = Timeline::Clock::now();
   struct Record {
     Timeline& tl;
@@ -287,7 +287,8 @@ void Server::update_chunk(ChunkState& c) {
   } reply{*this, c};
   if (codec_) {
     // Decode and accumulate in rank order (checked on arrival), then the mean.
-    std::vector<float> grad(c.desc.length, 0.0f);
+    scratch.grad.assign(c.desc.length, 0.0f);  // keeps the capacity of earlier updates
+    const std::span<float> grad(scratch.grad);
     for (uint32_t w : c.holders) {
       const auto& m = c.pushes[w];
       (void)codec_->decode_accumulate({static_cast<const uint8_t*>(m.data()), m.size()}, grad);
@@ -298,15 +299,16 @@ void Server::update_chunk(ChunkState& c) {
     optimizer_->update(params, grad, c.opt);
     return;
   }
-  std::vector<const float*> inputs;
-  inputs.reserve(c.holders.size());
+  std::vector<const float*>& inputs = scratch.inputs;
+  inputs.clear();
   for (uint32_t w : c.holders) inputs.push_back(static_cast<const float*>(c.pushes[w].data()));
   if (inputs.size() == 1) {
     optimizer_->update(params, {inputs[0], c.desc.length}, c.opt);
   } else {
-    // mean_into writes every element: no zero-fill of the scratch first.
-    const std::unique_ptr<float[]> grad(new float[c.desc.length]);
-    const std::span<float> mean(grad.get(), c.desc.length);
+    // aggregate_mean writes every element: no zero-fill of the scratch first (resize
+    // value-initialises only what it adds).
+    if (scratch.grad.size() < c.desc.length) scratch.grad.resize(c.desc.length);
+    const std::span<float> mean(scratch.grad.data(), c.desc.length);
     aggregate_mean(mean, inputs);
     optimizer_->update(params, mean, c.opt);
   }
@@ -316,14 +318,14 @@ void Server::start_update(ChunkState& c) {
   c.updating = true;
   // Small chunks update inline: a hand-off to the pool and back costs more than the work.
   if (c.desc.bytes() <= kInlineUpdateBytes) {
-    update_chunk(c);
+    update_chunk(c, io_scratch_);
     complete_update(c);
     return;
   }
   by_id_.push_back(&c);
   const uint64_t id = by_id_.size() - 1;
   // The pool owns the chunk until finish_updates() sees it done.
-  pool_->submit(id, [this, &c] { update_chunk(c); });
+  pool_->submit(id, [this, &c](UpdateScratch& scratch) { update_chunk(c, scratch); });
 }
 
 void Server::finish_updates() {

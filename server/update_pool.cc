@@ -15,9 +15,9 @@ UpdatePool::~UpdatePool() {
   for (auto& t : threads_) t.join();
 }
 
-void UpdatePool::submit(uint64_t id, std::function<void()> job) {
+void UpdatePool::submit(uint64_t id, Job job) {
   if (threads_.empty()) {
-    job();
+    job(inline_scratch_);
     std::lock_guard lock(mu_);
     finished_.push_back(id);
     done_wakeup_.notify();
@@ -38,8 +38,9 @@ std::vector<uint64_t> UpdatePool::take_finished() {
 }
 
 void UpdatePool::run() {
+  UpdateScratch scratch;  // this thread's, reused by every job it runs
   while (true) {
-    std::pair<uint64_t, std::function<void()>> item;
+    std::pair<uint64_t, Job> item;
     {
       std::unique_lock lock(mu_);
       cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
@@ -47,7 +48,7 @@ void UpdatePool::run() {
       item = std::move(jobs_.front());
       jobs_.pop_front();
     }
-    item.second();
+    item.second(scratch);
     {
       std::lock_guard lock(mu_);
       finished_.push_back(item.first);

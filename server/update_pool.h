@@ -1,6 +1,7 @@
 // A small pool that runs aggregation and optimizer updates off the I/O thread. Finished jobs are
 // queued for the I/O thread, which the pool wakes through a Wakeup (no polling). With zero
-// threads, jobs run inline in the caller.
+// threads, jobs run inline in the caller. Each job gets the UpdateScratch of the thread running
+// it, so updates reuse their buffers instead of allocating per chunk.
 #pragma once
 
 #include <condition_variable>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "core/transport.h"
+#include "server/update_scratch.h"
 
 namespace psrt {
 
@@ -22,8 +24,9 @@ class UpdatePool {
   UpdatePool(const UpdatePool&) = delete;
   UpdatePool& operator=(const UpdatePool&) = delete;
 
+  using Job = std::function<void(UpdateScratch&)>;
   // Runs `job`; when it has finished, `id` appears in take_finished().
-  void submit(uint64_t id, std::function<void()> job);
+  void submit(uint64_t id, Job job);
   std::vector<uint64_t> take_finished();
 
  private:
@@ -32,7 +35,8 @@ class UpdatePool {
   Wakeup& done_wakeup_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<std::pair<uint64_t, std::function<void()>>> jobs_;
+  std::deque<std::pair<uint64_t, Job>> jobs_;
+  UpdateScratch inline_scratch_;  // with zero threads
   std::vector<uint64_t> finished_;
   bool stop_ = false;
   std::vector<std::thread> threads_;
