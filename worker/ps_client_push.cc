@@ -45,9 +45,7 @@ void PsClient::plan_groups() {
   queue_.expect_tensors(stage_ ? uint32_t(stage_->keys.size()) : grouping_.num_groups());
   if (spec.kind == GroupingSpec::Kind::kNone) return;
   const std::string how = spec.kind == GroupingSpec::Kind::kAuto
-                              ? " (" + std::to_string(choice.evaluations) + " simulations in " +
-                                    std::to_string(int(choice.search_ms)) + " ms, from " +
-                                    choice.start + ")"
+                              ? " (" + sim::describe_search(choice, sc.workers) + ")"
                               : "";
   if (rank_ == 0) {
     spdlog::info("grouping {}{}: {} messages per iteration; {}", spec.text(), how,

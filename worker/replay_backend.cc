@@ -1,6 +1,7 @@
 #include "worker/replay_backend.h"
 
 #include <chrono>
+#include <string>
 #include <thread>
 
 #include "core/profile.h"
@@ -8,9 +9,29 @@
 
 namespace psrt {
 
+namespace {
+
+// The replay backend holds every parameter and its gradient in memory (fp32, 8 bytes each): past
+// this (128 GiB) it refuses at start rather than fail in an allocation (the coordinator refuses a
+// tensor of more than 2^34 elements too).
+constexpr uint64_t kMaxReplayElements = 1ull << 34;
+
+ModelDesc load_replay_profile(const Config& config) {
+  ModelDesc model = load_profile(config.model.profile, config.model.scale);
+  if (model.total_elements() > kMaxReplayElements) {
+    throw ConfigError("model.profile: " + config.model.profile + " holds " +
+                      std::to_string(model.total_elements()) +
+                      " parameters (at model.scale); the replay backend keeps them and their "
+                      "gradients in memory and takes at most " +
+                      std::to_string(kMaxReplayElements) + " (shrink it with model.scale)");
+  }
+  return model;
+}
+
+}  // namespace
+
 ReplayBackend::ReplayBackend(const Config& config, uint32_t rank)
-    : model_(load_profile(config.model.profile, config.model.scale)),
-      batch_(config.job.batch_size) {
+    : model_(load_replay_profile(config)), batch_(config.job.batch_size) {
   params_.resize(model_.tensors.size());
   grads_.resize(model_.tensors.size());
   for (const auto& t : model_.tensors) {

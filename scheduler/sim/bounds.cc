@@ -1,6 +1,7 @@
 #include "scheduler/sim/bounds.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace psrt::sim {
 
@@ -28,7 +29,8 @@ LowerBounds lower_bounds(const ModelDesc& model, const ShardMap& shards, const S
   uint64_t busiest = model_bytes;
   b.busiest_link = "worker up/down";
   for (uint32_t s = 0; s < shards.num_servers(); ++s) {
-    const uint64_t bytes = config.workers * shards.server_bytes()[s];
+    const auto bytes = static_cast<uint64_t>(std::llround(
+        double(config.workers) * config.worker_weight * double(shards.server_bytes()[s])));
     if (bytes > busiest) {
       busiest = bytes;
       b.busiest_link = "server " + std::to_string(s) + " up/down";

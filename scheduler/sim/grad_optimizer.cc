@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "scheduler/sim/simulator.h"
 
@@ -36,6 +37,19 @@ Grouping mgwfbp_grouping(const ModelDesc& model, const SimConfig& config) {
 
 namespace {
 
+// The cluster the search simulates: at most `most` workers, each standing for workers / most of
+// them (SimConfig::worker_weight), so that the search's cost does not grow with the cluster
+// (grad_optimizer.h).
+SimConfig search_config(const SimConfig& config, uint32_t most) {
+  SimConfig c = config;
+  most = std::max<uint32_t>(most, 1);
+  if (c.workers > most) {
+    c.worker_weight = config.worker_weight * double(config.workers) / most;
+    c.workers = most;
+  }
+  return c;
+}
+
 class Search {
  public:
   Search(const ModelDesc& model, const SimConfig& config, uint32_t budget)
@@ -47,8 +61,11 @@ class Search {
   double cost(const Grouping& g) {
     ++evaluations_;
     config_.grouping = g;
-    return simulate(model_, config_).iteration_ms;
+    const SimResult r = simulate(model_, config_);
+    events_ = std::max(events_, r.events);
+    return r.iteration_ms;
   }
+  uint64_t most_events() const { return events_; }  // of one simulation so far
 
   // Improves `best` by moving and removing boundaries while the budget lasts.
   void improve(std::vector<uint32_t>& best, double& best_ms) {
@@ -89,6 +106,7 @@ class Search {
   SimConfig config_;
   uint32_t budget_;
   uint32_t evaluations_ = 0;
+  uint64_t events_ = 0;
 };
 
 std::vector<std::pair<std::string, Grouping>> candidates(const ModelDesc& model,
@@ -116,10 +134,71 @@ std::vector<std::pair<std::string, Grouping>> candidates(const ModelDesc& model,
   return unique;
 }
 
+// On a reduced cluster, the search's choice, its starting candidate and no grouping simulated on
+// the whole cluster, the fastest kept, when those simulations fit in kVerifyEvents.
+void verify_on_full_cluster(const ModelDesc& model, const SimConfig& config,
+                            const SimConfig& searched, uint64_t events, const Grouping& start,
+                            GroupingChoice& choice) {
+  const auto n = static_cast<uint32_t>(model.tensors.size());
+  const double estimate = 3.0 * double(events) * config.workers / searched.workers;
+  if (searched.workers == config.workers || estimate > double(kVerifyEvents)) return;
+  SimConfig full = config;
+  std::vector<Grouping> options{choice.grouping, start, Grouping::singletons(n)};
+  double best_ms = 0;
+  for (std::size_t i = 0; i < options.size(); ++i) {
+    full.grouping = options[i];
+    const double ms = simulate(model, full).iteration_ms;
+    ++choice.evaluations;
+    if (i == 2) choice.ungrouped_ms = ms;
+    if (i == 0 || ms < best_ms) {
+      best_ms = ms;
+      choice.grouping = options[i];
+    }
+  }
+  choice.iteration_ms = best_ms;
+  choice.verified = true;
+}
+
+void search_grouping(const ModelDesc& model, const SimConfig& config, uint32_t max_evaluations,
+                     uint32_t simulated_workers, GroupingChoice& choice) {
+  const SimConfig searched = search_config(config, simulated_workers);
+  Search search(model, searched, std::max<uint32_t>(max_evaluations, 1));
+  double best_ms = 0;
+  std::vector<uint32_t> best;
+  Grouping start;
+  for (auto& [name, g] : candidates(model, config)) {
+    const double ms = search.cost(g);
+    if (name == "none") choice.ungrouped_ms = ms;
+    if (best.empty() || ms < best_ms) {
+      best_ms = ms;
+      best = g.starts();
+      start = g;
+      choice.start = name;
+    }
+  }
+  search.improve(best, best_ms);
+  choice.grouping = Grouping::from_starts(best, static_cast<uint32_t>(model.tensors.size()));
+  choice.iteration_ms = best_ms;
+  choice.evaluations = search.evaluations();
+  choice.simulated_workers = searched.workers;
+  verify_on_full_cluster(model, config, searched, search.most_events(), start, choice);
+}
+
 }  // namespace
 
+std::string describe_search(const GroupingChoice& c, uint32_t workers) {
+  std::string out = std::to_string(c.evaluations) + " simulations in " +
+                    std::to_string(std::llround(c.search_ms)) + " ms, from " + c.start;
+  if (c.simulated_workers == 0 || c.simulated_workers >= workers) return out;
+  out += "; " + std::to_string(c.simulated_workers) + " simulated workers for " +
+         std::to_string(workers);
+  return out + (c.verified ? ", checked on all " + std::to_string(workers)
+                           : ", not checked on all (too large to simulate in full quickly)");
+}
+
 GroupingChoice choose_grouping(const ModelDesc& model, const SimConfig& config,
-                               const GroupingSpec& spec, uint32_t max_evaluations) {
+                               const GroupingSpec& spec, uint32_t max_evaluations,
+                               uint32_t simulated_workers) {
   const auto t0 = std::chrono::steady_clock::now();
   GroupingChoice choice;
   if (spec.kind == GroupingSpec::Kind::kMgwfbp) {
@@ -127,22 +206,7 @@ GroupingChoice choose_grouping(const ModelDesc& model, const SimConfig& config,
   } else if (spec.kind != GroupingSpec::Kind::kAuto) {
     choice.grouping = static_grouping(model, spec);
   } else {
-    Search search(model, config, std::max<uint32_t>(max_evaluations, 1));
-    double best_ms = 0;
-    std::vector<uint32_t> best;
-    for (auto& [name, g] : candidates(model, config)) {
-      const double ms = search.cost(g);
-      if (name == "none") choice.ungrouped_ms = ms;
-      if (best.empty() || ms < best_ms) {
-        best_ms = ms;
-        best = g.starts();
-        choice.start = name;
-      }
-    }
-    search.improve(best, best_ms);
-    choice.grouping = Grouping::from_starts(best, static_cast<uint32_t>(model.tensors.size()));
-    choice.iteration_ms = best_ms;
-    choice.evaluations = search.evaluations();
+    search_grouping(model, config, max_evaluations, simulated_workers, choice);
   }
   choice.search_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

@@ -10,12 +10,22 @@ Network::Network(EventQueue& events, uint32_t hosts, double bytes_per_s, double 
     : events_(events), hosts_(hosts), bytes_per_s_(bytes_per_s), latency_ms_(latency_ms) {
   if (!(bytes_per_s > 0)) throw std::invalid_argument("Network: bandwidth must be positive");
   if (latency_ms < 0) throw std::invalid_argument("Network: latency must not be negative");
+  for (auto& h : hosts_) h.bytes_per_s = bytes_per_s;
+}
+
+void Network::set_bandwidth(uint32_t host, double bytes_per_s) {
+  if (host >= hosts_.size() || !(bytes_per_s > 0)) {
+    throw std::invalid_argument("Network: bad host or bandwidth");
+  }
+  hosts_[host].bytes_per_s = bytes_per_s;
 }
 
 // bytes * 1000 / rate rather than bytes / rate * 1000: exact whenever the quotient is.
-double Network::transfer_ms(uint64_t bytes) const {
-  return static_cast<double>(bytes) * 1000.0 / bytes_per_s_;
+double Network::transfer_ms(uint64_t bytes, double bytes_per_s) {
+  return static_cast<double>(bytes) * 1000.0 / bytes_per_s;
 }
+
+double Network::transfer_ms(uint64_t bytes) const { return transfer_ms(bytes, bytes_per_s_); }
 
 void Network::send(uint32_t from, uint32_t to, uint64_t bytes, std::function<void()> on_arrival) {
   if (from >= hosts_.size() || to >= hosts_.size() || from == to) {
@@ -35,8 +45,10 @@ void Network::start_next(uint32_t from) {
   h.queue.pop_front();
   Host& dst = hosts_[m.to];
   const double now = events_.now();
-  const double up_end = now + transfer_ms(m.bytes);
-  const double down_end = std::max(now, dst.down_free) + transfer_ms(m.bytes);
+  const double up_end = now + transfer_ms(m.bytes, h.bytes_per_s);
+  // Never before its last byte left the uplink (a slower sender: SimConfig::worker_weight).
+  const double down_end = std::max(
+      up_end, std::max(now, dst.down_free) + transfer_ms(m.bytes, dst.bytes_per_s));
   dst.down_free = down_end;
   h.sending = true;
   h.up_bytes += m.bytes;

@@ -8,7 +8,9 @@
 // byte left the downlink, i.e. at the later of the two links' finish (the "max of both"), so one
 // message alone on its path costs b / rate (not 2 b / rate as store-and-forward), no link direction
 // carries more than its rate, and a busy receiver never blocks the sender's uplink (the switch
-// holds the bytes).
+// holds the bytes). A host may have a slower link than the others (set_bandwidth: a simulated
+// worker standing for several, SimConfig::worker_weight); a message then also arrives no earlier
+// than its last byte left the sender.
 #pragma once
 
 #include <cstdint>
@@ -27,7 +29,10 @@ class Network {
   // Hands a message to `from`'s uplink now; `on_arrival` runs when it has arrived at `to`.
   void send(uint32_t from, uint32_t to, uint64_t bytes, std::function<void()> on_arrival);
 
-  double transfer_ms(uint64_t bytes) const;
+  // A slower link for `host` (both directions) than the others' (SimConfig::worker_weight).
+  void set_bandwidth(uint32_t host, double bytes_per_s);
+
+  double transfer_ms(uint64_t bytes) const;  // at the common bandwidth
   uint64_t bytes_sent(uint32_t host) const { return hosts_[host].up_bytes; }
   uint64_t bytes_received(uint32_t host) const { return hosts_[host].down_bytes; }
 
@@ -41,10 +46,12 @@ class Network {
     std::deque<Message> queue;  // handed over, not yet on the wire
     bool sending = false;
     double down_free = 0;  // when the downlink has forwarded all it was given
+    double bytes_per_s = 0;  // this host's link rate
     uint64_t up_bytes = 0;
     uint64_t down_bytes = 0;
   };
   void start_next(uint32_t from);
+  static double transfer_ms(uint64_t bytes, double bytes_per_s);
 
   EventQueue& events_;
   std::vector<Host> hosts_;

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 #include "scheduler/schedule_policy.h"
 
@@ -22,15 +23,30 @@ void validate(const SimConfig& c) {
   if (!(c.release_cycle_ms >= 0) || !std::isfinite(c.release_cycle_ms)) {
     fail("release_cycle_ms must be finite and not negative");
   }
+  if (!(c.worker_weight >= 1) || !std::isfinite(c.worker_weight)) {
+    fail("worker_weight must be finite and at least 1");
+  }
 }
 
 ShardMap shard_map_for(const ModelDesc& model, const SimConfig& config) {
-  return ShardMap(model, config.servers, SchedulePolicy(config.mode).unit_bytes(config.chunk_bytes));
+  const uint64_t unit = SchedulePolicy(config.mode).unit_bytes(config.chunk_bytes);
+  // Refused before the map is built: a huge model or a tiny chunk size would otherwise take the
+  // memory and time of millions of chunks per worker before anything is reported.
+  uint64_t chunks = 0;
+  for (const auto& t : model.tensors) chunks += (t.num_elements * 4 + unit - 1) / unit;
+  if (chunks > kMaxSimChunks) {
+    throw std::invalid_argument("sim: the model splits into " + std::to_string(chunks) +
+                                " chunks of at most " + std::to_string(unit) +
+                                " bytes; at most " + std::to_string(kMaxSimChunks) +
+                                " are simulated (use larger chunks or a smaller scale)");
+  }
+  return ShardMap(model, config.servers, unit);
 }
 
 double aggregation_ms(const SimConfig& config, uint64_t chunk_bytes) {
   if (config.aggregation_bytes_per_s <= 0) return 0;
-  return static_cast<double>(config.workers) * static_cast<double>(chunk_bytes) * 1000.0 /
+  return static_cast<double>(config.workers) * config.worker_weight *
+         static_cast<double>(chunk_bytes) * 1000.0 /
          config.aggregation_bytes_per_s;
 }
 

@@ -29,16 +29,26 @@ struct SimConfig {
   // Horovod's cycle timer (grouping horovod:BYTES:MS): a group whose tensors are all produced
   // leaves at the next multiple of this many ms (a free-running timer from time 0); 0: at once.
   double release_cycle_ms = 0;
+  // Each simulated worker stands for this many identical ones (>= 1): a server's link runs at
+  // bandwidth / worker_weight, and its per-message and per-byte work and its aggregation cost
+  // worker_weight times as much, so the servers carry the load of workers x worker_weight
+  // workers. GradOptimizer's search uses it to simulate a few workers for many
+  // (grad_optimizer.h); 1 simulates every worker.
+  double worker_weight = 1;
 };
 
 // Throws std::invalid_argument naming the field that is out of range.
 void validate(const SimConfig& config);
 
+// The most chunks the simulator takes (about a 16 TiB model at 4 MiB chunks).
+constexpr uint64_t kMaxSimChunks = 4u << 20;
+
 // The shard map the runtime uses in this mode: chunks of chunk_bytes in the chunked modes; in
 // the whole-tensor modes no size limit, so tensors are split only as far as balance needs.
+// std::invalid_argument past kMaxSimChunks.
 ShardMap shard_map_for(const ModelDesc& model, const SimConfig& config);
 
-// W * bytes / aggregation rate, in ms (0 when the rate is 0).
+// W * worker_weight * bytes / aggregation rate, in ms (0 when the rate is 0).
 double aggregation_ms(const SimConfig& config, uint64_t chunk_bytes);
 
 }  // namespace psrt::sim

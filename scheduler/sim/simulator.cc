@@ -60,6 +60,11 @@ class Simulation {
         plan_(shards_, grouping_),
         net_(events_, config.workers + config.servers, config.bandwidth_bytes_per_s,
              config.latency_ms) {
+    for (uint32_t s = 0; s < config.servers; ++s) {
+      if (config.worker_weight > 1) {
+        net_.set_bandwidth(server_host(s), config.bandwidth_bytes_per_s / config.worker_weight);
+      }
+    }
     layer_chunks_.assign(model.layers.size(), 0);
     for (const auto& c : shards_.chunks()) ++layer_chunks_[model.tensors[c.key].layer];
     arrived_.assign(plan_.messages().size(), 0);
@@ -212,7 +217,8 @@ class Simulation {
     Server& server = servers_[s];
     // The server's I/O thread takes the push (checks, copy, ack) before anything else follows.
     const double taken = server.io.take(
-        events_.now(), us(cal().server_message_us) + ns_per_byte(cal().server_byte_ns, unit.bytes));
+        events_.now(), config_.worker_weight * (us(cal().server_message_us) +
+                                                ns_per_byte(cal().server_byte_ns, unit.bytes)));
     events_.at(taken, [this, s, wi, unit] { taken_by_server(s, wi, unit); });
   }
 
@@ -246,7 +252,8 @@ class Simulation {
       server.pump_pending[wi] = 0;
       while (auto u = server.replies[wi].next()) {
         const PushUnit unit = *u;
-        const double handed = server.io.take(events_.now(), us(cal().server_message_us));
+        const double handed =
+            server.io.take(events_.now(), config_.worker_weight * us(cal().server_message_us));
         events_.at(handed, [this, s, wi, unit] {
           net_.send(server_host(s), wi, unit.bytes,
                     [this, s, wi, unit] { at_worker(s, wi, unit); });

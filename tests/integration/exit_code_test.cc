@@ -159,3 +159,15 @@ TEST_CASE("duplicate keys, empty ids, negative ranks, oversize values and a dire
   check_config_error(run({bin("psrt-launch"), dir + "/dup.yaml"}), {"cluster: appears twice"});
   check_config_error(run({bin("psrt-launch"), dir}), {"is a directory"});
 }
+
+TEST_CASE("a replay profile too large to hold is a config error, not a failed allocation",
+          "[integration][exit]") {
+  const std::string dir = temp_dir("exit");
+  write_file(dir + "/huge.yaml",
+             "name: huge\nlayers:\n  - name: fc\n    kind: linear\n    forward_ms: 1\n"
+             "    backward_ms: 2\n    tensors: [{name: w, elements: 4611686018427387904}]\n");
+  write_file(dir + "/job.yaml", "job: {id: huge, iterations: 1}\n"
+                                "model: {backend: replay, profile: '" + dir + "/huge.yaml'}\n");
+  check_config_error(run({bin("psrt-worker"), "--config", dir + "/job.yaml"}),
+                     {"model.profile", "4611686018427387904 parameters", "model.scale"});
+}

@@ -27,6 +27,20 @@ SimConfig one_to_one() {
   return c;
 }
 
+// A cluster for profiles at scale 0.02: 500 Mbit/s links, 64 KiB chunks, calibrated costs.
+SimConfig scaled_cluster(uint32_t workers, uint32_t servers) {
+  SimConfig c;
+  c.workers = workers;
+  c.servers = servers;
+  c.bandwidth_bytes_per_s = 62.5e6;
+  c.chunk_bytes = 65536;
+  c.credit_bytes = 262144;
+  c.calibration.worker_message_us = 40;
+  c.calibration.server_message_us = 40;
+  c.calibration.server_byte_ns = 0.5;
+  return c;
+}
+
 std::string write_temp(const std::string& name, const std::string& text) {
   const std::string path = "/tmp/psrt-test-" + std::to_string(::getpid()) + "-" + name;
   std::ofstream(path) << text;
@@ -74,15 +88,7 @@ TEST_CASE("GradOptimizer's choice is never slower than a baseline it includes", 
   for (const char* name : {"resnet50", "densenet121"}) {
     CAPTURE(name);
     const auto model = load_profile(dir + name + ".yaml", 0.02);
-    SimConfig c;
-    c.workers = 4;
-    c.servers = 2;
-    c.bandwidth_bytes_per_s = 62.5e6;
-    c.chunk_bytes = 65536;
-    c.credit_bytes = 262144;
-    c.calibration.worker_message_us = 40;
-    c.calibration.server_message_us = 40;
-    c.calibration.server_byte_ns = 0.5;
+    SimConfig c = scaled_cluster(4, 2);
     const auto best = choose_grouping(model, c, *parse_grouping("auto"), 30);
     CHECK(best.evaluations <= 30);
     c.grouping = best.grouping;
@@ -139,4 +145,63 @@ TEST_CASE("Horovod's cycle timer: complete groups leave only at its ticks", "[si
   }
   c.release_cycle_ms = -1;
   CHECK_THROWS_AS(simulate(m, c), std::invalid_argument);
+}
+
+// One worker standing for four, no costs: f [0,1], b [1,3]; up [3,4] while the server's downlink,
+// at a quarter of the rate, takes [3,7]; the reply leaves the server's uplink over [7,11] and
+// lands when its last byte has left (11), when the next forward starts.
+TEST_CASE("a simulated worker standing for several loads the servers as they all would",
+          "[sim][grouping]") {
+  const auto model = test::make_model({{1, 2, {1024}}});
+  auto c = one_to_one();
+  CHECK(simulate(model, c).iteration_ms == 5.0);
+  c.worker_weight = 4;
+  const auto one = simulate(model, c);
+  CHECK(one.iteration_ms == 11.0);
+  auto four = one_to_one();
+  four.workers = 4;
+  CHECK(simulate(model, four).bounds.link_ms == one.bounds.link_ms);
+  c.worker_weight = 0.5;
+  CHECK_THROWS_AS(simulate(model, c), std::invalid_argument);
+}
+
+TEST_CASE("GradOptimizer with many workers simulates a few and checks its choice on all",
+          "[sim][grouping]") {
+  const auto model =
+      load_profile(std::string(PSRT_SOURCE_DIR) + "/bench/profiles/resnet50.yaml", 0.02);
+  SimConfig c = scaled_cluster(64, 8);
+  const auto auto_spec = *parse_grouping("auto");
+  const auto best = choose_grouping(model, c, auto_spec, 30);
+  CHECK(best.simulated_workers == kSearchWorkers);
+  REQUIRE(best.verified);
+  CHECK(best.evaluations <= 33);  // up to 30 on the simulated workers, then 3 on all of them
+  CHECK_THAT(describe_search(best, c.workers), Catch::Contains("checked on all 64"));
+  c.grouping = best.grouping;
+  CHECK(simulate(model, c).iteration_ms == best.iteration_ms);
+  c.grouping = Grouping::singletons(uint32_t(model.tensors.size()));
+  CHECK(best.iteration_ms <= simulate(model, c).iteration_ms);
+  CHECK(best.ungrouped_ms == simulate(model, c).iteration_ms);
+  CHECK(choose_grouping(model, c, auto_spec, 30).grouping == best.grouping);
+  // Up to kSearchWorkers, every worker is simulated, as before.
+  c.workers = 4;
+  const auto few = choose_grouping(model, c, auto_spec, 30);
+  CHECK(few.simulated_workers == 4);
+  CHECK_FALSE(few.verified);
+  CHECK(few.evaluations <= 30);
+}
+
+TEST_CASE("GradOptimizer with a cluster too large to simulate in full keeps the reduced choice",
+          "[sim][grouping]") {
+  const auto model = test::make_model({{1, 2, {4096, 64}}, {1, 2, {4096, 64}}, {1, 2, {8192}}});
+  auto c = one_to_one();
+  c.workers = 100000;
+  c.servers = 4;
+  c.calibration.worker_message_us = 20;
+  c.calibration.server_message_us = 20;
+  const auto best = choose_grouping(model, c, *parse_grouping("auto"), 20);
+  CHECK(best.simulated_workers == kSearchWorkers);
+  CHECK_FALSE(best.verified);
+  CHECK(best.evaluations <= 20);
+  CHECK_THAT(describe_search(best, c.workers), Catch::Contains("not checked"));
+  CHECK(best.grouping.num_tensors() == 5);
 }

@@ -26,6 +26,8 @@ expect_2 --profile "$p" --bandwidth fast
 expect_2 --profile "$p" --bandwidth 1G
 expect_2 --profile "$p" --chunk-bytes 4XB
 expect_2 --profile "$p" --credit-bytes 0
+# VGG-16 in 16-byte chunks is 34 million chunks: refused at once, not simulated for minutes.
+expect_2 --profile "$profiles/vgg16.yaml" --chunk-bytes 16
 expect_2 --profile "$p" --mode lifo
 expect_2 --profile "$p" --workers 0
 expect_2 --profile "$p" --iterations 1

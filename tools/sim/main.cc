@@ -59,12 +59,15 @@ void print_row(const char* mode, const psrt::sim::SimResult& r) {
 }
 
 void print_grouping(const psrt::ModelDesc& model, const std::string& spec,
-                    const psrt::sim::GroupingChoice& c, const psrt::sim::SimResult& r) {
+                    const psrt::sim::GroupingChoice& c, const psrt::sim::SimResult& r,
+                    uint32_t workers) {
   std::printf("  grouping %s: %u messages per worker and iteration; %s\n", spec.c_str(), r.messages,
               c.grouping.describe(model).c_str());
   if (spec == "auto") {
-    std::printf("  search: %u simulations in %.0f ms, started from %s; ungrouped %.3f ms\n",
-                c.evaluations, c.search_ms, c.start.c_str(), c.ungrouped_ms);
+    const bool reduced = c.simulated_workers < workers && !c.verified;
+    std::printf("  search: %s; ungrouped %.3f ms%s\n",
+                psrt::sim::describe_search(c, workers).c_str(), c.ungrouped_ms,
+                reduced ? " (on the simulated workers)" : "");
   }
 }
 
@@ -193,7 +196,7 @@ void simulate_modes(const Args& a, Setup& st) {
     if (spec.kind == psrt::GroupingSpec::Kind::kHorovod) st.config.release_cycle_ms = spec.cycle_ms;
     const auto r = psrt::sim::simulate(st.model, st.config);
     print_row(psrt::mode_name(m), r);
-    if (a.grouping != "none") print_grouping(st.model, a.grouping, choice, r);
+    if (a.grouping != "none") print_grouping(st.model, a.grouping, choice, r, st.config.workers);
     comm_ratio = r.bounds.link_ms / r.bounds.compute_ms;
   }
   std::printf(
