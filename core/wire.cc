@@ -92,26 +92,28 @@ bool check_group(const wire::Header& h, const std::vector<zmq::message_t>& paylo
   uint64_t elements = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const auto& m = h.members(int(i));
-    const std::string which = "group member " + std::to_string(i) + " (tensor " +
-                              std::to_string(m.key()) + ")";
+    // Built only for an error: a string per member is most of a valid group's check.
+    const auto which = [&] {
+      return "group member " + std::to_string(i) + " (tensor " + std::to_string(m.key()) + ")";
+    };
     if (m.length() == 0 || m.length() > kMaxChunkElements || m.offset() > kMaxTensorElements) {
       return fail(error, ErrorCode::kMalformed,
-                  which + ": length " + std::to_string(m.length()) + " at offset " +
+                  which() + ": length " + std::to_string(m.length()) + " at offset " +
                       std::to_string(m.offset()) + " is outside the limits");
     }
     if (m.payload_bytes() != payload[i].size()) {
       return fail(error, ErrorCode::kBadSize,
-                  which + " claims " + std::to_string(m.payload_bytes()) + " bytes, its frame holds " +
+                  which() + " claims " + std::to_string(m.payload_bytes()) + " bytes, its frame holds " +
                       std::to_string(payload[i].size()));
     }
     if (!wire::Codec_IsValid(m.codec()) || (h.type() == wire::PUSH && m.codec() != h.codec())) {
       return fail(error, ErrorCode::kMalformed,
-                  which + ": codec " + std::to_string(m.codec()) +
+                  which() + ": codec " + std::to_string(m.codec()) +
                       (h.type() == wire::PUSH ? " differs from the header's" : " is unknown"));
     }
     if (m.codec() == wire::CODEC_NONE && m.payload_bytes() != m.length() * sizeof(float)) {
       return fail(error, ErrorCode::kBadSize,
-                  which + ": " + std::to_string(m.length()) + " uncompressed elements need " +
+                  which() + ": " + std::to_string(m.length()) + " uncompressed elements need " +
                       std::to_string(m.length() * sizeof(float)) + " bytes, got " +
                       std::to_string(m.payload_bytes()));
     }

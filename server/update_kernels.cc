@@ -3,12 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-// Two versions of each loop where the compiler can make them (x86-64 with GCC's ifunc support).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define PSRT_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define PSRT_SIMD_CLONES
-#endif
+#include "core/simd_clones.h"  // two versions of each loop where the compiler can make them
 
 namespace psrt::kernels {
 

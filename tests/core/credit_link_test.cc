@@ -81,4 +81,11 @@ TEST_CASE("count_non_finite counts NaN and both infinities, nothing else", "[cor
   v[7] = -0.0f;
   CHECK(psrt::count_non_finite(v) == 3);
   CHECK(psrt::count_non_finite(std::span<const float>(v).subspan(1, 16)) == 0);
+  // Past a vector register's width, with the tail (4099 = 512 x 8 + 3) and the ends covered.
+  std::vector<float> big(4099, -2.5f);
+  for (std::size_t i : {std::size_t{0}, std::size_t{8}, std::size_t{2049}, std::size_t{4098}}) {
+    big[i] = std::numeric_limits<float>::quiet_NaN();
+  }
+  CHECK(psrt::count_non_finite(big) == 4);
+  CHECK(psrt::count_non_finite(std::span<const float>(big).subspan(1, 4096)) == 2);
 }
