@@ -58,6 +58,21 @@ TEST_CASE("pipeline model sends an activation that skips stages once, to its con
   CHECK(placement::ChainView(m).cross[2] == 2000);
 }
 
+TEST_CASE("pipeline model prices a plan on a few of many devices as on those devices alone",
+          "[placement]") {
+  // The same hand-computed plan as above on devices 7, 4000 and 4095 of 4096 alike: channels are
+  // the stages' device pairs (a K x K table per estimate made 4096 devices take minutes).
+  const ModelDesc m = skip_graph();
+  const auto d = test_graphs::devices(4096, kBig, 1, 16e6);
+  const Problem p = problem(m, d);
+  CHECK(PipelineModel(p).step_ms({7, 4000, 4095, 4095}) == Approx(16));
+  // Two stages in either device order: l0, l1 on one device, l2, l3 on another.
+  const double forward = PipelineModel(p).step_ms({12, 12, 3000, 3000});
+  CHECK(forward == PipelineModel(problem(m, test_graphs::devices(2, kBig, 1, 16e6)))
+                       .step_ms({0, 0, 1, 1}));
+  CHECK(PipelineModel(p).step_ms({3000, 3000, 12, 12}) == forward);
+}
+
 TEST_CASE("pipeline model prices the push a chunk behind, and the next forward waits for it",
           "[placement]") {
   // One device, one layer: 1 ms forward, 2 ms backward, 8 MB of parameters at 1 GB/s (8 ms up).
