@@ -90,6 +90,10 @@ bool PipelineModel::build(const std::vector<uint32_t>& dev, Layout& out) const {
     out.bwd[s] += m.layers[l].backward_ms * scale_[dev[l]];
     bwd_through[l] = out.bwd[s];
   }
+  // One channel per ordered pair of the stages' devices.
+  const auto channel = [&](uint32_t from, uint32_t to) {
+    return static_cast<uint32_t>(stage_of[from] * s_count + stage_of[to]);
+  };
   std::vector<uint32_t> seen;
   for (std::size_t p = 0; p < n; ++p) {
     const uint32_t u = order_[p], a = dev[u];
@@ -102,11 +106,11 @@ bool PipelineModel::build(const std::vector<uint32_t>& dev, Layout& out) const {
       const double bytes = act_bytes_per_element_ * static_cast<double>(m.layers[u].activation_elements);
       const Link& there = devs.between(a, e);
       const Link& back = devs.between(e, a);
-      out.out_f[stage_of[a]].push_back({stage_of[e], static_cast<uint32_t>(stage_of[a] * s_count + stage_of[e]),
+      out.out_f[stage_of[a]].push_back({stage_of[e], channel(a, e),
                                         bytes / there.bytes_per_s * 1e3, there.latency_ms,
                                         fwd_before[u] + m.layers[u].forward_ms * scale_[a],
                                         fwd_before[v]});
-      out.out_b[stage_of[e]].push_back({stage_of[a], static_cast<uint32_t>(stage_of[e] * s_count + stage_of[a]),
+      out.out_b[stage_of[e]].push_back({stage_of[a], channel(e, a),
                                         bytes / back.bytes_per_s * 1e3, back.latency_ms,
                                         bwd_through[v], bwd_before[u]});
     }
@@ -237,7 +241,8 @@ double PipelineModel::iterate(const Layout& lay) const {
   const std::size_t s_count = lay.device.size();
   const auto& opt = problem_.options;
   const double latency = problem_.devices.server_link.latency_ms;
-  std::vector<double> chan(s_count * s_count, 0.0), free(s_count, 0.0), gate(s_count, -kInf), need(s_count);
+  std::vector<double> chan(s_count * s_count, 0.0), free(s_count, 0.0);
+  std::vector<double> gate(s_count, -kInf), need(s_count);
   std::vector<double> last_backward(s_count);
   double ends[3] = {0, 0, 0};
   const auto send = [&](const std::vector<Send>& out, double start) {

@@ -18,9 +18,15 @@ constexpr uint64_t kMaxReplayElements = 1ull << 34;
 
 ModelDesc load_replay_profile(const Config& config) {
   ModelDesc model = load_profile(config.model.profile, config.model.scale);
-  if (model.total_elements() > kMaxReplayElements) {
-    throw ConfigError("model.profile: " + config.model.profile + " holds " +
-                      std::to_string(model.total_elements()) +
+  // Summed with a stop at the cap: tensors of up to 2^63 elements would overflow the total.
+  uint64_t total = 0;
+  for (const auto& t : model.tensors) {
+    total += t.num_elements;
+    if (total > kMaxReplayElements) break;
+  }
+  if (total > kMaxReplayElements) {
+    throw ConfigError("model.profile: " + config.model.profile + " holds at least " +
+                      std::to_string(total) +
                       " parameters (at model.scale); the replay backend keeps them and their "
                       "gradients in memory and takes at most " +
                       std::to_string(kMaxReplayElements) + " (shrink it with model.scale)");

@@ -143,19 +143,26 @@ void verify_on_full_cluster(const ModelDesc& model, const SimConfig& config,
   const double estimate = 3.0 * double(events) * config.workers / searched.workers;
   if (searched.workers == config.workers || estimate > double(kVerifyEvents)) return;
   SimConfig full = config;
-  std::vector<Grouping> options{choice.grouping, start, Grouping::singletons(n)};
-  double best_ms = 0;
-  for (std::size_t i = 0; i < options.size(); ++i) {
-    full.grouping = options[i];
-    const double ms = simulate(model, full).iteration_ms;
+  const auto cost = [&](const Grouping& g) {
+    full.grouping = g;
     ++choice.evaluations;
-    if (i == 2) choice.ungrouped_ms = ms;
-    if (i == 0 || ms < best_ms) {
-      best_ms = ms;
-      choice.grouping = options[i];
+    return simulate(model, full).iteration_ms;
+  };
+  const Grouping none = Grouping::singletons(n);
+  choice.iteration_ms = cost(choice.grouping);
+  choice.ungrouped_ms = choice.grouping == none ? choice.iteration_ms : cost(none);
+  if (choice.ungrouped_ms < choice.iteration_ms) {
+    choice.grouping = none;
+    choice.iteration_ms = choice.ungrouped_ms;
+  }
+  // The start only when it differs from both (a candidate the local search did not move).
+  if (!(start == choice.grouping) && !(start == none)) {
+    const double ms = cost(start);
+    if (ms < choice.iteration_ms) {
+      choice.grouping = start;
+      choice.iteration_ms = ms;
     }
   }
-  choice.iteration_ms = best_ms;
   choice.verified = true;
 }
 

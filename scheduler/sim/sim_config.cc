@@ -32,10 +32,13 @@ ShardMap shard_map_for(const ModelDesc& model, const SimConfig& config) {
   const uint64_t unit = SchedulePolicy(config.mode).unit_bytes(config.chunk_bytes);
   // Refused before the map is built: a huge model or a tiny chunk size would otherwise take the
   // memory and time of millions of chunks per worker before anything is reported.
-  uint64_t chunks = 0;
-  for (const auto& t : model.tensors) chunks += (t.num_elements * 4 + unit - 1) / unit;
-  if (chunks > kMaxSimChunks) {
-    throw std::invalid_argument("sim: the model splits into " + std::to_string(chunks) +
+  // Counted in doubles: a profile's tensor may hold up to 2^63 elements, whose bytes overflow.
+  double chunks = 0;
+  for (const auto& t : model.tensors) {
+    chunks += std::ceil(double(t.num_elements) * 4 / double(unit));
+  }
+  if (chunks > double(kMaxSimChunks)) {
+    throw std::invalid_argument("sim: the model splits into " + std::to_string(uint64_t(chunks)) +
                                 " chunks of at most " + std::to_string(unit) +
                                 " bytes; at most " + std::to_string(kMaxSimChunks) +
                                 " are simulated (use larger chunks or a smaller scale)");

@@ -60,10 +60,8 @@ class Simulation {
         plan_(shards_, grouping_),
         net_(events_, config.workers + config.servers, config.bandwidth_bytes_per_s,
              config.latency_ms) {
-    for (uint32_t s = 0; s < config.servers; ++s) {
-      if (config.worker_weight > 1) {
-        net_.set_bandwidth(server_host(s), config.bandwidth_bytes_per_s / config.worker_weight);
-      }
+    for (uint32_t s = 0; s < config.servers; ++s) {  // exact (unchanged) at weight 1
+      net_.set_bandwidth(server_host(s), config.bandwidth_bytes_per_s / config.worker_weight);
     }
     layer_chunks_.assign(model.layers.size(), 0);
     for (const auto& c : shards_.chunks()) ++layer_chunks_[model.tensors[c.key].layer];
