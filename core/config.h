@@ -81,6 +81,9 @@ struct SchedulerConfig {
   // GradOptimizer (core/grouping_spec.h): none | auto | size:BYTES | ddp:.. | horovod:.. | mgwfbp.
   std::string grouping = "none";
   std::string calibration;               // auto, mgwfbp: psrt-sim's calibration file ("" none)
+  // Adaptive batching: small messages ready for the same peer at the same moment travel as one
+  // (pushes of chunks up to half of it, and the server's replies), up to this many bytes; 0: off.
+  uint64_t batch_bytes = 64 << 10;
   double link_bytes_per_s = 125e6;       // auto, mgwfbp: each host's link, each direction
 };
 

@@ -158,6 +158,7 @@ void Messenger::run(const Loop& loop) {
     for (std::size_t i = 0; i < polled && !loop.done(); ++i) {
       if (items[first_link + i].revents & ZMQ_POLLIN) read(links_[i], loop);
     }
+    if (loop.passed && !loop.done()) loop.passed();
   }
 }
 

@@ -92,6 +92,7 @@ class Messenger {
     // Timers, once per pass; returns when the loop must next run even if nothing arrives.
     std::function<Clock::time_point(Clock::time_point now)> tick;
     std::function<void()> woken;  // after another thread's wakeup().notify()
+    std::function<void()> passed;  // after each pass, once its messages have been handled
   };
   // Polls until `done`; handlers' exceptions end it and propagate to the caller.
   void run(const Loop& loop);

@@ -42,6 +42,18 @@ wire::Header& reset_header(wire::Header& h, const Sender& from, wire::MsgType ty
   return h;
 }
 
+wire::Header& acks_header(wire::Header& ack, const Sender& from, const ChunkDesc& about,
+                          uint64_t iteration, const std::vector<uint64_t>& seqs) {
+  reset_header(ack, from, wire::ACK);
+  ack.set_key(about.key);
+  ack.set_offset(about.offset);
+  ack.set_length(about.length);
+  ack.set_iteration(iteration);
+  ack.set_seq(seqs.at(0));
+  for (std::size_t i = 1; i < seqs.size(); ++i) ack.add_acks(seqs[i]);
+  return ack;
+}
+
 zmq::message_t encode_header(const wire::Header& header) {
   zmq::message_t frame(header.ByteSizeLong());
   header.SerializeWithCachedSizesToArray(static_cast<uint8_t*>(frame.data()));
@@ -66,6 +78,37 @@ bool fail(WireError& error, ErrorCode code, std::string message) {
   return false;
 }
 
+// Group member `i`'s place in the payload frames (GroupMember.frame): in the frame of the member
+// before it or the next one (which the members before must have filled), within the frame's bytes.
+// `frame` and `taken` carry the place from member to member.
+bool next_member_frame(const wire::GroupMember& m, std::size_t i,
+                       const std::vector<zmq::message_t>& payload, std::size_t& frame,
+                       uint64_t& taken, WireError& error) {
+  if (i > 0 && m.frame() == frame + 1) {
+    if (taken != payload[frame].size()) {
+      return fail(error, ErrorCode::kBadSize,
+                  "starts frame " + std::to_string(m.frame()) + " while frame " +
+                      std::to_string(frame) + " has " +
+                      std::to_string(payload[frame].size() - taken) + " bytes left");
+    }
+    ++frame;
+    taken = 0;
+  } else if (m.frame() != frame) {
+    return fail(error, ErrorCode::kMalformed,
+                "in frame " + std::to_string(m.frame()) + " after frame " + std::to_string(frame) +
+                    " (members fill the frames in order)");
+  }
+  if (frame >= payload.size() || m.payload_bytes() > payload[frame].size() - taken) {
+    return fail(error, ErrorCode::kBadSize,
+                "claims " + std::to_string(m.payload_bytes()) + " bytes, frame " +
+                    std::to_string(m.frame()) + " has " +
+                    std::to_string(frame < payload.size() ? payload[frame].size() - taken : 0) +
+                    " left");
+  }
+  taken += m.payload_bytes();
+  return true;
+}
+
 // A group PUSH or PARAMS: the members against the header and the frames.
 bool check_group(const wire::Header& h, const std::vector<zmq::message_t>& payload,
                  WireError& error) {
@@ -79,7 +122,7 @@ bool check_group(const wire::Header& h, const std::vector<zmq::message_t>& paylo
                 "a group holds 2 to " + std::to_string(kMaxGroupMembers) + " members, this one " +
                     std::to_string(n));
   }
-  if (payload.size() != n) {
+  if (payload.empty() || payload.size() > n) {
     return fail(error, ErrorCode::kBadSize,
                 "group of " + std::to_string(n) + " members with " +
                     std::to_string(payload.size()) + " payload frames");
@@ -90,6 +133,8 @@ bool check_group(const wire::Header& h, const std::vector<zmq::message_t>& paylo
     return fail(error, ErrorCode::kMalformed, "the header does not name the group's first member");
   }
   uint64_t elements = 0;
+  std::size_t frame = 0;
+  uint64_t taken = 0;  // bytes of `frame` its members before this one hold
   for (std::size_t i = 0; i < n; ++i) {
     const auto& m = h.members(int(i));
     // Built only for an error: a string per member is most of a valid group's check.
@@ -101,10 +146,9 @@ bool check_group(const wire::Header& h, const std::vector<zmq::message_t>& paylo
                   which() + ": length " + std::to_string(m.length()) + " at offset " +
                       std::to_string(m.offset()) + " is outside the limits");
     }
-    if (m.payload_bytes() != payload[i].size()) {
-      return fail(error, ErrorCode::kBadSize,
-                  which() + " claims " + std::to_string(m.payload_bytes()) + " bytes, its frame holds " +
-                      std::to_string(payload[i].size()));
+    if (!next_member_frame(m, i, payload, frame, taken, error)) {
+      error.message = which() + ": " + error.message;
+      return false;
     }
     if (!wire::Codec_IsValid(m.codec()) || (h.type() == wire::PUSH && m.codec() != h.codec())) {
       return fail(error, ErrorCode::kMalformed,
@@ -118,6 +162,13 @@ bool check_group(const wire::Header& h, const std::vector<zmq::message_t>& paylo
                       std::to_string(m.payload_bytes()));
     }
     elements += m.length();
+  }
+  if (frame + 1 != payload.size() || taken != payload[frame].size()) {
+    return fail(error, ErrorCode::kBadSize,
+                "the group's members fill " + std::to_string(frame + 1) + " of its " +
+                    std::to_string(payload.size()) + " payload frames, the last with " +
+                    std::to_string(taken) + " of " + std::to_string(payload[frame].size()) +
+                    " bytes");
   }
   if (h.num_elements() != elements) {
     return fail(error, ErrorCode::kMalformed,
@@ -243,6 +294,9 @@ bool decode_header(const zmq::message_t& frame, const std::vector<zmq::message_t
     return fail(error, ErrorCode::kLimit, std::to_string(h.acks_size()) +
                                               " acknowledgements in one message; at most " +
                                               std::to_string(kMaxAcks));
+  }
+  if (h.batch() && (h.type() != wire::PUSH || h.members_size() == 0)) {
+    return fail(error, ErrorCode::kMalformed, "only a PUSH with group members is a batch");
   }
   if (h.members_size() > 0) return check_group(h, payload, error);
   return check_values(h, payload, bytes, error);

@@ -17,7 +17,9 @@
 namespace psrt {
 
 // 2: PARAMS may acknowledge pushes and an ACK several replies (Header.acks).
-constexpr uint32_t kProtocolVersion = 2;
+// 3: a group message's small members share payload frames (GroupMember.frame); batched pushes
+// (Header.batch); a server's ACK may acknowledge several pushes (Header.acks).
+constexpr uint32_t kProtocolVersion = 3;
 // Acknowledgements one message may carry (Header.acks).
 constexpr int kMaxAcks = 1 << 16;
 // What one message from a peer may claim or make a process allocate (ZeroMQ's maxmsgsize): the
@@ -62,6 +64,10 @@ wire::Header make_header(const Sender& from, wire::MsgType type);
 // so the hot path builds headers without allocating.
 wire::Header& reset_header(wire::Header& h, const Sender& from, wire::MsgType type);
 zmq::message_t encode_header(const wire::Header& header);
+// An ACK of several messages at once into `ack` (reset_header first): `seqs` (at least one) in
+// `seq` and `acks`, naming the chunk `about` and `iteration` (checked like any tensor message).
+wire::Header& acks_header(wire::Header& ack, const Sender& from, const ChunkDesc& about,
+                          uint64_t iteration, const std::vector<uint64_t>& seqs);
 
 // Parses a header frame and runs the self-contained checks against the payload frames that came
 // with it. On failure `error` says why and the result is false.

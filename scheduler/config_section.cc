@@ -3,6 +3,7 @@
 #include <string>
 
 #include "core/grouping_spec.h"
+#include "core/sharding.h"
 
 namespace psrt {
 
@@ -20,6 +21,8 @@ void parse_scheduler_section(const YamlReader& sch, const ConfigPath& in_base,
   std::string grouping_error;
   if (!parse_grouping(c.grouping, &grouping_error)) sch.fail("grouping", grouping_error);
   c.calibration = in_base(sch.get_string("calibration", ""));
+  c.batch_bytes = static_cast<uint64_t>(
+      sch.get_int("batch_bytes", int64_t(c.batch_bytes), 0, int64_t(kMaxGroupBytes)));
   c.link_bytes_per_s = sch.get_double("link_bytes_per_s", c.link_bytes_per_s, 1e3, 1e13);
   sch.reject_unknown();
 }

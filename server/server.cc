@@ -50,6 +50,7 @@ Server::Server(const Config& config, uint32_t rank, zmq::context_t* shared)
                       std::to_string(config.cluster.servers));
   }
   endpoint_ = listen_as_server(messenger_.socket(router_), config.cluster, int(rank)).advertised;
+  batch_bytes_ = config.scheduler.batch_bytes;
   if (config.compression.codec != "none") {
     auto made = compress::make_codec(config.compression);
     if (!made) throw ConfigError(made.status().message());
@@ -114,7 +115,7 @@ void Server::run() {
     on_membership(coordinator_->membership(), coordinator_->stage_map());
   }
   messenger_.run({[this] { return done_; }, [this](Clock::time_point now) { return tick(now); },
-                  [this] { finish_updates(); }});
+                  [this] { finish_updates(); }, [this] { flush_replies(); }});
   timeline_.flush();
   if (timeline_.enabled()) spdlog::info("timeline written to {}", timeline_.path());
   log_.flush(Clock::now(), true);

@@ -8,10 +8,12 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,7 @@
 #include "core/credit_link.h"
 #include "core/liveness.h"
 #include "core/curve.h"
+#include "core/group_frames.h"
 #include "core/messenger.h"
 #include "core/rate_limit.h"
 #include "core/timeline.h"
@@ -102,6 +105,11 @@ class Server {
   void on_group_push(const std::string& identity, PeerId from, const wire::Header& h,
                      std::vector<zmq::message_t>& payload);
   void queue_group_reply(const ChunkState& c);
+  // A group push's member as a header of its own (on_group_push's one reused member header).
+  using MemberHeader = std::function<const wire::Header&(const wire::GroupMember&)>;
+  // A batched push (Header.batch): its checked members, each taken as if pushed alone.
+  void take_batch(const std::string& identity, PeerId from, const wire::Header& h,
+                  const MemberHeader& as_member);
   void send_group_params(uint32_t worker, const std::vector<uint32_t>& members, uint64_t seq);
   void start_update(ChunkState& c);
   // Aggregate + optimizer; runs in the pool or inline (then with io_scratch_).
@@ -112,7 +120,19 @@ class Server {
   // pending lower-layer reply overtakes queued higher-layer ones.
   // `dense`: the whole values (a worker's first), else the update's compressed reply if any.
   void queue_reply(uint32_t worker, const ChunkState& c, bool dense = false);
+  // Sends what `worker`'s reply queue and credit allow: now without batching, else once this
+  // pass of the I/O loop is over (flush_replies), so that the replies it made ready go together.
+  void reply_soon(uint32_t worker);
+  void flush_replies();
   void pump_replies(uint32_t worker);
+  // Sends a reply batch (scheduler.batch_bytes) taken from the queue: alone or as a group.
+  void send_reply_batch(uint32_t worker, std::vector<uint32_t>& chunks, uint64_t bytes);
+  // A push from `from` completes `c`, small enough to update in the I/O thread: its reply follows
+  // at once and can carry its ACK (hold_ack).
+  bool completes_inline(PeerId from, const ChunkState& c) const;
+  void hold_ack(uint32_t worker, const wire::Header& h, const ChunkState& c);
+  // The held push ACKs of `worker` that no reply carried, as one ACK.
+  void send_held_acks(uint32_t worker);
   void on_reply_ack(uint32_t worker, const wire::Header& h);
   void send_params(uint32_t worker, const ChunkState& c, uint64_t seq, bool dense);
   // Moves the worker's held push acknowledgement onto a reply to it (Header.acks).
@@ -134,6 +154,11 @@ class Server {
   // A group push's members, checked then taken (server_groups.cc; reused, I/O thread only).
   wire::Header member_header_;
   std::vector<ChunkState*> group_members_;
+  std::vector<std::span<const uint8_t>> member_bytes_;
+  // A group push's members' frames, and a group reply's: apart, since a push's last member can
+  // complete a group and send its reply while the push's frames are being taken.
+  std::vector<zmq::message_t> member_frames_, reply_member_frames_;
+  GroupFrames group_frames_;  // a group reply's frames
   LogLimiter log_;
   Metrics metrics_;
   std::optional<CurveKeys> curve_;  // security.curve
@@ -153,16 +178,23 @@ class Server {
   Checkpointer checkpointer_;
   bool resumed_ = false;  // chunks restored from a checkpoint: INIT values are ignored
   struct ReplyLink {
+    explicit ReplyLink(PushQueue q) : queue(std::move(q)) {}
     PushQueue queue;
     CreditLink credit;  // seq and unacked replies; the queue keeps the window
     std::set<uint32_t> dense;  // chunks whose queued reply goes dense (answers to PULL)
-    // A push of this worker's that completed a small chunk, while its reply is being sent: the
-    // ACK rides on that reply (server_data.cc, on_push).
-    std::optional<uint64_t> held_ack;
+    // Pushes of this worker's that completed a small chunk, while their replies are being sent:
+    // the ACKs ride on the next reply (server_data.cc, on_push), or go together as one ACK.
+    std::vector<uint64_t> held_acks;
+    const ChunkDesc* held_about = nullptr;  // the first held push's chunk, and its iteration
+    uint64_t held_iteration = 0;
+    bool due = false;  // in due_replies_: pumped when the loop's pass is over
     // Queued group replies, by their first member's index.
     std::map<uint32_t, std::shared_ptr<const std::vector<uint32_t>>> groups;
   };
   std::vector<ReplyLink> replies_;  // by worker rank
+  uint64_t batch_bytes_ = 0;          // scheduler.batch_bytes
+  std::vector<uint32_t> due_replies_;  // workers whose replies go once this pass is over
+  std::vector<uint32_t> reply_batch_;  // chunks of the batch being taken (pump_replies)
   std::vector<std::string> worker_ids_;  // each worker's registered connection identity
   // What each worker's last heartbeat said it waits for (1 + server rank; 0: nothing), and when.
   struct WorkerWait {

@@ -121,7 +121,7 @@ void Server::on_membership(const wire::Membership& m, const wire::StageMap& stag
   }
   replies_.clear();
   for (uint32_t w = 0; w < m.num_workers(); ++w) {
-    replies_.push_back({PushQueue(SchedulePolicy::replies(), config_.scheduler.credit_bytes), {}, {}, {}, {}});
+    replies_.emplace_back(PushQueue(SchedulePolicy::replies(), config_.scheduler.credit_bytes));
   }
   have_membership_ = true;
   arrive("membership");

@@ -172,20 +172,31 @@ void Server::on_push(const std::string& identity, PeerId from, const wire::Heade
   // earlier one so that its credit does not wait for the other workers, a large one so that the
   // worker's next push overlaps the update and the reply (a folded ACK would arrive only with the
   // reply's last byte).
-  std::optional<uint64_t>& held = replies_[from.rank].held_ack;
-  const bool fold = !c.arrived[from.rank] && c.arrived_count + 1 == c.holders.size() &&
-                    c.desc.bytes() <= kInlineUpdateBytes;
-  if (fold) {
-    held = h.seq();
+  if (completes_inline(from, c)) {
+    hold_ack(from.rank, h, c);
   } else {
     send(identity, push_ack(h));
   }
   c.group.reset();  // pushed alone: replied alone
   accept_push(from, h, c, payload[0]);
-  if (held) {  // the reply waits for reply credit: the ACK goes alone, now
-    held.reset();
-    send(identity, push_ack(h));
+  // Without batching the reply has gone, carrying the ACK, unless it waits for reply credit:
+  // then the ACK goes alone, now. With batching both go once this pass is over.
+  if (batch_bytes_ == 0) send_held_acks(from.rank);
+}
+
+bool Server::completes_inline(PeerId from, const ChunkState& c) const {
+  return !c.arrived[from.rank] && c.arrived_count + 1 == c.holders.size() &&
+         c.desc.bytes() <= kInlineUpdateBytes;
+}
+
+void Server::hold_ack(uint32_t worker, const wire::Header& h, const ChunkState& c) {
+  ReplyLink& link = replies_[worker];
+  if (link.held_acks.empty()) {
+    link.held_about = &c.desc;
+    link.held_iteration = h.iteration();
   }
+  link.held_acks.push_back(h.seq());
+  reply_soon(worker);
 }
 
 std::optional<WireError> Server::check_push(const wire::Header& h, ChunkState& c,

@@ -19,7 +19,7 @@ void Server::on_group_push(const std::string& identity, PeerId from, const wire:
   mh.set_iteration(h.iteration());
   mh.set_priority(h.priority());
   mh.set_seq(h.seq());
-  const auto as_member = [&mh](const wire::GroupMember& m) -> const wire::Header& {
+  const MemberHeader as_member = [&mh](const wire::GroupMember& m) -> const wire::Header& {
     mh.set_key(m.key());
     mh.set_offset(m.offset());
     mh.set_length(m.length());
@@ -30,6 +30,20 @@ void Server::on_group_push(const std::string& identity, PeerId from, const wire:
   };
   std::vector<ChunkState*>& members = group_members_;
   members.clear();
+  // Each member's bytes as a frame of its own: the frame itself where the member has one, a copy
+  // of its bytes out of a packed frame (core/group_frames.h) otherwise.
+  member_payloads(h, payload, member_bytes_);
+  std::vector<zmq::message_t>& frames = member_frames_;
+  frames.clear();
+  for (int i = 0; i < h.members_size(); ++i) {
+    const auto& bytes = member_bytes_[std::size_t(i)];
+    zmq::message_t& whole = payload[h.members(i).frame()];
+    if (bytes.size() == whole.size() && bytes.data() == whole.data()) {
+      frames.push_back(std::move(whole));
+    } else {
+      frames.emplace_back(bytes.data(), bytes.size());
+    }
+  }
   for (int i = 0; i < h.members_size(); ++i) {
     const auto& m = h.members(i);
     WireError err;
@@ -39,7 +53,7 @@ void Server::on_group_push(const std::string& identity, PeerId from, const wire:
       err = {ErrorCode::kMalformed, "names chunk (" + std::to_string(m.key()) + ", " +
                                         std::to_string(m.offset()) + ") twice"};
     }
-    std::optional<WireError> bad = c ? check_push(mh, *c, payload[std::size_t(i)]) : err;
+    std::optional<WireError> bad = c ? check_push(mh, *c, frames[std::size_t(i)]) : err;
     if (bad) {
       bad->message = "group member " + std::to_string(i) + " of " +
                      std::to_string(h.members_size()) + ": " + bad->message;
@@ -48,6 +62,10 @@ void Server::on_group_push(const std::string& identity, PeerId from, const wire:
     }
     members.push_back(c);
   }
+  if (h.batch()) {
+    take_batch(identity, from, h, as_member);
+    return;
+  }
   send(identity, push_ack(h));
   auto group = std::make_shared<std::vector<uint32_t>>();
   group->reserve(members.size());
@@ -55,8 +73,27 @@ void Server::on_group_push(const std::string& identity, PeerId from, const wire:
   std::sort(group->begin(), group->end());
   for (std::size_t i = 0; i < members.size(); ++i) {
     members[i]->group = group;
-    accept_push(from, as_member(h.members(int(i))), *members[i], payload[i]);
+    accept_push(from, as_member(h.members(int(i))), *members[i], frames[i]);
   }
+}
+
+void Server::take_batch(const std::string& identity, PeerId from, const wire::Header& h,
+                        const MemberHeader& as_member) {
+  // Each member as if pushed alone; the ACK rides on the replies when every member completes
+  // its chunk in the I/O thread (server_data.cc, on_push).
+  const std::vector<ChunkState*>& members = group_members_;
+  bool fold = true;
+  for (const ChunkState* c : members) fold = fold && completes_inline(from, *c);
+  if (fold) {
+    hold_ack(from.rank, h, *members.front());
+  } else {
+    send(identity, push_ack(h));
+  }
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    members[i]->group.reset();
+    accept_push(from, as_member(h.members(int(i))), *members[i], member_frames_[i]);
+  }
+  if (batch_bytes_ == 0) send_held_acks(from.rank);
 }
 
 void Server::queue_group_reply(const ChunkState& c) {
@@ -90,25 +127,37 @@ void Server::send_group_params(uint32_t worker, const std::vector<uint32_t>& mem
   h.set_length(first.desc.length);
   h.set_iteration(first.iteration);
   h.set_seq(seq);
-  std::vector<zmq::message_t> payload;
+  // Each member's frame (an encoded change, or the values without a copy), then the group's
+  // frames: small members packed (core/group_frames.h).
+  std::vector<zmq::message_t>& frames = reply_member_frames_;
+  frames.clear();
   uint64_t elements = 0;
   for (uint32_t index : members) {
     const ChunkState& c = chunks_.at(index);
     wire::Header mh;  // takes the member's codec
     if (reply_codec_) {
-      payload.push_back(reply_frame(c, false, mh));
+      frames.push_back(reply_frame(c, false, mh));
     } else {
       mh.set_codec(wire::CODEC_NONE);
-      payload.push_back(shared_frame(c.params, c.params->data(), c.desc.bytes()));
+      frames.push_back(shared_frame(c.params, c.params->data(), c.desc.bytes()));
     }
     auto* m = h.add_members();
     m->set_key(c.desc.key);
     m->set_offset(c.desc.offset);
     m->set_length(c.desc.length);
-    m->set_payload_bytes(payload.back().size());
+    m->set_payload_bytes(frames.back().size());
     m->set_codec(mh.codec());
     elements += c.desc.length;
   }
+  group_frames_.plan(h);
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    if (group_frames_.packed(i)) {
+      group_frames_.put(i, {static_cast<const uint8_t*>(frames[i].data()), frames[i].size()});
+    } else {
+      group_frames_.own(i, std::move(frames[i]));
+    }
+  }
+  std::vector<zmq::message_t> payload = group_frames_.take();
   h.set_codec(h.members(0).codec());
   h.set_num_elements(elements);
   h.set_payload_bytes(payload_size(payload));

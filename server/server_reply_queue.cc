@@ -10,22 +10,72 @@ void Server::queue_reply(uint32_t worker, const ChunkState& c, bool dense) {
   unit.bytes = dense || !c.reply ? c.desc.bytes() : c.reply->size();
   if (dense) replies_[worker].dense.insert(c.index);
   replies_[worker].queue.add(c.desc.key, c.priority, {unit});
-  pump_replies(worker);
+  reply_soon(worker);
+}
+
+void Server::reply_soon(uint32_t worker) {
+  if (batch_bytes_ == 0) {
+    pump_replies(worker);
+    return;
+  }
+  ReplyLink& link = replies_[worker];
+  if (!link.due) due_replies_.push_back(worker);
+  link.due = true;
+}
+
+void Server::flush_replies() {
+  for (const uint32_t w : due_replies_) {
+    replies_[w].due = false;
+    pump_replies(w);
+    send_held_acks(w);  // those no reply could carry (reply credit)
+  }
+  due_replies_.clear();
 }
 
 void Server::pump_replies(uint32_t worker) {
   ReplyLink& link = replies_[worker];
+  // Consecutive small single-chunk replies of one iteration go as one batch (scheduler.batch_bytes).
+  std::vector<uint32_t>& batch = reply_batch_;
+  batch.clear();
+  uint64_t batch_bytes = 0;
   while (auto unit = link.queue.next()) {
+    const ChunkState& c = chunks_.at(unit->chunk);
+    const bool grouped = link.groups.count(unit->chunk) > 0;
+    const bool dense = link.dense.count(unit->chunk) > 0;
+    const bool small = !grouped && !dense && 2 * unit->bytes <= batch_bytes_;
+    if (!batch.empty() && (!small || batch_bytes + unit->bytes > batch_bytes_ ||
+                           batch.size() >= kMaxGroupMembers ||
+                           chunks_.at(batch.front()).iteration != c.iteration)) {
+      send_reply_batch(worker, batch, batch_bytes);
+      batch_bytes = 0;
+    }
+    if (small) {
+      batch.push_back(unit->chunk);
+      batch_bytes += unit->bytes;
+      continue;
+    }
     const uint64_t seq = link.credit.send({unit->bytes, unit->chunk, {}, {}});
-    auto group = link.groups.find(unit->chunk);
-    if (group != link.groups.end()) {
+    if (grouped) {
+      auto group = link.groups.find(unit->chunk);
       send_group_params(worker, *group->second, seq);
       link.groups.erase(group);
       continue;
     }
-    const bool dense = link.dense.erase(unit->chunk) > 0;
-    send_params(worker, chunks_.at(unit->chunk), seq, dense);
+    link.dense.erase(unit->chunk);
+    send_params(worker, c, seq, dense);
   }
+  if (!batch.empty()) send_reply_batch(worker, batch, batch_bytes);
+}
+
+void Server::send_reply_batch(uint32_t worker, std::vector<uint32_t>& chunks, uint64_t bytes) {
+  ReplyLink& link = replies_[worker];
+  const uint64_t seq = link.credit.send({bytes, chunks.front(), {}, {}});
+  if (chunks.size() == 1) {
+    send_params(worker, chunks_.at(chunks.front()), seq, false);
+  } else {
+    send_group_params(worker, chunks, seq);
+  }
+  chunks.clear();
 }
 
 void Server::on_reply_ack(uint32_t worker, const wire::Header& h) {
@@ -46,9 +96,17 @@ void Server::on_reply_ack(uint32_t worker, const wire::Header& h) {
 }
 
 void Server::attach_acks(uint32_t worker, wire::Header& h) {
-  std::optional<uint64_t>& held = replies_[worker].held_ack;
-  if (held) h.add_acks(*held);
-  held.reset();
+  std::vector<uint64_t>& held = replies_[worker].held_acks;
+  for (uint64_t seq : held) h.add_acks(seq);
+  held.clear();
+}
+
+void Server::send_held_acks(uint32_t worker) {
+  ReplyLink& link = replies_[worker];
+  if (link.held_acks.empty()) return;
+  send(worker_ids_[worker],
+       acks_header(ack_out_, self_, *link.held_about, link.held_iteration, link.held_acks));
+  link.held_acks.clear();
 }
 
 void Server::send_params(uint32_t worker, const ChunkState& c, uint64_t seq, bool dense) {

@@ -27,6 +27,7 @@
 #include "core/control_plane.h"
 #include "core/credit_link.h"
 #include "core/curve.h"
+#include "core/group_frames.h"
 #include "core/messenger.h"
 #include "core/model.h"
 #include "core/rate_limit.h"
@@ -163,12 +164,25 @@ class PsClient {
   void on_params(const wire::Header& h, std::vector<zmq::message_t>& payload);
   // Writes one chunk's values (dense or an encoded change); false after fail().
   bool apply_params(const ChunkDesc& c, wire::Codec codec, uint64_t iteration,
-                    zmq::message_t& frame);
+                    std::span<const uint8_t> bytes);
   std::span<const uint8_t> payload_of(uint32_t chunk) const;  // of the pending gradient
   zmq::message_t payload_frame(uint32_t chunk) const;
+  // A group push's frames (core/group_frames.h) for the header's members, the plan's `chunks`.
+  std::vector<zmq::message_t> group_frames(wire::Header& h, const std::vector<uint32_t>& chunks);
   void send_init();
   void send_barrier(const std::string& name);
+  // ps_client_send.cc: the scheduler's units onto the wire, alone, grouped or batched
   void pump();
+  struct PushBatch {  // small chunks for one server, gathered by pump (scheduler.batch_bytes)
+    std::vector<uint32_t> chunks;
+    uint64_t bytes = 0;
+    uint32_t priority = UINT32_MAX;
+    uint64_t iteration = 0;
+  };
+  void send_batches();
+  void send_batch(PushBatch& b);
+  void send_push(const std::vector<uint32_t>& chunks, uint32_t priority, uint64_t bytes,
+                 bool batch);
   void take_commands();
   std::chrono::steady_clock::time_point tick(std::chrono::steady_clock::time_point now);
   void check_progress(std::chrono::steady_clock::time_point now);
@@ -186,6 +200,10 @@ class PsClient {
                               uint64_t iteration);
   // Outgoing headers reused for every PUSH and every reply ACK (I/O thread).
   wire::Header push_out_, ack_out_;
+  GroupFrames group_frames_;                         // builds group pushes (reused)
+  std::vector<PushBatch> batches_;                   // by server
+  uint64_t batch_bytes_ = 0;                         // scheduler.batch_bytes
+  std::vector<std::span<const uint8_t>> member_bytes_;  // a group reply's members (reused)
 
   // stage links (ps_client_stage.cc), I/O thread
   struct StageOut {

@@ -89,7 +89,8 @@ void PsClient::io_loop() {
       std::lock_guard lock(mu_);
       return error_.has_value() || finished_;
     };
-    messenger_.run({done, [this](SteadyClock::time_point now) { return tick(now); }, nullptr});
+    messenger_.run(
+        {done, [this](SteadyClock::time_point now) { return tick(now); }, nullptr, nullptr});
   } catch (const std::exception& e) {
     fail(std::string("I/O thread: ") + e.what());
   }
@@ -106,7 +107,10 @@ void PsClient::register_server(std::size_t server) {
     messenger_.on(link, wire::HEARTBEAT, [](Inbound&) {});
     messenger_.on(link, wire::ERROR, [this, server](Inbound& m) { on_server_error(server, m.header); });
   }
-  messenger_.on(link, wire::ACK, [this](Inbound& m) { on_ack(m.header.seq()); });
+  messenger_.on(link, wire::ACK, [this](Inbound& m) {
+    on_ack(m.header.seq());
+    for (uint64_t seq : m.header.acks()) on_ack(seq);  // pushes acknowledged together
+  });
   messenger_.on(link, wire::PARAMS, [this](Inbound& m) { on_params(m.header, m.payload); });
 }
 
@@ -155,14 +159,7 @@ void PsClient::flush_reply_acks() {
   for (std::size_t s = 0; s < reply_acks_.size(); ++s) {
     PendingAcks& p = reply_acks_[s];
     if (p.seqs.empty()) continue;
-    wire::Header& ack = reset_header(ack_out_, self_, wire::ACK);
-    ack.set_key(p.first->key);
-    ack.set_offset(p.first->offset);
-    ack.set_length(p.first->length);
-    ack.set_iteration(p.iteration);
-    ack.set_seq(p.seqs.front());
-    for (std::size_t i = 1; i < p.seqs.size(); ++i) ack.add_acks(p.seqs[i]);
-    send_to(s, ack);
+    send_to(s, acks_header(ack_out_, self_, *p.first, p.iteration, p.seqs));
     p.seqs.clear();
   }
 }

@@ -25,12 +25,15 @@ void PsClient::plan_groups() {
   sc.mode = config_.scheduler.mode;
   sc.chunk_bytes = config_.scheduler.chunk_bytes;
   sc.credit_bytes = config_.scheduler.credit_bytes;
+  sc.batch_bytes = config_.scheduler.batch_bytes;
   if (!config_.scheduler.calibration.empty()) {
     sc.calibration = sim::load_calibration(config_.scheduler.calibration);
   }
   const auto choice = sim::choose_grouping(model_, sc, spec);
   grouping_ = choice.grouping;
   plan_ = MessagePlan(shards_, grouping_);
+  batches_.assign(shards_.num_servers(), {});
+  batch_bytes_ = config_.scheduler.batch_bytes;
   group_taken_.assign(grouping_.num_groups(), 0);
   release_cycle_ms_ = spec.kind == GroupingSpec::Kind::kHorovod ? spec.cycle_ms : 0;
   cycle_epoch_ = SteadyClock::now();
@@ -110,72 +113,25 @@ std::optional<SteadyClock::time_point> PsClient::release_due_groups(SteadyClock:
   return next;
 }
 
-std::span<const uint8_t> PsClient::payload_of(uint32_t chunk) const {
-  const ChunkDesc& c = shards_.chunks()[chunk];
-  const Command& cmd = pending_.at(c.key);
-  if (cmd.payloads.empty()) {
-    return {reinterpret_cast<const uint8_t*>(cmd.grad->data() + c.offset), c.bytes()};
-  }
-  // Chunk ids of a tensor are consecutive, in offset order.
-  const auto& p = cmd.payloads[chunk - shards_.tensor_chunks(c.key).front()];
-  return {p->data(), p->size()};
-}
-
-zmq::message_t PsClient::payload_frame(uint32_t chunk) const {
-  const ChunkDesc& c = shards_.chunks()[chunk];
-  const Command& cmd = pending_.at(c.key);
-  if (cmd.payloads.empty()) {
-    // Codec none: the gradient itself (a compressed command has a payload per chunk, no grad).
-    return shared_frame(cmd.grad, cmd.grad->data() + c.offset, c.bytes());
-  }
-  const auto& p = cmd.payloads[chunk - shards_.tensor_chunks(c.key).front()];
-  return shared_frame(p, p->data(), p->size());
-}
-
-void PsClient::pump() {
-  while (auto unit = queue_.next()) {
-    const PlannedMessage& m = plan_.messages()[unit->chunk];
-    const ChunkDesc& c = shards_.chunks()[m.chunks.front()];
-    const Command& cmd = pending_.at(c.key);
-    wire::Header& h = tensor_header(push_out_, wire::PUSH, c, cmd.iteration);
-    h.set_priority(unit->priority);  // a group's: its most urgent member's
-    if (!cmd.payloads.empty()) h.set_codec(encoder_.wire_codec());
-    std::vector<zmq::message_t> payload;
-    uint64_t elements = 0;
-    for (uint32_t id : m.chunks) {
-      const ChunkDesc& member = shards_.chunks()[id];
-      payload.push_back(payload_frame(id));
-      elements += member.length;
-      if (m.chunks.size() == 1) break;
-      auto* gm = h.add_members();
-      gm->set_key(member.key);
-      gm->set_offset(member.offset);
-      gm->set_length(member.length);
-      gm->set_payload_bytes(payload.back().size());
-      gm->set_codec(h.codec());
-    }
-    h.set_num_elements(elements);
-    h.set_payload_bytes(payload_size(payload));
-    const auto now = SteadyClock::now();
-    pushes_.sent(h.seq(), {unit->bytes, c.id, cmd.enqueued, now, cmd.iteration});
-    metrics_.queue_wait(std::chrono::duration<double>(now - cmd.enqueued).count());
-    send_to(c.server, h, std::move(payload));
-    std::lock_guard lock(mu_);
-    stats_.bytes_pushed += unit->bytes;
-    stats_.chunks_pushed += m.chunks.size();
-  }
-}
-
 void PsClient::on_params(const wire::Header& h, std::vector<zmq::message_t>& payload) {
   // A group's members, or the one chunk; all are checked before any is applied.
   std::vector<const ChunkDesc*> chunks;
   const int n = std::max(1, h.members_size());
+  std::vector<std::span<const uint8_t>>& bytes = member_bytes_;
+  if (h.members_size() > 0) {
+    member_payloads(h, payload, bytes);  // decode_header has checked the frames
+  } else {
+    bytes.assign(1, {});
+    if (payload.size() == 1) {
+      bytes[0] = {static_cast<const uint8_t*>(payload[0].data()), payload[0].size()};
+    }
+  }
   for (int i = 0; i < n; ++i) {
     const uint32_t key = h.members_size() ? h.members(i).key() : h.key();
     const uint64_t offset = h.members_size() ? h.members(i).offset() : h.offset();
     const uint64_t length = h.members_size() ? h.members(i).length() : h.length();
     const ChunkDesc* c = shards_.find(key, offset);
-    if (!c || c->length != length || payload.size() != std::size_t(n)) {
+    if (!c || c->length != length || (n == 1 && payload.size() != 1)) {
       log_.warn("bad message", "ignored PARAMS for an unknown chunk (" + std::to_string(key) +
                                    ", " + std::to_string(offset) + ")");
       return;
@@ -184,7 +140,7 @@ void PsClient::on_params(const wire::Header& h, std::vector<zmq::message_t>& pay
   }
   for (int i = 0; i < n; ++i) {
     const wire::Codec codec = h.members_size() ? h.members(i).codec() : h.codec();
-    if (!apply_params(*chunks[i], codec, h.iteration(), payload[i])) return;
+    if (!apply_params(*chunks[i], codec, h.iteration(), bytes[std::size_t(i)])) return;
   }
   // The pushes this reply acknowledges (the server folds a completing push's ACK into it).
   for (uint64_t seq : h.acks()) on_ack(seq);
@@ -203,7 +159,7 @@ void PsClient::on_params(const wire::Header& h, std::vector<zmq::message_t>& pay
 }
 
 bool PsClient::apply_params(const ChunkDesc& c, wire::Codec codec, uint64_t iteration,
-                            zmq::message_t& frame) {
+                            std::span<const uint8_t> bytes) {
   auto what = [&] {  // built only on an error
     return "PARAMS for tensor " + std::to_string(c.key) + " offset " + std::to_string(c.offset) +
            " iteration " + std::to_string(iteration);
@@ -222,7 +178,6 @@ bool PsClient::apply_params(const ChunkDesc& c, wire::Codec codec, uint64_t iter
     }
   }
   std::span<float> dst = params_(c.key).subspan(c.offset, c.length);
-  const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(frame.data()), frame.size());
   if (Status st = replies_.apply(codec, bytes, dst); !st) {
     fail("server " + std::to_string(c.server) + " sent unusable " + what() + ": " + st.message());
     return false;

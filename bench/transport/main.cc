@@ -84,7 +84,8 @@ void measure_psrt(std::vector<Row>& rows, const std::string& mode, uint64_t chun
 // One iteration's round trip of `tensors` tensors of `floats` each: all pushed (backward order),
 // then all waited for. Median microseconds; `messages` gets the messages per iteration.
 double measure_iteration(uint32_t tensors, uint64_t floats, const std::string& mode, int reps,
-                         double* messages, const std::string& grouping = "none") {
+                         double* messages, const std::string& grouping = "none",
+                         int64_t batch_bytes = -1) {
   psrt::ModelDesc model;
   model.name = "iteration";
   for (uint32_t i = 0; i < tensors; ++i) {
@@ -95,6 +96,7 @@ double measure_iteration(uint32_t tensors, uint64_t floats, const std::string& m
   psrt::bench::RigOptions options;
   options.mode = mode;
   options.grouping = grouping;
+  options.batch_bytes = batch_bytes;
   double result = 0;
   psrt::bench::with_psrt(model, options, [&](psrt::PsClient& client) {
     auto grad = std::make_shared<const std::vector<float>>(floats, 1e-3f);
@@ -123,6 +125,7 @@ ManySmall measure_many_small(const std::string& mode, int reps) {
   double one_messages = 0;
   m.many_us = measure_iteration(100, 1024, mode, reps, &m.many_messages);
   m.one_us = measure_iteration(1, 100 * 1024, mode, reps, &one_messages);
+  m.unbatched_us = measure_iteration(100, 1024, mode, reps, &m.unbatched_messages, "none", 0);
   m.grouped_us =
       measure_iteration(100, 1024, mode, reps, &m.grouped_messages, "size:64KiB");
   return m;

@@ -40,15 +40,17 @@ std::string write_job(const std::string& dir, const RigOptions& o) {
   const std::string cfg = dir + "/job.yaml";
   std::FILE* f = std::fopen(cfg.c_str(), "w");
   if (!f) throw std::runtime_error("cannot write " + cfg);
+  const std::string batch =
+      o.batch_bytes >= 0 ? ", batch_bytes: " + std::to_string(o.batch_bytes) : std::string();
   std::fprintf(f,
                "job: {id: bench-transport, iterations: 1}\n"
                "cluster: {servers: 1, workers: 1, coordinator: 'tcp://127.0.0.1:0'}\n"
                "model: {backend: replay, profile: unused.yaml}\n"
                "optimizer: {type: sgd, lr: 0.000001, momentum: 0}\n"
-               "scheduler: {mode: %s, chunk_bytes: %llu, credit_bytes: %llu, grouping: '%s'}\n"
+               "scheduler: {mode: %s, chunk_bytes: %llu, credit_bytes: %llu, grouping: '%s'%s}\n"
                "log_level: warn\n",
                o.mode.c_str(), (unsigned long long)o.chunk_bytes, (unsigned long long)o.credit_bytes,
-               o.grouping.c_str());
+               o.grouping.c_str(), batch.c_str());
   if (o.socket_buffer_bytes >= 0) {
     std::fprintf(f, "limits: {socket_buffer_bytes: %lld}\n", (long long)o.socket_buffer_bytes);
   }

@@ -27,6 +27,7 @@ struct RigOptions {
   bool curve = false;  // security.curve on every connection
   std::string grouping = "none";  // scheduler.grouping
   int64_t socket_buffer_bytes = -1;  // limits.socket_buffer_bytes; -1: the default
+  int64_t batch_bytes = -1;          // scheduler.batch_bytes; -1: the default
 };
 
 // Starts the server, registers and starts the client for `model` (parameters 0.5, plain SGD),

@@ -21,7 +21,8 @@ struct Row {
 
 // 100 tensors of 4 KB pushed in one iteration, beside one tensor of their 400 KB together.
 struct ManySmall {
-  double many_us = 0, one_us = 0, many_messages = 0;
+  double many_us = 0, one_us = 0, many_messages = 0;  // the defaults: adaptive batching on
+  double unbatched_us = 0, unbatched_messages = 0;    // scheduler.batch_bytes 0
   double grouped_us = 0, grouped_messages = 0;  // with scheduler.grouping size:64KiB
 };
 

@@ -92,7 +92,7 @@ void PlacerService::run() {
   // No timers: the loop wakes for requests and the signal only.
   messenger_.run({[this] { return stop_; },
                   [](Messenger::Clock::time_point now) { return now + std::chrono::hours(1); },
-                  nullptr});
+                  nullptr, nullptr});
   ::close(sfd);
   spdlog::info("psrt-placer: stopping; {} served, {} rejected", served_, rejected_);
 }

@@ -26,6 +26,9 @@ void validate(const SimConfig& c) {
   if (!(c.worker_weight >= 1) || !std::isfinite(c.worker_weight)) {
     fail("worker_weight must be finite and at least 1");
   }
+  if (c.batch_bytes > kMaxGroupBytes) {
+    fail("batch_bytes must be at most kMaxGroupBytes (2 MiB)");
+  }
 }
 
 ShardMap shard_map_for(const ModelDesc& model, const SimConfig& config) {

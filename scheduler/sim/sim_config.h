@@ -35,6 +35,10 @@ struct SimConfig {
   // workers. GradOptimizer's search uses it to simulate a few workers for many
   // (grad_optimizer.h); 1 simulates every worker.
   double worker_weight = 1;
+  // Adaptive batching (scheduler.batch_bytes): single-chunk messages of at most half this size
+  // that a worker's queue, or a server's reply queue, releases together for one peer travel as one
+  // message of at most this many bytes (one per-message cost, one acknowledgement); 0: off.
+  uint64_t batch_bytes = 64u << 10;
 };
 
 // Throws std::invalid_argument naming the field that is out of range.

@@ -191,6 +191,52 @@ class Simulation {
     try_compute(wi);
   }
 
+  // A message as the runtime sends it: one plan message, or a batch of single-chunk ones.
+  using Batch = std::vector<PushUnit>;
+
+  // Whether `unit` may join a batch (the runtime's rule: ps_client_send.cc, server_reply_queue.cc).
+  bool batchable(const PushUnit& unit) const {
+    return plan_.messages()[unit.chunk].chunks.size() == 1 &&
+           2 * unit.bytes <= config_.batch_bytes;
+  }
+
+  // Takes what `queue` releases now, in its order, as messages: consecutive batchable units for
+  // one peer gather (per peer, as in the runtime) until the next would pass batch_bytes; `send`
+  // gets each message and the peer it goes to.
+  template <typename PeerOf, typename Send>
+  void take_messages(PushQueue& queue, PeerOf peer_of, Send send) {
+    std::vector<std::pair<uint32_t, Batch>> open;  // (peer, gathering batch)
+    auto flush = [&] {
+      for (auto& [peer, batch] : open) send(peer, std::move(batch));
+      open.clear();
+    };
+    while (auto u = queue.next()) {
+      const uint32_t peer = peer_of(*u);
+      if (!batchable(*u)) {
+        flush();
+        send(peer, Batch{*u});
+        continue;
+      }
+      auto it = std::find_if(open.begin(), open.end(), [&](const auto& b) { return b.first == peer; });
+      if (it == open.end()) it = open.insert(open.end(), {peer, {}});
+      uint64_t bytes = 0;
+      for (const auto& b : it->second) bytes += b.bytes;
+      if (!it->second.empty() &&
+          (bytes + u->bytes > config_.batch_bytes || it->second.size() >= kMaxGroupMembers)) {
+        send(peer, std::move(it->second));
+        it->second.clear();
+      }
+      it->second.push_back(*u);
+    }
+    flush();
+  }
+
+  static uint64_t bytes_of(const Batch& batch) {
+    uint64_t b = 0;
+    for (const auto& u : batch) b += u.bytes;
+    return b;
+  }
+
   void request_push(uint32_t wi) {
     Worker& w = *workers_[wi];
     if (w.pump_pending) return;
@@ -198,48 +244,49 @@ class Simulation {
     events_.decide([this, wi] {
       Worker& wk = *workers_[wi];
       wk.pump_pending = false;
-      while (auto u = wk.push.next()) {
-        const PushUnit unit = *u;
-        const uint32_t s = plan_.messages()[unit.chunk].server;
+      const auto server_of = [this](const PushUnit& u) { return plan_.messages()[u.chunk].server; };
+      take_messages(wk.push, server_of, [this, &wk, wi](uint32_t s, Batch batch) {
         // The worker's I/O thread builds and hands over the message, then the uplink sends it.
         const double handed = wk.io.take(events_.now(), us(cal().worker_message_us));
-        events_.at(handed, [this, s, wi, unit] {
-          net_.send(wi, server_host(s), unit.bytes,
-                    [this, s, wi, unit] { at_server(s, wi, unit); });
+        events_.at(handed, [this, s, wi, batch = std::move(batch)] {
+          net_.send(wi, server_host(s), bytes_of(batch),
+                    [this, s, wi, batch] { at_server(s, wi, batch); });
         });
-      }
+      });
     });
   }
 
-  void at_server(uint32_t s, uint32_t wi, const PushUnit& unit) {
+  void at_server(uint32_t s, uint32_t wi, const Batch& batch) {
     Server& server = servers_[s];
     // The server's I/O thread takes the push (checks, copy, ack) before anything else follows.
     const double taken = server.io.take(
         events_.now(), config_.worker_weight * (us(cal().server_message_us) +
-                                                ns_per_byte(cal().server_byte_ns, unit.bytes)));
-    events_.at(taken, [this, s, wi, unit] { taken_by_server(s, wi, unit); });
+                                                ns_per_byte(cal().server_byte_ns, bytes_of(batch))));
+    events_.at(taken, [this, s, wi, batch] { taken_by_server(s, wi, batch); });
   }
 
-  void taken_by_server(uint32_t s, uint32_t wi, const PushUnit& unit) {
-    const uint64_t bytes = unit.bytes;
+  void taken_by_server(uint32_t s, uint32_t wi, const Batch& batch) {
+    const uint64_t bytes = bytes_of(batch);
     events_.at(events_.now() + config_.ack_latency_ms, [this, wi, bytes] {
       workers_[wi]->push.acked(bytes);
       request_push(wi);
     });
-    if (++arrived_[unit.chunk] < config_.workers) return;
-    arrived_[unit.chunk] = 0;
-    Server& server = servers_[s];
-    const double start = std::max(events_.now(), server.aggregation_free);
-    server.aggregation_free = start + aggregation_ms(config_, bytes);
-    events_.at(server.aggregation_free, [this, s, unit] {
-      for (uint32_t v = 0; v < config_.workers; ++v) {
-        PushUnit reply;
-        reply.chunk = unit.chunk;
-        reply.bytes = unit.bytes;
-        servers_[s].replies[v].add(unit.key, unit.key, {reply});
-        request_reply(s, v);
-      }
-    });
+    for (const PushUnit& unit : batch) {
+      if (++arrived_[unit.chunk] < config_.workers) continue;
+      arrived_[unit.chunk] = 0;
+      Server& server = servers_[s];
+      const double start = std::max(events_.now(), server.aggregation_free);
+      server.aggregation_free = start + aggregation_ms(config_, unit.bytes);
+      events_.at(server.aggregation_free, [this, s, unit] {
+        for (uint32_t v = 0; v < config_.workers; ++v) {
+          PushUnit reply;
+          reply.chunk = unit.chunk;
+          reply.bytes = unit.bytes;
+          servers_[s].replies[v].add(unit.key, unit.key, {reply});
+          request_reply(s, v);
+        }
+      });
+    }
   }
 
   void request_reply(uint32_t s, uint32_t wi) {
@@ -248,29 +295,31 @@ class Simulation {
     events_.decide([this, s, wi] {
       Server& server = servers_[s];
       server.pump_pending[wi] = 0;
-      while (auto u = server.replies[wi].next()) {
-        const PushUnit unit = *u;
-        const double handed =
-            server.io.take(events_.now(), config_.worker_weight * us(cal().server_message_us));
-        events_.at(handed, [this, s, wi, unit] {
-          net_.send(server_host(s), wi, unit.bytes,
-                    [this, s, wi, unit] { at_worker(s, wi, unit); });
-        });
-      }
+      take_messages(server.replies[wi], [wi](const PushUnit&) { return wi; },
+                    [this, &server, s](uint32_t to, Batch batch) {
+                      const double handed = server.io.take(
+                          events_.now(), config_.worker_weight * us(cal().server_message_us));
+                      events_.at(handed, [this, s, to, batch = std::move(batch)] {
+                        net_.send(server_host(s), to, bytes_of(batch),
+                                  [this, s, to, batch] { at_worker(s, to, batch); });
+                      });
+                    });
     });
   }
 
-  void at_worker(uint32_t s, uint32_t wi, const PushUnit& unit) {
+  void at_worker(uint32_t s, uint32_t wi, const Batch& batch) {
+    const uint64_t bytes = bytes_of(batch);
     const double taken = workers_[wi]->io.take(
-        events_.now(), us(cal().worker_message_us) + ns_per_byte(cal().worker_byte_ns, unit.bytes));
-    events_.at(taken, [this, s, wi, unit] {
-      const uint64_t bytes = unit.bytes;
+        events_.now(), us(cal().worker_message_us) + ns_per_byte(cal().worker_byte_ns, bytes));
+    events_.at(taken, [this, s, wi, batch, bytes] {
       events_.at(events_.now() + config_.ack_latency_ms, [this, s, wi, bytes] {
         servers_[s].replies[wi].acked(bytes);
         request_reply(s, wi);
       });
-      for (uint32_t id : plan_.messages()[unit.chunk].chunks) {
-        ++workers_[wi]->received[model_.tensors[shards_.chunks()[id].key].layer];
+      for (const PushUnit& unit : batch) {
+        for (uint32_t id : plan_.messages()[unit.chunk].chunks) {
+          ++workers_[wi]->received[model_.tensors[shards_.chunks()[id].key].layer];
+        }
       }
       try_compute(wi);
     });

@@ -325,6 +325,7 @@ TEST_CASE("group messages: members checked against the header and the frames", "
   // Two members: (2, 128, 10) and (3, 0, 6), dense.
   auto group = [] {
     wire::Header h = push_header(10);
+    uint32_t frame = 0;
     for (auto [key, offset, length] : {std::tuple{2u, 128ull, 10ull}, std::tuple{3u, 0ull, 6ull}}) {
       auto* m = h.add_members();
       m->set_key(key);
@@ -332,6 +333,7 @@ TEST_CASE("group messages: members checked against the header and the frames", "
       m->set_length(length);
       m->set_payload_bytes(length * 4);
       m->set_codec(wire::CODEC_NONE);
+      m->set_frame(frame++);
     }
     h.set_num_elements(16);
     h.set_payload_bytes(64);
@@ -339,6 +341,16 @@ TEST_CASE("group messages: members checked against the header and the frames", "
   };
   CHECK(check(group(), frames({40, 24})).message == "ok");
   CHECK(check(group(), frames({40, 20, 4})).code == ErrorCode::kBadSize);  // 3 frames, 2 members
+  // Packed (protocol version 3): both members in frame 0, back to back.
+  wire::Header packed = group();
+  packed.mutable_members(1)->set_frame(0);
+  CHECK(check(packed, frames({64})).message == "ok");
+  CHECK(check(packed, frames({60})).code == ErrorCode::kBadSize);     // member 1 overruns
+  CHECK(check(packed, frames({68})).code == ErrorCode::kBadSize);     // 4 bytes nobody claims
+  CHECK(check(packed, frames({40, 24})).code == ErrorCode::kBadSize);  // frame 1 unclaimed
+  CHECK(check(group(), frames({44, 20})).code == ErrorCode::kBadSize);  // member 1 starts early
+  packed.mutable_members(1)->set_frame(2);  // skips frame 1
+  CHECK(check(packed, frames({40, 24})).code == ErrorCode::kMalformed);
   wire::Header h = group();
   h.mutable_members(1)->set_payload_bytes(20);
   CHECK(check(h, frames({40, 24})).code == ErrorCode::kBadSize);
@@ -364,6 +376,15 @@ TEST_CASE("group messages: members checked against the header and the frames", "
   h.set_num_elements(10);
   h.set_payload_bytes(40);
   CHECK(check(h, frames({40})).code == ErrorCode::kMalformed);  // one member is no group
+  // A batch (Header.batch) is a group PUSH, nothing else.
+  h = group();
+  h.set_batch(true);
+  CHECK(check(h, frames({40, 24})).message == "ok");
+  h.set_type(wire::PARAMS);
+  CHECK(check(h, frames({40, 24})).code == ErrorCode::kMalformed);
+  wire::Header lone = push_header(16);
+  lone.set_batch(true);
+  CHECK(check(lone, frames({64})).code == ErrorCode::kMalformed);
   // Replies may mix dense and encoded members.
   h = group();
   h.set_type(wire::PARAMS);

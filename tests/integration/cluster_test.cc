@@ -24,7 +24,7 @@ constexpr int kIterations = 6;
 
 std::string cluster_config(const std::string& dir, const std::string& optimizer,
                            const std::string& mode, const std::string& extra,
-                           const std::string& grouping) {
+                           const std::string& grouping, const std::string& scheduler) {
   return "job: {id: itest, iterations: " + std::to_string(kIterations) +
          ", batch_size: 32, seed: 7, log_every: 0, evaluate: false, dump_params: '" + dir +
          "/params-{rank}.bin'}\n"
@@ -34,7 +34,7 @@ std::string cluster_config(const std::string& dir, const std::string& optimizer,
          "data: {train_limit: 2000}\n"
          "optimizer: " + optimizer + "\n"
          "scheduler: {mode: " + mode + ", chunk_bytes: 4096, credit_bytes: 16384, grouping: '" +
-         grouping + "'}\n" + extra;
+         grouping + "'" + scheduler + "}\n" + extra;
 }
 
 
@@ -91,10 +91,11 @@ std::vector<float> reference(const Config& c) {
 // Runs the job through psrt-launch and returns each worker's final parameters.
 std::vector<std::vector<float>> run_cluster(const std::string& optimizer, const std::string& mode,
                                             std::string& cfg, const std::string& extra = "",
-                                            const std::string& grouping = "none") {
+                                            const std::string& grouping = "none",
+                                            const std::string& scheduler = "") {
   const std::string dir = test::temp_dir("cluster");
   cfg = dir + "/job.yaml";
-  test::write_file(cfg, cluster_config(dir, optimizer, mode, extra, grouping));
+  test::write_file(cfg, cluster_config(dir, optimizer, mode, extra, grouping, scheduler));
   test::Proc launch("launch", {test::bin("psrt-launch"), cfg});
   const auto rc = launch.wait_exit(120);
   INFO(launch.output());
@@ -152,6 +153,19 @@ TEST_CASE("every scheduling mode gives the same parameters", "[integration]") {
   }
 }
 
+// Adaptive batching (scheduler.batch_bytes, on by default and so in every test above) changes
+// timing only: with chunks of 4 KiB and 16 KiB of credit, up to four chunks travel together.
+TEST_CASE("with and without adaptive batching the parameters are the same", "[integration]") {
+  const std::string sgd = "{type: sgd, lr: 0.1, momentum: 0.9, weight_decay: 0.001}";
+  std::string cfg;
+  for (const char* mode : {"bigdl", "preemptive"}) {
+    INFO("mode " << mode);
+    const auto batched = run_cluster(sgd, mode, cfg);
+    const auto alone = run_cluster(sgd, mode, cfg, "", "none", ", batch_bytes: 0");
+    for (std::size_t w = 0; w < alone.size(); ++w) CHECK(alone[w] == batched[0]);  // bit for bit
+  }
+}
+
 TEST_CASE("every mode with and without gradient grouping gives the same parameters",
           "[integration][grouping]") {
   const std::string sgd = "{type: sgd, lr: 0.1, momentum: 0.9, weight_decay: 0.001}";
@@ -186,6 +200,10 @@ TEST_CASE("a compressed job with and without grouping gives the same parameters"
   const auto grouped =
       run_cluster("{type: sgd, lr: 0.1, momentum: 0.9}", "preemptive", cfg, laco, "size:1MiB");
   for (std::size_t w = 0; w < grouped.size(); ++w) CHECK(grouped[w] == alone[0]);
+  // Compressed chunks are small: batched by default; each chunk sent alone gives the same.
+  const auto unbatched = run_cluster("{type: sgd, lr: 0.1, momentum: 0.9}", "preemptive", cfg,
+                                     laco, "none", ", batch_bytes: 0");
+  for (std::size_t w = 0; w < unbatched.size(); ++w) CHECK(unbatched[w] == alone[0]);
 }
 
 TEST_CASE("with compressed replies every worker ends with the same trained values",

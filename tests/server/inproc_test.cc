@@ -160,6 +160,49 @@ TEST_CASE("in process: pushes, ACKs and replies cycle under a small credit to th
   CHECK(s.server.stats().dropped_replies == 0);
 }
 
+// The same cycle with adaptive batching (scheduler.batch_bytes 256: two 128-byte chunks per
+// message) and without: the credit releases two chunks at a time, which then travel together, so
+// fewer messages carry the same chunks to the same values, bit for bit.
+TEST_CASE("in process: chunks released together travel as one batch, to the same values",
+          "[inproc]") {
+  const ModelDesc m = two_tensors();
+  const int iterations = 3;
+  struct Run {
+    std::vector<std::vector<float>> params;
+    ClientStats stats;
+    ServerStats server;
+  };
+  auto run = [&](const std::string& name, uint64_t batch_bytes) {
+    zmq::context_t ctx(1);
+    Config c = job(name, 1);
+    c.scheduler.batch_bytes = batch_bytes;
+    ServerThread s(c, ctx);
+    Worker w(c, 0, m, ctx, 1.0f);
+    w.client->start();
+    for (int it = 0; it < iterations; ++it) {
+      w.client->wait_all(uint64_t(it));
+      push_iteration(w, 0, m, uint64_t(it));
+    }
+    w.client->wait_all(iterations);
+    Run r{w.params, w.client->stats(), {}};
+    w.client->finish();
+    s.join();
+    CHECK(s.error.empty());
+    r.server = s.server.stats();
+    return r;
+  };
+  const Run alone = run("unbatched", 0);
+  const Run batched = run("batched", 256);
+  CHECK(batched.params == alone.params);
+  CHECK(batched.stats.chunks_pushed == alone.stats.chunks_pushed);
+  CHECK(batched.stats.params_received == alone.stats.params_received);
+  CHECK(batched.server.pushes == alone.server.pushes);
+  CHECK(batched.server.errors == 0);
+  CAPTURE(batched.stats.messages_sent, alone.stats.messages_sent);
+  CHECK(batched.stats.messages_sent < alone.stats.messages_sent);
+  CHECK(batched.stats.messages_received < alone.stats.messages_received);
+}
+
 TEST_CASE("in process: the start barrier waits for worker 0's INIT, both workers end equal",
           "[inproc]") {
   zmq::context_t ctx(1);

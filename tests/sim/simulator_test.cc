@@ -25,6 +25,7 @@ SimConfig base(Mode mode, uint32_t workers = 1, uint32_t servers = 1) {
   c.chunk_bytes = 4096;
   c.credit_bytes = 4096;
   c.iterations = 5;
+  c.batch_bytes = 0;  // the timelines below send every chunk alone (batching: its own case)
   return c;
 }
 
@@ -117,6 +118,27 @@ TEST_CASE("link-bound: eight chunks through one uplink", "[sim]") {
   CHECK(std::string(r.bounds.binding()) == "link");
 }
 
+// The same with adaptive batching (scheduler.batch_bytes 8 KiB): the credit releases two chunks
+// at a time and they travel as one 2 ms message, acknowledged once; each batch's replies go back
+// as one. Up [0.5,2.5] [2.5,4.5] [4.5,6.5] [6.5,8.5], down [2.5,4.5] ... [8.5,10.5]: 10.5, a
+// millisecond later than chunk by chunk, since a batch's replies wait for its last byte. With a
+// per-message cost of 1 ms at the worker (calibration), halving the messages wins instead.
+TEST_CASE("adaptive batching: chunks released together travel as one message", "[sim]") {
+  const auto model = make_model({{0.25, 0.25, {8192}}});
+  auto c = base(Mode::kPreemptive);
+  c.credit_bytes = 8192;
+  c.batch_bytes = 8192;
+  CHECK(simulate(model, c).iteration_ms == 10.5);
+  c.batch_bytes = 4096;  // a batch holds chunks of at most half of it: none here
+  CHECK(simulate(model, c).iteration_ms == 9.5);
+  c.calibration.worker_message_us = 1000;
+  const double alone = simulate(model, c).iteration_ms;
+  c.batch_bytes = 8192;
+  const double batched = simulate(model, c).iteration_ms;
+  CAPTURE(alone, batched);
+  CHECK(batched < alone);
+}
+
 // Two workers, one server, one chunk: the server's downlink takes w0 [0.5,1.5] then w1
 // [1.5,2.5]; its uplink replies to w0 [2.5,3.5] then w1 [3.5,4.5]. Worker 1 runs 1 ms behind
 // worker 0 from then on; worker 0's iterations start at 0, 3.5, 7, ...
@@ -174,6 +196,9 @@ TEST_CASE("bad configurations are rejected", "[sim]") {
   CHECK_THROWS_AS(simulate(model, c), std::invalid_argument);
   c = base(Mode::kPreemptive);
   c.iterations = 1;
+  CHECK_THROWS_AS(simulate(model, c), std::invalid_argument);
+  c = base(Mode::kPreemptive);
+  c.batch_bytes = psrt::kMaxGroupBytes + 1;
   CHECK_THROWS_AS(simulate(model, c), std::invalid_argument);
   CHECK_THROWS_AS(simulate(make_model({{1, 1, {}}}), base(Mode::kFifo)), std::invalid_argument);
 }

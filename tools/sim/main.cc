@@ -73,6 +73,7 @@ void print_grouping(const psrt::ModelDesc& model, const std::string& spec,
 
 struct Args {
   std::string profile, bandwidth = "1Gbit", mode = "preemptive", chunk = "4MiB", credit = "8MiB";
+  std::string batch = "64KiB";
   std::string aggregation, calibration, grouping = "none";
   uint32_t workers = 4, servers = 2, iterations = 5;
   double scale = 0, latency_ms = 0, ack_latency_ms = 0;
@@ -91,6 +92,8 @@ void add_options(CLI::App& app, Args& a) {
                  "push mode: bigdl, fifo, fifo_chunked, nonpreemptive, preemptive");
   app.add_option("--chunk-bytes", a.chunk, "chunk size of the chunked modes (4MiB)");
   app.add_option("--credit-bytes", a.credit, "bytes in flight per sender (8MiB)");
+  app.add_option("--batch-bytes", a.batch,
+                 "adaptive batching of small messages, scheduler.batch_bytes (64KiB; 0: off)");
   app.add_option("--scale", a.scale,
                  "shrink sizes, times, chunk and credit together (default: the profile's)")
       ->check(CLI::NonNegativeNumber);
@@ -147,6 +150,7 @@ Setup setup(const Args& a) {
   config.bandwidth_bytes_per_s = bandwidth_arg("--bandwidth", a.bandwidth);
   config.chunk_bytes = size_arg("--chunk-bytes", a.chunk);
   config.credit_bytes = size_arg("--credit-bytes", a.credit);
+  config.batch_bytes = a.batch == "0" ? 0 : size_arg("--batch-bytes", a.batch);
   if (!a.aggregation.empty()) {
     config.aggregation_bytes_per_s = bandwidth_arg("--aggregation", a.aggregation);
   }
@@ -161,6 +165,7 @@ Setup setup(const Args& a) {
   if (a.scale > 0) {
     config.chunk_bytes = std::max<uint64_t>(4, static_cast<uint64_t>(config.chunk_bytes * s));
     config.credit_bytes = std::max<uint64_t>(4, static_cast<uint64_t>(config.credit_bytes * s));
+    config.batch_bytes = static_cast<uint64_t>(double(config.batch_bytes) * s);
   }
   return out;
 }
