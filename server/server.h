@@ -120,9 +120,10 @@ class Server {
   // pending lower-layer reply overtakes queued higher-layer ones.
   // `dense`: the whole values (a worker's first), else the update's compressed reply if any.
   void queue_reply(uint32_t worker, const ChunkState& c, bool dense = false);
-  // Sends what `worker`'s reply queue and credit allow: now without batching, else once this
-  // pass of the I/O loop is over (flush_replies), so that the replies it made ready go together.
-  void reply_soon(uint32_t worker);
+  // Sends what `worker`'s reply queue and credit allow: now for a reply that cannot be batched
+  // (scheduler.batch_bytes), else once this pass of the I/O loop is over (flush_replies), so that
+  // the small replies the pass made ready go together.
+  void reply_soon(uint32_t worker, bool batchable);
   void flush_replies();
   void pump_replies(uint32_t worker);
   // Sends a reply batch (scheduler.batch_bytes) taken from the queue: alone or as a group.

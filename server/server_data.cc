@@ -196,7 +196,7 @@ void Server::hold_ack(uint32_t worker, const wire::Header& h, const ChunkState& 
     link.held_iteration = h.iteration();
   }
   link.held_acks.push_back(h.seq());
-  reply_soon(worker);
+  reply_soon(worker, true);  // the completing push's reply follows at once
 }
 
 std::optional<WireError> Server::check_push(const wire::Header& h, ChunkState& c,

@@ -114,7 +114,7 @@ void Server::queue_group_reply(const ChunkState& c) {
     }
     replies_[w].groups[first.index] = group;
     replies_[w].queue.add(first.desc.key, priority, {unit});
-    pump_replies(w);
+    reply_soon(w, false);  // a group goes as it is
   }
 }
 

@@ -10,11 +10,13 @@ void Server::queue_reply(uint32_t worker, const ChunkState& c, bool dense) {
   unit.bytes = dense || !c.reply ? c.desc.bytes() : c.reply->size();
   if (dense) replies_[worker].dense.insert(c.index);
   replies_[worker].queue.add(c.desc.key, c.priority, {unit});
-  reply_soon(worker);
+  reply_soon(worker, 2 * unit.bytes <= batch_bytes_ && !dense);
 }
 
-void Server::reply_soon(uint32_t worker) {
-  if (batch_bytes_ == 0) {
+void Server::reply_soon(uint32_t worker, bool batchable) {
+  // A reply that cannot join a batch goes now (with what is queued before it): a large chunk's
+  // reply, updated by the pool, would otherwise wait for the pushes this pass still reads.
+  if (!batchable || batch_bytes_ == 0) {
     pump_replies(worker);
     return;
   }

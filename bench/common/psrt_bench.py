@@ -367,9 +367,10 @@ def bytes_per_iteration(per_worker, first, last=None):
 
 # ---------------------------------------------------------------- simulator, plots
 def simulate(bindir, profile, workers, servers, bandwidth, mode, chunk, credit, iterations,
-             latency_ms, calibration=None, grouping=None):
+             latency_ms, calibration=None, grouping=None, batch_bytes=None):
     """psrt-sim's row for mode: iter_ms, compute_ms, link_ms, critical_ms, bound_ms, binding;
-    with `calibration` (a psrt-sim calibration file) and `grouping` (scheduler.grouping)."""
+    with `calibration` (a psrt-sim calibration file), `grouping` (scheduler.grouping) and
+    `batch_bytes` (scheduler.batch_bytes; None: the default)."""
     argv = [os.path.join(bindir, "psrt-sim"), "--profile", profile, "--workers", str(workers),
             "--servers", str(servers), "--bandwidth", "%dB/s" % int(bandwidth), "--mode", mode,
             "--chunk-bytes", str(chunk), "--credit-bytes", str(credit), "--iterations",
@@ -378,6 +379,8 @@ def simulate(bindir, profile, workers, servers, bandwidth, mode, chunk, credit, 
         argv += ["--calibration", calibration]
     if grouping:
         argv += ["--grouping", grouping]
+    if batch_bytes is not None:
+        argv += ["--batch-bytes", str(batch_bytes)]
     r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         raise RuntimeError("psrt-sim failed (%s): %s" % (" ".join(argv), r.stderr.strip()))
