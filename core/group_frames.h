@@ -35,6 +35,20 @@ class GroupFrames {
   void own(std::size_t member, zmq::message_t frame);
   // The frames, in order; plan() again before the next message.
   std::vector<zmq::message_t> take();
+  // All of it for the header's `n` members: plan(), then member i's bytes(i) copied in where it is
+  // packed or its frame(i) sent as it is, then take().
+  template <typename Bytes, typename Frame>
+  std::vector<zmq::message_t> build(wire::Header& h, std::size_t n, Bytes bytes, Frame frame) {
+    plan(h);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (packed(i)) {
+        put(i, bytes(i));
+      } else {
+        own(i, frame(i));
+      }
+    }
+    return take();
+  }
 
  private:
   struct Frame {

@@ -8,7 +8,6 @@
 
 #include <array>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -105,11 +104,11 @@ class Server {
   void on_group_push(const std::string& identity, PeerId from, const wire::Header& h,
                      std::vector<zmq::message_t>& payload);
   void queue_group_reply(const ChunkState& c);
-  // A group push's member as a header of its own (on_group_push's one reused member header).
-  using MemberHeader = std::function<const wire::Header&(const wire::GroupMember&)>;
+  // A group push's member as a header of its own: member_header_, whose group fields
+  // on_group_push has set, with the member's chunk fields.
+  const wire::Header& member_header(const wire::GroupMember& m);
   // A batched push (Header.batch): its checked members, each taken as if pushed alone.
-  void take_batch(const std::string& identity, PeerId from, const wire::Header& h,
-                  const MemberHeader& as_member);
+  void take_batch(const std::string& identity, PeerId from, const wire::Header& h);
   void send_group_params(uint32_t worker, const std::vector<uint32_t>& members, uint64_t seq);
   void start_update(ChunkState& c);
   // Aggregate + optimizer; runs in the pool or inline (then with io_scratch_).
@@ -156,8 +155,8 @@ class Server {
   wire::Header member_header_;
   std::vector<ChunkState*> group_members_;
   std::vector<std::span<const uint8_t>> member_bytes_;
-  // A group push's members' frames, and a group reply's: apart, since a push's last member can
-  // complete a group and send its reply while the push's frames are being taken.
+  // A group push's members' frames, and a group reply's encoded members: apart, since a push's
+  // last member can complete a group and send its reply while the push's frames are being taken.
   std::vector<zmq::message_t> member_frames_, reply_member_frames_;
   GroupFrames group_frames_;  // a group reply's frames
   LogLimiter log_;

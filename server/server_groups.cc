@@ -19,15 +19,6 @@ void Server::on_group_push(const std::string& identity, PeerId from, const wire:
   mh.set_iteration(h.iteration());
   mh.set_priority(h.priority());
   mh.set_seq(h.seq());
-  const MemberHeader as_member = [&mh](const wire::GroupMember& m) -> const wire::Header& {
-    mh.set_key(m.key());
-    mh.set_offset(m.offset());
-    mh.set_length(m.length());
-    mh.set_num_elements(m.length());
-    mh.set_payload_bytes(m.payload_bytes());
-    mh.set_codec(m.codec());
-    return mh;
-  };
   std::vector<ChunkState*>& members = group_members_;
   members.clear();
   // Each member's bytes as a frame of its own: the frame itself where the member has one, a copy
@@ -47,7 +38,7 @@ void Server::on_group_push(const std::string& identity, PeerId from, const wire:
   for (int i = 0; i < h.members_size(); ++i) {
     const auto& m = h.members(i);
     WireError err;
-    ChunkState* c = chunks_.find(as_member(m), err);
+    ChunkState* c = chunks_.find(member_header(m), err);
     if (c && std::find(members.begin(), members.end(), c) != members.end()) {
       c = nullptr;
       err = {ErrorCode::kMalformed, "names chunk (" + std::to_string(m.key()) + ", " +
@@ -63,7 +54,7 @@ void Server::on_group_push(const std::string& identity, PeerId from, const wire:
     members.push_back(c);
   }
   if (h.batch()) {
-    take_batch(identity, from, h, as_member);
+    take_batch(identity, from, h);
     return;
   }
   send(identity, push_ack(h));
@@ -73,12 +64,22 @@ void Server::on_group_push(const std::string& identity, PeerId from, const wire:
   std::sort(group->begin(), group->end());
   for (std::size_t i = 0; i < members.size(); ++i) {
     members[i]->group = group;
-    accept_push(from, as_member(h.members(int(i))), *members[i], frames[i]);
+    accept_push(from, member_header(h.members(int(i))), *members[i], frames[i]);
   }
 }
 
-void Server::take_batch(const std::string& identity, PeerId from, const wire::Header& h,
-                        const MemberHeader& as_member) {
+const wire::Header& Server::member_header(const wire::GroupMember& m) {
+  wire::Header& mh = member_header_;
+  mh.set_key(m.key());
+  mh.set_offset(m.offset());
+  mh.set_length(m.length());
+  mh.set_num_elements(m.length());
+  mh.set_payload_bytes(m.payload_bytes());
+  mh.set_codec(m.codec());
+  return mh;
+}
+
+void Server::take_batch(const std::string& identity, PeerId from, const wire::Header& h) {
   // Each member as if pushed alone; the ACK rides on the replies when every member completes
   // its chunk in the I/O thread (server_data.cc, on_push).
   const std::vector<ChunkState*>& members = group_members_;
@@ -91,7 +92,7 @@ void Server::take_batch(const std::string& identity, PeerId from, const wire::He
   }
   for (std::size_t i = 0; i < members.size(); ++i) {
     members[i]->group.reset();
-    accept_push(from, as_member(h.members(int(i))), *members[i], member_frames_[i]);
+    accept_push(from, member_header(h.members(int(i))), *members[i], member_frames_[i]);
   }
   if (batch_bytes_ == 0) send_held_acks(from.rank);
 }
@@ -127,37 +128,36 @@ void Server::send_group_params(uint32_t worker, const std::vector<uint32_t>& mem
   h.set_length(first.desc.length);
   h.set_iteration(first.iteration);
   h.set_seq(seq);
-  // Each member's frame (an encoded change, or the values without a copy), then the group's
-  // frames: small members packed (core/group_frames.h).
-  std::vector<zmq::message_t>& frames = reply_member_frames_;
-  frames.clear();
+  // With compressed replies each member's encoded change as a frame first; dense values are read
+  // where they are. Then the group's frames: small members packed (core/group_frames.h), large
+  // dense ones without a copy.
+  std::vector<zmq::message_t>& encoded = reply_member_frames_;
+  encoded.clear();
   uint64_t elements = 0;
   for (uint32_t index : members) {
     const ChunkState& c = chunks_.at(index);
     wire::Header mh;  // takes the member's codec
-    if (reply_codec_) {
-      frames.push_back(reply_frame(c, false, mh));
-    } else {
-      mh.set_codec(wire::CODEC_NONE);
-      frames.push_back(shared_frame(c.params, c.params->data(), c.desc.bytes()));
-    }
+    mh.set_codec(wire::CODEC_NONE);
+    if (reply_codec_) encoded.push_back(reply_frame(c, false, mh));
     auto* m = h.add_members();
     m->set_key(c.desc.key);
     m->set_offset(c.desc.offset);
     m->set_length(c.desc.length);
-    m->set_payload_bytes(frames.back().size());
+    m->set_payload_bytes(reply_codec_ ? encoded.back().size() : c.desc.bytes());
     m->set_codec(mh.codec());
     elements += c.desc.length;
   }
-  group_frames_.plan(h);
-  for (std::size_t i = 0; i < frames.size(); ++i) {
-    if (group_frames_.packed(i)) {
-      group_frames_.put(i, {static_cast<const uint8_t*>(frames[i].data()), frames[i].size()});
-    } else {
-      group_frames_.own(i, std::move(frames[i]));
-    }
-  }
-  std::vector<zmq::message_t> payload = group_frames_.take();
+  const auto bytes = [&](std::size_t i) -> std::span<const uint8_t> {
+    if (reply_codec_) return {static_cast<const uint8_t*>(encoded[i].data()), encoded[i].size()};
+    const ChunkState& c = chunks_.at(members[i]);
+    return {reinterpret_cast<const uint8_t*>(c.params->data()), c.desc.bytes()};
+  };
+  const auto frame = [&](std::size_t i) {
+    if (reply_codec_) return std::move(encoded[i]);
+    const ChunkState& c = chunks_.at(members[i]);
+    return shared_frame(c.params, c.params->data(), c.desc.bytes());
+  };
+  std::vector<zmq::message_t> payload = group_frames_.build(h, members.size(), bytes, frame);
   h.set_codec(h.members(0).codec());
   h.set_num_elements(elements);
   h.set_payload_bytes(payload_size(payload));

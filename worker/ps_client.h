@@ -167,8 +167,6 @@ class PsClient {
                     std::span<const uint8_t> bytes);
   std::span<const uint8_t> payload_of(uint32_t chunk) const;  // of the pending gradient
   zmq::message_t payload_frame(uint32_t chunk) const;
-  // A group push's frames (core/group_frames.h) for the header's members, the plan's `chunks`.
-  std::vector<zmq::message_t> group_frames(wire::Header& h, const std::vector<uint32_t>& chunks);
   void send_init();
   void send_barrier(const std::string& name);
   // ps_client_send.cc: the scheduler's units onto the wire, alone, grouped or batched

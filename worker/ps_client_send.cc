@@ -33,19 +33,6 @@ zmq::message_t PsClient::payload_frame(uint32_t chunk) const {
   return shared_frame(p, p->data(), p->size());
 }
 
-std::vector<zmq::message_t> PsClient::group_frames(wire::Header& h,
-                                                   const std::vector<uint32_t>& chunks) {
-  group_frames_.plan(h);
-  for (std::size_t i = 0; i < chunks.size(); ++i) {
-    if (group_frames_.packed(i)) {
-      group_frames_.put(i, payload_of(chunks[i]));
-    } else {
-      group_frames_.own(i, payload_frame(chunks[i]));
-    }
-  }
-  return group_frames_.take();
-}
-
 void PsClient::pump() {
   // Small single-chunk messages the queue releases back to back gather per server and leave as
   // one batch (scheduler.batch_bytes); anything else first sends what has gathered, so the mode's
@@ -109,7 +96,9 @@ void PsClient::send_push(const std::vector<uint32_t>& chunks, uint32_t priority,
       gm->set_payload_bytes(payload_of(id).size());
       gm->set_codec(h.codec());
     }
-    payload = group_frames(h, chunks);
+    payload = group_frames_.build(
+        h, chunks.size(), [&](std::size_t i) { return payload_of(chunks[i]); },
+        [&](std::size_t i) { return payload_frame(chunks[i]); });
   }
   h.set_num_elements(elements);
   h.set_payload_bytes(payload_size(payload));

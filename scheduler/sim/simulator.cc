@@ -205,9 +205,14 @@ class Simulation {
   // gets each message and the peer it goes to.
   template <typename PeerOf, typename Send>
   void take_messages(PushQueue& queue, PeerOf peer_of, Send send) {
-    std::vector<std::pair<uint32_t, Batch>> open;  // (peer, gathering batch)
+    struct Open {
+      uint32_t peer;
+      Batch batch;
+      uint64_t bytes = 0;
+    };
+    std::vector<Open> open;  // the batches gathering, one per peer
     auto flush = [&] {
-      for (auto& [peer, batch] : open) send(peer, std::move(batch));
+      for (auto& o : open) send(o.peer, std::move(o.batch));
       open.clear();
     };
     while (auto u = queue.next()) {
@@ -217,16 +222,16 @@ class Simulation {
         send(peer, Batch{*u});
         continue;
       }
-      auto it = std::find_if(open.begin(), open.end(), [&](const auto& b) { return b.first == peer; });
-      if (it == open.end()) it = open.insert(open.end(), {peer, {}});
-      uint64_t bytes = 0;
-      for (const auto& b : it->second) bytes += b.bytes;
-      if (!it->second.empty() &&
-          (bytes + u->bytes > config_.batch_bytes || it->second.size() >= kMaxGroupMembers)) {
-        send(peer, std::move(it->second));
-        it->second.clear();
+      auto it = std::find_if(open.begin(), open.end(), [&](const Open& o) { return o.peer == peer; });
+      if (it == open.end()) it = open.insert(open.end(), Open{peer, {}, 0});
+      if (!it->batch.empty() && (it->bytes + u->bytes > config_.batch_bytes ||
+                                 it->batch.size() >= kMaxGroupMembers)) {
+        send(peer, std::move(it->batch));
+        it->batch.clear();
+        it->bytes = 0;
       }
-      it->second.push_back(*u);
+      it->batch.push_back(*u);
+      it->bytes += u->bytes;
     }
     flush();
   }

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <tuple>
 
 #include "core/group_frames.h"
 #include "tests/integration/raw_job.h"
@@ -117,15 +118,29 @@ void check_reply(RawClient& w, const Group& g, const Reply& p,
   w.send(back);
 }
 
+// A psrt-server of the raw job, a raw client started as worker 0, the seeded gradients and the
+// parameters the client tracks.
+struct GroupJob {
+  explicit GroupJob(unsigned seed)
+      : s(raw_job_yaml()),
+        ctx(1),
+        w(ctx, s.endpoint, "w0", Sender{wire::WORKER, 0, "rawjob"}),
+        rng(seed),
+        params(start_job(w, rng, kSizes)) {}
+  auto parts() { return std::tie(s, w, rng, params); }
+  ServerProc s;
+  zmq::context_t ctx;
+  RawClient w;
+  std::mt19937 rng;
+  std::vector<std::vector<float>> params;
+};
+
 }  // namespace
 
 TEST_CASE("group pushes get one ACK and one grouped reply, and bad groups are refused whole",
           "[integration][malformed][grouping]") {
-  ServerProc s(raw_job_yaml());
-  zmq::context_t ctx(1);
-  RawClient w(ctx, s.endpoint, "w0", Sender{wire::WORKER, 0, "rawjob"});
-  std::mt19937 rng(77);
-  auto params = start_job(w, rng, kSizes);
+  GroupJob job(77);
+  auto [s, w, rng, params] = job.parts();
   group_round(w, group_push(w, {0, 1, 2}, 0, rng), params);
 
   auto refused = [&](Group g, ErrorCode code, const char* says) {
@@ -210,11 +225,8 @@ TEST_CASE("group pushes get one ACK and one grouped reply, and bad groups are re
 
 TEST_CASE("batched pushes: each member as if pushed alone, the ACK riding on the replies",
           "[integration][malformed][grouping]") {
-  ServerProc s(raw_job_yaml());
-  zmq::context_t ctx(1);
-  RawClient w(ctx, s.endpoint, "w0", Sender{wire::WORKER, 0, "rawjob"});
-  std::mt19937 rng(78);
-  auto params = start_job(w, rng, kSizes);
+  GroupJob job(78);
+  auto [s, w, rng, params] = job.parts();
   batch_round(w, group_push(w, {2, 0, 1}, 0, rng).packed(), params);
   batch_round(w, group_push(w, {0, 1}, 1, rng), params);  // a frame each
   // Tensor 2 alone at iteration 1, then with the others at 2: each member keeps its own step.
