@@ -3,6 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <climits>
+#include <system_error>
 
 namespace psrt {
 
@@ -10,6 +13,18 @@ namespace {
 // Messages read from one socket per pass: bounded, so that timers and completions stay
 // responsive under a flood.
 constexpr int kBatch = 256;
+
+// Asks the socket whether a message waits. This takes in every command its mailbox holds, so
+// afterwards its ZMQ_FD turns readable again only when a new one arrives.
+bool has_input(zmq::socket_t& socket) {
+  return (socket.get(zmq::sockopt::events) & ZMQ_POLLIN) != 0;
+}
+
+int poll_timeout(std::chrono::steady_clock::duration wait) {
+  if (wait <= std::chrono::steady_clock::duration::zero()) return 1;
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wait).count() + 1;
+  return int(std::min<int64_t>(ms, INT_MAX));
+}
 }  // namespace
 
 Messenger::Messenger(std::string job_id, SocketOptions options, Metrics& metrics, LogLimiter& log,
@@ -28,6 +43,7 @@ Messenger::LinkId Messenger::add(zmq::socket_t socket, std::string name, bool ro
   link.socket = std::move(socket);
   link.name = std::move(name);
   link.router = router;
+  link.fd = link.socket.get(zmq::sockopt::fd);
   links_.push_back(std::move(link));
   return links_.size() - 1;
 }
@@ -77,6 +93,7 @@ bool Messenger::send(LinkId link, const std::string* identity, const wire::Heade
   metrics_.message(Metrics::Dir::kSent, metrics_kind(h.type()), payload_size(payload));
   bool at_hwm = false;
   Link& l = links_.at(link);
+  l.pending = true;  // the send may take in the command that announces a reply
   if (send_envelope(l.socket, identity, h, std::move(payload), &at_hwm)) {
     sent_.fetch_add(1, std::memory_order_relaxed);
     return true;
@@ -123,40 +140,71 @@ void Messenger::dispatch(Link& link, Envelope& env) {
 }
 
 void Messenger::read(Link& link, const Loop& loop) {
-  for (int i = 0; i < kBatch && !loop.done() && recv_envelope(link.socket, env_, link.router); ++i) {
+  for (int i = 0; i < kBatch; ++i) {
+    if (loop.done()) break;
+    // A failed non-blocking receive took in every command: nothing waits and ZMQ_FD is honest.
+    if (!recv_envelope(link.socket, env_, link.router)) {
+      link.pending = false;
+      return;
+    }
     dispatch(link, env_);
   }
+  link.pending = true;  // cut short: more may wait
+}
+
+// zmq_poll asks every socket for ZMQ_EVENTS before and after it polls, and each ask is two
+// system calls (libzmq's fork check and a zero-timeout poll of the mailbox). Here a link is asked
+// only when something may have hidden its input from its ZMQ_FD (`pending`); the others wait on
+// the fd alone, which turns readable when a command arrives for the socket.
+std::size_t Messenger::wait(Clock::time_point until) {
+  fds_.clear();
+  fds_.push_back({wakeup_.fd(), POLLIN, 0});
+  for (auto& w : watched_) {
+    fds_.push_back({w.socket ? w.socket->get(zmq::sockopt::fd) : w.fd, POLLIN, 0});
+  }
+  const std::size_t first_link = fds_.size();
+  for (auto& l : links_) fds_.push_back({l.fd, POLLIN, 0});
+  ready_.assign(fds_.size(), 0);
+  for (std::size_t i = 0; i < watched_.size(); ++i) {  // someone else's: asked every pass
+    if (watched_[i].socket && has_input(*watched_[i].socket)) ready_[1 + i] = 1;
+  }
+  for (std::size_t i = 0; i < links_.size(); ++i) {
+    if (!links_[i].pending) continue;
+    if (has_input(links_[i].socket)) {
+      ready_[first_link + i] = 1;
+    } else {
+      links_[i].pending = false;
+    }
+  }
+  const bool now = std::find(ready_.begin(), ready_.end(), 1) != ready_.end();
+  const int rc = ::poll(fds_.data(), fds_.size(), now ? 0 : poll_timeout(until - Clock::now()));
+  if (rc < 0 && errno != EINTR) throw std::system_error(errno, std::generic_category(), "poll");
+  for (std::size_t i = 0; rc > 0 && i < fds_.size(); ++i) {
+    if (fds_[i].revents & (POLLIN | POLLERR | POLLHUP)) ready_[i] = 1;
+  }
+  return fds_.size() - first_link;
 }
 
 void Messenger::run(const Loop& loop) {
-  std::vector<zmq::pollitem_t> items;
   while (!loop.done()) {
     const auto now = Clock::now();
     log_.flush(now);
     const Clock::time_point next = loop.tick(now);
     if (loop.done()) break;
-    items.clear();
-    items.push_back({nullptr, wakeup_.fd(), ZMQ_POLLIN, 0});
-    for (auto& w : watched_) {
-      items.push_back({w.socket ? w.socket->handle() : nullptr, w.fd, ZMQ_POLLIN, 0});
-    }
-    const std::size_t first_link = items.size();
-    for (auto& l : links_) items.push_back({l.socket.handle(), 0, ZMQ_POLLIN, 0});
-    const auto wait = std::max(Clock::duration::zero(), next - Clock::now());
-    zmq::poll(items.data(), items.size(),
-              std::chrono::duration_cast<std::chrono::milliseconds>(wait) +
-                  std::chrono::milliseconds(1));
-    if (items[0].revents & ZMQ_POLLIN) {
+    const std::size_t polled = wait(next);
+    if (ready_[0]) {
       wakeup_.drain();
       if (loop.woken) loop.woken();
     }
-    for (std::size_t i = 0; i < watched_.size(); ++i) {
-      if (items[1 + i].revents & ZMQ_POLLIN) watched_[i].ready();
+    const std::size_t first_link = ready_.size() - polled;
+    for (std::size_t i = 0; i + 1 < first_link; ++i) {
+      // A readable fd of a watched socket means only that commands came: ask it.
+      const auto& w = watched_[i];
+      if (ready_[1 + i] && (!w.socket || has_input(*w.socket))) w.ready();
     }
     // Links added by a handler during this pass are polled from the next one.
-    const std::size_t polled = items.size() - first_link;
     for (std::size_t i = 0; i < polled && !loop.done(); ++i) {
-      if (items[first_link + i].revents & ZMQ_POLLIN) read(links_[i], loop);
+      if (ready_[first_link + i]) read(links_[i], loop);
     }
     if (loop.passed && !loop.done()) loop.passed();
   }

@@ -11,6 +11,7 @@
 // and the worker's PsClient with its stage links.
 #pragma once
 
+#include <poll.h>
 #include <zmq.hpp>
 
 #include <atomic>
@@ -67,7 +68,13 @@ class Messenger {
   // sender's identity; `name` says who is at the other end in log lines ("server 2").
   LinkId add_router(std::string name);
   LinkId add_dealer(std::string name, const std::string& identity);
-  zmq::socket_t& socket(LinkId link) { return links_.at(link).socket; }
+  // The raw socket, for options, bind and connect. Those may take in a peer's announcement of
+  // input, so the loop checks the link before it next waits.
+  zmq::socket_t& socket(LinkId link) {
+    Link& l = links_.at(link);
+    l.pending = true;
+    return l.socket;
+  }
   const std::string& name(LinkId link) const { return links_.at(link).name; }
 
   void on(LinkId link, wire::MsgType type, Handler handler);
@@ -102,6 +109,10 @@ class Messenger {
  private:
   struct Link {
     zmq::socket_t socket;
+    int fd = -1;  // ZMQ_FD: readable when the socket's mailbox holds commands not yet taken in
+    // A send, connect or a read cut short may have taken in the command that announced input,
+    // leaving `fd` quiet while a message waits: the loop asks the socket before it blocks.
+    bool pending = true;
     std::string name;
     bool router = false;
     std::vector<Handler> handlers;  // by message type (a handful of types: no map lookup)
@@ -110,6 +121,9 @@ class Messenger {
     std::vector<Admit> admits;
   };
   void read(Link& link, const Loop& loop);
+  // Waits for input on the links, the watched sockets and fds and the wake-up, up to `until`;
+  // fills `ready_` (one flag per polled entry). Returns the number of links polled.
+  std::size_t wait(Clock::time_point until);
   void dispatch(Link& link, Envelope& env);
   LinkId add(zmq::socket_t socket, std::string name, bool router);
 
@@ -126,6 +140,8 @@ class Messenger {
     std::function<void()> ready;
   };
   std::vector<Watched> watched_;
+  std::vector<struct pollfd> fds_;  // the wait's poll set, reused
+  std::vector<char> ready_;
   Wakeup wakeup_;
   Envelope env_;
   wire::Header header_;  // reused for every message: its strings keep their storage

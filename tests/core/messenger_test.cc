@@ -1,0 +1,130 @@
+// The Messenger's poll loop waits on each socket's ZMQ_FD and asks a socket for input only when
+// something may have hidden it from that fd. These cases set up exactly such a hidden message
+// (a send takes in the command that announced a reply) and check that the loop still reads it in
+// the pass that follows, without waiting for anything else to arrive.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "core/messenger.h"
+#include "core/transport.h"
+#include "core/wire.h"
+
+using namespace psrt;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string kJob = "messenger-test";
+
+Sender who(wire::Role role) { return Sender{role, 0, kJob}; }
+
+// A server-side echo on a ROUTER in its own thread: every HEARTBEAT gets one back.
+struct Echo {
+  Metrics metrics = Metrics::off();
+  LogLimiter log{10};
+  Messenger messenger{kJob, {}, metrics, log};
+  Messenger::LinkId router = messenger.add_router("the test's dealer");
+  std::string endpoint = bind_endpoint(messenger.socket(router), "tcp://127.0.0.1:0");
+  std::atomic<bool> stop{false};
+  std::thread thread;
+
+  Echo() {
+    messenger.on(router, wire::HEARTBEAT, [this](Inbound& m) {
+      wire::Header h = make_header(who(wire::SERVER), wire::HEARTBEAT);
+      h.set_iteration(m.header.iteration());
+      messenger.send(router, &m.identity, h);
+    });
+    thread = std::thread([this] {
+      Messenger::Loop loop;
+      loop.done = [this] { return stop.load(); };
+      loop.tick = [](Messenger::Clock::time_point now) { return now + 20ms; };
+      messenger.run(loop);
+    });
+  }
+  ~Echo() {
+    stop = true;
+    thread.join();
+  }
+};
+
+struct Client {
+  Metrics metrics = Metrics::off();
+  LogLimiter log{10};
+  Messenger messenger{kJob, {}, metrics, log};
+  Messenger::LinkId dealer = messenger.add_dealer("the echo", "client-0");
+  std::vector<uint64_t> replies;
+
+  explicit Client(const std::string& endpoint) {
+    messenger.socket(dealer).connect(endpoint);
+    messenger.on(dealer, wire::HEARTBEAT,
+                 [this](Inbound& m) { replies.push_back(m.header.iteration()); });
+  }
+  void send(uint64_t n) {
+    wire::Header h = make_header(who(wire::WORKER), wire::HEARTBEAT);
+    h.set_iteration(n);
+    REQUIRE(messenger.send(dealer, nullptr, h));
+  }
+  // Runs passes until `want` replies arrived or `passes` passes ran; each pass may wait up to
+  // `patience` for input. Returns the passes run.
+  int run(std::size_t want, int passes, Messenger::Clock::duration patience) {
+    int ran = 0;
+    Messenger::Loop loop;
+    loop.done = [&] { return replies.size() >= want || ran >= passes; };
+    loop.tick = [&](Messenger::Clock::time_point now) { return now + patience; };
+    loop.passed = [&] { ++ran; };
+    messenger.run(loop);
+    return ran;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a reply whose announcement a send took in is read in the next pass") {
+  Echo echo;
+  Client client(echo.endpoint);
+  client.send(1);
+  REQUIRE(client.run(1, 1000, 5s) < 1000);  // connected, the first reply read
+  REQUIRE(client.replies == std::vector<uint64_t>{1});
+  client.run(2, 1, 10ms);  // a pass that finds the socket empty: the next reply must announce itself
+
+  client.send(2);
+  std::this_thread::sleep_for(200ms);  // the echo replies; its announcement waits in our mailbox
+  client.send(3);  // takes that announcement in (libzmq throttles it to once a millisecond)
+  // The reply to 2 now waits with the socket's fd quiet, and the reply to 3 joins the same pipe
+  // without a new announcement. One pass, willing to wait a long time, must read both.
+  std::this_thread::sleep_for(200ms);
+  const int passes = client.run(3, 1, 10s);
+  CHECK(passes <= 1);
+  CHECK(client.replies == std::vector<uint64_t>{1, 2, 3});
+}
+
+TEST_CASE("a loop with nothing pending still wakes for a message that arrives later") {
+  Echo echo;
+  Client client(echo.endpoint);
+  client.send(1);
+  REQUIRE(client.run(1, 1000, 5s) < 1000);
+  // Every link is read to the end now; the next reply can only announce itself through the fd.
+  std::thread later([&] {
+    std::this_thread::sleep_for(100ms);
+    client.messenger.wakeup().notify();
+  });
+  std::atomic<bool> sent{false};
+  Messenger::Loop loop;
+  int woken = 0;
+  int passes = 0;
+  loop.done = [&] { return client.replies.size() >= 2 || passes >= 4; };
+  loop.tick = [](Messenger::Clock::time_point now) { return now + 10s; };
+  loop.passed = [&] { ++passes; };
+  loop.woken = [&] {
+    ++woken;
+    if (!sent.exchange(true)) client.send(2);
+  };
+  client.messenger.run(loop);
+  later.join();
+  CHECK(woken == 1);
+  CHECK(client.replies == std::vector<uint64_t>{1, 2});
+}
