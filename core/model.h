@@ -9,6 +9,11 @@
 
 namespace psrt {
 
+// The most elements a tensor, a layer's activation (per sample) or a whole model may have: 2^40,
+// 4 TiB of fp32. What a file or a peer claims is held to it, so that sizes in bytes and their
+// sums never overflow.
+constexpr uint64_t kMaxElements = 1ull << 40;
+
 struct TensorDesc {
   uint32_t key = 0;           // index in ModelDesc::tensors, forward order
   std::string name;           // "fc1.weight"

@@ -61,8 +61,10 @@ void read_inputs(const YamlReader& lr, const std::map<std::string, uint32_t>& na
   }
 }
 
-void parse_layer(const YamlReader& lr, std::size_t i, const std::map<std::string, uint32_t>& names,
-                 double scale, const std::string& where, ModelDesc& model) {
+// Returns the elements of the layer's tensors (at most 4096 of 2^40 each: no overflow).
+uint64_t parse_layer(const YamlReader& lr, std::size_t i,
+                     const std::map<std::string, uint32_t>& names, double scale,
+                     const std::string& where, ModelDesc& model) {
   LayerDesc layer;
   layer.name = lr.get_string("name", "layer" + std::to_string(i));
   layer.kind = lr.get_string("kind", "");
@@ -71,25 +73,30 @@ void parse_layer(const YamlReader& lr, std::size_t i, const std::map<std::string
   layer.backward_ms = lr.get_double("backward_ms", 0, 0, 1e7) * scale;
   layer.forward_flops = lr.get_double("forward_flops", 0, 0, 1e18);
   layer.activation_elements =
-      static_cast<uint64_t>(lr.get_int("activation_elements", 0, 0, INT64_MAX));
+      uint64_t(lr.get_int("activation_elements", 0, 0, int64_t(kMaxElements)));
   std::vector<std::pair<std::string, uint64_t>> tensors;
+  uint64_t elements_sum = 0;
   if (lr.has("tensors")) {
     const YAML::Node tn = lr.node()["tensors"];
     if (!tn.IsSequence()) lr.fail("tensors", "must be a list");
     for (std::size_t j = 0; j < tn.size(); ++j) {
       YamlReader tr(tn[j], lr.full("tensors[" + std::to_string(j) + "]"), where);
       const std::string name = tr.get_string("name", layer.name + "." + std::to_string(j));
-      const int64_t elements = tr.get_int("elements", 0, 1, INT64_MAX);
+      const int64_t elements = tr.get_int("elements", 0, 1, int64_t(kMaxElements));
       if (!tr.has("elements")) tr.fail("elements", "is required");
       tr.reject_unknown();
-      const auto scaled = static_cast<uint64_t>(
-          std::max<double>(1.0, std::llround(static_cast<double>(elements) * scale)));
-      tensors.emplace_back(name, scaled);
+      const double scaled = std::max(1.0, std::round(double(elements) * scale));
+      if (scaled > double(kMaxElements)) {
+        tr.fail("elements", "times the scale is over " + std::to_string(kMaxElements));
+      }
+      tensors.emplace_back(name, uint64_t(scaled));
+      elements_sum += uint64_t(scaled);
     }
   }
   lr.mark_used("tensors");
   lr.reject_unknown();
   model.add_layer(std::move(layer), tensors);
+  return elements_sum;
 }
 
 }  // namespace
@@ -112,15 +119,21 @@ ModelDesc parse_profile(const std::string& yaml_text, const std::string& where, 
   root.mark_used("layers");
   const YAML::Node layers = root.node()["layers"];
   const auto names = layer_names(layers, where);
+  uint64_t total = 0;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     try {
-      parse_layer(YamlReader(layers[i], "layers[" + std::to_string(i) + "]", where), i, names,
+      total += parse_layer(YamlReader(layers[i], "layers[" + std::to_string(i) + "]", where), i, names,
                   scale, where, model);
     } catch (const ConfigError& e) {
       const std::string name = layers[i].IsMap() && layers[i]["name"]
                                    ? layers[i]["name"].as<std::string>("")
                                    : "layer" + std::to_string(i);
       throw ConfigError(std::string(e.what()) + " (layer '" + name + "')");
+    }
+    if (total > kMaxElements) {
+      throw ConfigError(where + ": the profile's tensors hold over " +
+                        std::to_string(kMaxElements) + " elements (by layer " +
+                        std::to_string(i) + ")");
     }
   }
   root.reject_unknown();

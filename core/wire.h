@@ -25,7 +25,7 @@ constexpr int kMaxAcks = 1 << 16;
 // What one message from a peer may claim or make a process allocate (ZeroMQ's maxmsgsize): the
 // shard map never makes a chunk larger than kMaxChunkBytes.
 constexpr uint64_t kMaxChunkElements = kMaxChunkBytes / 4;
-constexpr uint64_t kMaxTensorElements = 1ull << 40;
+constexpr uint64_t kMaxTensorElements = kMaxElements;
 constexpr uint64_t kMaxPayloadBytes = kMaxChunkBytes + 4096;  // room for a codec's own header
 
 enum class ErrorCode : uint32_t {

@@ -48,6 +48,32 @@ TEST_CASE("profile errors name the file and the key", "[core]") {
   CHECK_THROWS_AS(parse_profile("layers: [", "p.yaml"), ConfigError);
 }
 
+TEST_CASE("profile sizes that would overflow are refused, never wrapped", "[core]") {
+  // 2^63 - 1 elements once became a 1-element tensor (the scaled size overflowed llround).
+  CHECK_THROWS_WITH(
+      parse_profile("layers: [{name: a, tensors: [{elements: 9223372036854775807}]}]\n", "p.yaml"),
+      Catch::Contains("layers[0].tensors[0].elements"));
+  CHECK_THROWS_WITH(
+      parse_profile("layers: [{name: a, activation_elements: 9223372036854775807, "
+                    "tensors: [{elements: 4}]}]\n",
+                    "p.yaml"),
+      Catch::Contains("layers[0].activation_elements"));
+  // Within the limit, but not once scaled.
+  CHECK_THROWS_WITH(
+      parse_profile("scale: 4\nlayers: [{name: a, tensors: [{elements: 1099511627776}]}]\n",
+                    "p.yaml"),
+      Catch::Contains("times the scale"));
+  // Each tensor within the limit, their sum over it.
+  std::string many = "layers:\n";
+  for (int i = 0; i < 3; ++i) {
+    many += "  - {name: l" + std::to_string(i) + ", tensors: [{elements: 549755813888}]}\n";
+  }
+  CHECK_THROWS_WITH(parse_profile(many, "p.yaml"), Catch::Contains("p.yaml: the profile's tensors"));
+  const psrt::ModelDesc at_limit = parse_profile(
+      "layers: [{name: a, tensors: [{elements: 1099511627776}]}]\n", "p.yaml");
+  CHECK(at_limit.tensors[0].num_elements == psrt::kMaxElements);
+}
+
 TEST_CASE("profile inputs default to the previous layer and may name any layers", "[core]") {
   const char* text = R"(
 name: diamond
