@@ -165,9 +165,17 @@ TEST_CASE("a replay profile too large to hold is a config error, not a failed al
   const std::string dir = temp_dir("exit");
   write_file(dir + "/huge.yaml",
              "name: huge\nlayers:\n  - name: fc\n    kind: linear\n    forward_ms: 1\n"
-             "    backward_ms: 2\n    tensors: [{name: w, elements: 4611686018427387904}]\n");
+             "    backward_ms: 2\n    tensors: [{name: w, elements: 34359738368}]\n");
   write_file(dir + "/job.yaml", "job: {id: huge, iterations: 1}\n"
                                 "model: {backend: replay, profile: '" + dir + "/huge.yaml'}\n");
   check_config_error(run({bin("psrt-worker"), "--config", dir + "/job.yaml"}),
-                     {"model.profile", "4611686018427387904 parameters", "model.scale"});
+                     {"model.profile", "34359738368 parameters", "model.scale"});
+  // Past what any profile may hold (2^40 elements): refused by the profile reader, naming the key.
+  write_file(dir + "/huger.yaml",
+             "name: huger\nlayers:\n  - name: fc\n    kind: linear\n    forward_ms: 1\n"
+             "    backward_ms: 2\n    tensors: [{name: w, elements: 4611686018427387904}]\n");
+  write_file(dir + "/job2.yaml", "job: {id: huge, iterations: 1}\n"
+                                 "model: {backend: replay, profile: '" + dir + "/huger.yaml'}\n");
+  check_config_error(run({bin("psrt-worker"), "--config", dir + "/job2.yaml"}),
+                     {"huger.yaml", "layers[0].tensors[0].elements", "out of range"});
 }
