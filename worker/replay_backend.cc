@@ -1,8 +1,6 @@
 #include "worker/replay_backend.h"
 
-#include <chrono>
 #include <string>
-#include <thread>
 
 #include "core/profile.h"
 #include "core/status.h"
@@ -51,14 +49,11 @@ ReplayBackend::ReplayBackend(const Config& config, uint32_t rank)
   }
 }
 
-void ReplayBackend::spend(double ms) {
-  if (ms <= 0) return;
-  // Emulated device time: the host thread waits until the layer would have finished.
-  std::this_thread::sleep_until(std::chrono::steady_clock::now() +
-                                std::chrono::duration<double, std::milli>(ms));
+void ReplayBackend::forward_layer(std::size_t layer) {
+  device_.spend(model_.layers.at(layer).forward_ms);
 }
-
-void ReplayBackend::forward_layer(std::size_t layer) { spend(model_.layers.at(layer).forward_ms); }
-void ReplayBackend::backward_layer(std::size_t layer) { spend(model_.layers.at(layer).backward_ms); }
+void ReplayBackend::backward_layer(std::size_t layer) {
+  device_.spend(model_.layers.at(layer).backward_ms);
+}
 
 }  // namespace psrt

@@ -1,12 +1,13 @@
 // The `replay` backend: a model profile (bench/profiles/*.yaml) replayed without real compute.
-// Each layer's forward and backward take the profile's time, spent waiting (it emulates a device
-// that computes while the host waits); gradients have the real sizes and fixed values, so the
+// Each layer's forward and backward take the profile's time, spent waiting on an emulated device
+// (worker/emulated_device.h: layers back to back on the device's clock); gradients have the real sizes and fixed values, so the
 // servers' traffic, aggregation and optimizer work are real.
 #pragma once
 
 #include <vector>
 
 #include "worker/backend.h"
+#include "worker/emulated_device.h"
 
 namespace psrt {
 
@@ -25,12 +26,11 @@ class ReplayBackend final : public Backend {
   int64_t iterations_per_epoch() const override { return 0; }
 
  private:
-  void spend(double ms);
-
   ModelDesc model_;
   int batch_;
   std::vector<std::vector<float>> params_;
   std::vector<std::vector<float>> grads_;
+  EmulatedDevice device_;  // spends each layer's time
 };
 
 }  // namespace psrt

@@ -1,14 +1,13 @@
 #include "worker/stage_compute.h"
 
 #include <algorithm>
-#include <chrono>
 #include <stdexcept>
-#include <thread>
 #include <vector>
 
 #include "core/profile.h"
 #include "core/status.h"
 #include "engine/stage_net.h"
+#include "worker/emulated_device.h"
 #include "worker/native_backend.h"
 
 #if PSRT_WITH_CUDA
@@ -145,13 +144,7 @@ class ReplayStage final : public StageCompute {
   [[noreturn]] static void no_data() {
     throw std::logic_error("the replay backend has no test set to evaluate");
   }
-  void spend(double whole_batch_ms) const {
-    const double ms = whole_batch_ms * slowdown_ / micro_;
-    if (ms > 0) {
-      std::this_thread::sleep_until(std::chrono::steady_clock::now() +
-                                    std::chrono::duration<double, std::milli>(ms));
-    }
-  }
+  void spend(double whole_batch_ms) { device_.spend(whole_batch_ms * slowdown_ / micro_); }
 
   ModelDesc model_;
   uint32_t first_, last_, micro_;
@@ -160,6 +153,7 @@ class ReplayStage final : public StageCompute {
   int64_t first_key_ = -1;
   std::vector<std::vector<float>> params_, grads_;
   std::vector<Slot> slots_;
+  EmulatedDevice device_;
 };
 
 }  // namespace
