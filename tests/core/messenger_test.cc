@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -127,4 +128,61 @@ TEST_CASE("a loop with nothing pending still wakes for a message that arrives la
   later.join();
   CHECK(woken == 1);
   CHECK(client.replies == std::vector<uint64_t>{1, 2});
+}
+
+TEST_CASE("traffic on several sockets, sent from handlers and wake-ups, never stalls the loop") {
+  // Three links to two echoes; every reply may trigger sends on any link, and another thread's
+  // wake-ups send too, so sends keep taking in other replies' announcements at random moments.
+  // A reply hidden from its fd would stall the loop until its timer (10 s); none may.
+  Echo a, b;
+  Metrics metrics = Metrics::off();
+  LogLimiter log{10};
+  Messenger m{kJob, {}, metrics, log};
+  std::vector<Messenger::LinkId> links = {m.add_dealer("echo a", "c-0"),
+                                          m.add_dealer("echo a again", "c-1"),
+                                          m.add_dealer("echo b", "c-2")};
+  m.socket(links[0]).connect(a.endpoint);
+  m.socket(links[1]).connect(a.endpoint);
+  m.socket(links[2]).connect(b.endpoint);
+  constexpr int kMessages = 3000;
+  int sent = 0, received = 0, stalls = 0;
+  std::mt19937 rng(7);
+  const auto send_some = [&](int most) {
+    const int n = std::uniform_int_distribution<int>(0, most)(rng);
+    for (int i = 0; i < n && sent < kMessages; ++i) {
+      wire::Header h = make_header(who(wire::WORKER), wire::HEARTBEAT);
+      h.set_iteration(uint64_t(++sent));
+      REQUIRE(m.send(links[rng() % links.size()], nullptr, h));
+    }
+  };
+  for (auto link : links) {
+    m.on(link, wire::HEARTBEAT, [&](Inbound&) {
+      ++received;
+      send_some(2);
+    });
+  }
+  std::atomic<bool> over{false};
+  std::thread waker([&] {
+    std::mt19937 pause(11);
+    while (!over) {
+      std::this_thread::sleep_for(std::chrono::microseconds(200 + pause() % 300));
+      m.wakeup().notify();
+    }
+  });
+  Messenger::Loop loop;
+  Messenger::Clock::time_point deadline{};
+  loop.done = [&] { return (sent == kMessages && received == sent) || stalls > 0; };
+  loop.tick = [&](Messenger::Clock::time_point now) {
+    if (deadline != Messenger::Clock::time_point{} && now >= deadline) ++stalls;
+    deadline = now + 10s;
+    return deadline;
+  };
+  loop.woken = [&] { send_some(3); };
+  send_some(8);
+  m.run(loop);
+  over = true;
+  waker.join();
+  CHECK(stalls == 0);
+  CHECK(sent == kMessages);
+  CHECK(received == kMessages);
 }
