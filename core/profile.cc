@@ -122,8 +122,8 @@ ModelDesc parse_profile(const std::string& yaml_text, const std::string& where, 
   uint64_t total = 0;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     try {
-      total += parse_layer(YamlReader(layers[i], "layers[" + std::to_string(i) + "]", where), i, names,
-                  scale, where, model);
+      const YamlReader lr(layers[i], "layers[" + std::to_string(i) + "]", where);
+      total += parse_layer(lr, i, names, scale, where, model);
     } catch (const ConfigError& e) {
       const std::string name = layers[i].IsMap() && layers[i]["name"]
                                    ? layers[i]["name"].as<std::string>("")

@@ -90,7 +90,8 @@ TEST_CASE("a reply whose announcement a send took in is read in the next pass") 
   client.send(1);
   REQUIRE(client.run(1, 1000, 5s) < 1000);  // connected, the first reply read
   REQUIRE(client.replies == std::vector<uint64_t>{1});
-  client.run(2, 1, 10ms);  // a pass that finds the socket empty: the next reply must announce itself
+  // A pass that finds the socket empty: the next reply must announce itself.
+  client.run(2, 1, 10ms);
 
   client.send(2);
   std::this_thread::sleep_for(200ms);  // the echo replies; its announcement waits in our mailbox

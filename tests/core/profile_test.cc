@@ -68,7 +68,8 @@ TEST_CASE("profile sizes that would overflow are refused, never wrapped", "[core
   for (int i = 0; i < 3; ++i) {
     many += "  - {name: l" + std::to_string(i) + ", tensors: [{elements: 549755813888}]}\n";
   }
-  CHECK_THROWS_WITH(parse_profile(many, "p.yaml"), Catch::Contains("p.yaml: the profile's tensors"));
+  CHECK_THROWS_WITH(parse_profile(many, "p.yaml"),
+                    Catch::Contains("p.yaml: the profile's tensors"));
   const psrt::ModelDesc at_limit = parse_profile(
       "layers: [{name: a, tensors: [{elements: 1099511627776}]}]\n", "p.yaml");
   CHECK(at_limit.tensors[0].num_elements == psrt::kMaxElements);
