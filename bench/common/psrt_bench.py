@@ -367,10 +367,11 @@ def bytes_per_iteration(per_worker, first, last=None):
 
 # ---------------------------------------------------------------- simulator, plots
 def simulate(bindir, profile, workers, servers, bandwidth, mode, chunk, credit, iterations,
-             latency_ms, calibration=None, grouping=None, batch_bytes=None):
+             latency_ms, calibration=None, grouping=None, batch_bytes=None, host_cores=0):
     """psrt-sim's row for mode: iter_ms, compute_ms, link_ms, critical_ms, bound_ms, binding;
-    with `calibration` (a psrt-sim calibration file), `grouping` (scheduler.grouping) and
-    `batch_bytes` (scheduler.batch_bytes; None: the default)."""
+    with `calibration` (a psrt-sim calibration file), `grouping` (scheduler.grouping),
+    `batch_bytes` (scheduler.batch_bytes; None: the default) and `host_cores` (psrt-sim
+    --host-cores: 0, every process on cores of its own; N, all sharing N cores)."""
     argv = [os.path.join(bindir, "psrt-sim"), "--profile", profile, "--workers", str(workers),
             "--servers", str(servers), "--bandwidth", "%dB/s" % int(bandwidth), "--mode", mode,
             "--chunk-bytes", str(chunk), "--credit-bytes", str(credit), "--iterations",
@@ -381,6 +382,8 @@ def simulate(bindir, profile, workers, servers, bandwidth, mode, chunk, credit, 
         argv += ["--grouping", grouping]
     if batch_bytes is not None:
         argv += ["--batch-bytes", str(batch_bytes)]
+    if host_cores:
+        argv += ["--host-cores", str(host_cores)]
     r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         raise RuntimeError("psrt-sim failed (%s): %s" % (" ".join(argv), r.stderr.strip()))

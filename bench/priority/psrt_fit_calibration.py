@@ -4,9 +4,9 @@ alone on the machine; a cluster of W + S daemons sharing the cores pays more per
 in the same proportion per byte (a copy costs what it costs; a wake-up costs more when the cores
 are shared). So the fit scales the base file's per-message costs by a and its per-byte costs by b,
 chosen to minimise sum over the measured runs of log(measured / simulated(a, b))^2 (psrt-sim with
-the same profile, mode, chunk, credit and grouping): first one factor for both (golden-section
-search on its log over [1/4, 16]), then a and b apart by coordinate descent (golden sections on
-each log within 4x of the current value, three rounds). The file records both factors and how it
+the same profile, mode, chunk, credit and grouping): first one factor for both (its log over
+[1/4, 16] on a grid of 33 points, then a golden section around the best), then a and b apart by
+coordinate descent (the same on each log within 4x of the current value, two rounds). The file records both factors and how it
 was made. Fit it on some profiles and judge it on others: the bench's output names both.
 """
 
@@ -43,8 +43,15 @@ def scaled(base, a, b):
     return {k: v * (a if k in MESSAGE_KEYS else b) for k, v in base.items()}
 
 
-def golden(f, lo, hi, steps):
-    """Minimum of f on [lo, hi] by golden-section search: (x, f(x))."""
+def search(f, lo, hi, points, steps=8):
+    """Minimum of f on [lo, hi]: f at `points` + 1 evenly spaced values first (psrt-sim's
+    iteration time is not smooth in the costs: a golden section alone can stop in a local dip),
+    then a golden section between the best one's neighbours. Returns (x, f(x))."""
+    xs = [lo + (hi - lo) * i / points for i in range(points + 1)]
+    fs = [f(x) for x in xs]
+    i = min(range(len(xs)), key=lambda j: fs[j])
+    best = (xs[i], fs[i])
+    lo, hi = xs[max(0, i - 1)], xs[min(points, i + 1)]
     g = (math.sqrt(5) - 1) / 2
     a, b = hi - g * (hi - lo), lo + g * (hi - lo)
     fa, fb = f(a), f(b)
@@ -57,7 +64,10 @@ def golden(f, lo, hi, steps):
             lo, a, fa = a, b, fb
             b = lo + g * (hi - lo)
             fb = f(b)
-    return (a, fa) if fa < fb else (b, fb)
+    for x, fx in ((a, fa), (b, fb)):
+        if fx < best[1]:
+            best = (x, fx)
+    return best
 
 
 def fit(base_path, runs, simulate, out, workdir, log):
@@ -70,11 +80,11 @@ def fit(base_path, runs, simulate, out, workdir, log):
         write_costs(trial, scaled(base, math.exp(log_a), math.exp(log_b)), ["trial"])
         return sum(math.log(meas / simulate(args, trial)) ** 2 for _, meas, args in runs)
 
-    one, f_one = golden(lambda x: cost(x, x), math.log(0.25), math.log(16.0), 14)
+    one, f_one = search(lambda x: cost(x, x), math.log(0.25), math.log(16.0), 32)
     log_a, log_b, best = one, one, f_one
-    for _ in range(3):
-        log_a, best = golden(lambda x: cost(x, log_b), log_a - math.log(4), log_a + math.log(4), 10)
-        log_b, best = golden(lambda x: cost(log_a, x), log_b - math.log(4), log_b + math.log(4), 10)
+    for _ in range(2):
+        log_a, best = search(lambda x: cost(x, log_b), log_a - math.log(4), log_a + math.log(4), 12)
+        log_b, best = search(lambda x: cost(log_a, x), log_b - math.log(4), log_b + math.log(4), 12)
     if best > f_one:  # the descent never ends worse than the single factor it started from
         log_a, log_b, best = one, one, f_one
     a, b = math.exp(log_a), math.exp(log_b)

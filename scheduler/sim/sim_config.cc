@@ -18,6 +18,7 @@ void validate(const SimConfig& c) {
   if (c.credit_bytes == 0) fail("credit_bytes must be positive");
   if (!(c.latency_ms >= 0)) fail("latency_ms must not be negative");
   if (!(c.ack_latency_ms >= 0)) fail("ack_latency_ms must not be negative");
+  if (c.host_cores > 4096) fail("host_cores must be at most 4096");
   if (!(c.aggregation_bytes_per_s >= 0)) fail("aggregation rate must not be negative");
   if (c.iterations < 2) fail("iterations must be at least 2");
   if (!(c.release_cycle_ms >= 0) || !std::isfinite(c.release_cycle_ms)) {

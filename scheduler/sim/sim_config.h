@@ -39,6 +39,10 @@ struct SimConfig {
   // that a worker's queue, or a server's reply queue, releases together for one peer travel as one
   // message of at most this many bytes (one per-message cost, one acknowledgement); 0: off.
   uint64_t batch_bytes = 64u << 10;
+  // 0: every process has cores of its own (a cluster). N: all the simulated processes share one
+  // machine of N cores (the benches' emulated cluster): a job on an I/O thread also waits for a
+  // free core.
+  uint32_t host_cores = 0;
 };
 
 // Throws std::invalid_argument naming the field that is out of range.

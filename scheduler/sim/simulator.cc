@@ -108,6 +108,15 @@ class Simulation {
   uint32_t server_host(uint32_t s) const { return config_.workers + s; }
   uint32_t layers() const { return static_cast<uint32_t>(model_.layers.size()); }
   const Calibration& cal() const { return config_.calibration; }
+  // `ms` of work on an I/O thread from now: after the thread's earlier work and, when the
+  // processes share a machine (SimConfig::host_cores), once one of its cores is free.
+  double io_take(Serial& io, double ms) {
+    if (cores_.empty() || !(ms > 0)) return io.take(events_.now(), ms);
+    const auto core = std::min_element(cores_.begin(), cores_.end());
+    const double start = std::max({events_.now(), io.free, *core});
+    io.free = *core = start + ms;
+    return io.free;
+  }
   double us(double v) const { return v / 1e3; }
   double ns_per_byte(double v, uint64_t bytes) const { return v * double(bytes) / 1e6; }
 
@@ -252,7 +261,7 @@ class Simulation {
       const auto server_of = [this](const PushUnit& u) { return plan_.messages()[u.chunk].server; };
       take_messages(wk.push, server_of, [this, &wk, wi](uint32_t s, Batch batch) {
         // The worker's I/O thread builds and hands over the message, then the uplink sends it.
-        const double handed = wk.io.take(events_.now(), us(cal().worker_message_us));
+        const double handed = io_take(wk.io, us(cal().worker_message_us));
         events_.at(handed, [this, s, wi, batch = std::move(batch)] {
           net_.send(wi, server_host(s), bytes_of(batch),
                     [this, s, wi, batch] { at_server(s, wi, batch); });
@@ -264,9 +273,9 @@ class Simulation {
   void at_server(uint32_t s, uint32_t wi, const Batch& batch) {
     Server& server = servers_[s];
     // The server's I/O thread takes the push (checks, copy, ack) before anything else follows.
-    const double taken = server.io.take(
-        events_.now(), config_.worker_weight * (us(cal().server_message_us) +
-                                                ns_per_byte(cal().server_byte_ns, bytes_of(batch))));
+    const double taken = io_take(
+        server.io, config_.worker_weight * (us(cal().server_message_us) +
+                                            ns_per_byte(cal().server_byte_ns, bytes_of(batch))));
     events_.at(taken, [this, s, wi, batch] { taken_by_server(s, wi, batch); });
   }
 
@@ -302,8 +311,8 @@ class Simulation {
       server.pump_pending[wi] = 0;
       take_messages(server.replies[wi], [wi](const PushUnit&) { return wi; },
                     [this, &server, s](uint32_t to, Batch batch) {
-                      const double handed = server.io.take(
-                          events_.now(), config_.worker_weight * us(cal().server_message_us));
+                      const double handed =
+                          io_take(server.io, config_.worker_weight * us(cal().server_message_us));
                       events_.at(handed, [this, s, to, batch = std::move(batch)] {
                         net_.send(server_host(s), to, bytes_of(batch),
                                   [this, s, to, batch] { at_worker(s, to, batch); });
@@ -314,8 +323,8 @@ class Simulation {
 
   void at_worker(uint32_t s, uint32_t wi, const Batch& batch) {
     const uint64_t bytes = bytes_of(batch);
-    const double taken = workers_[wi]->io.take(
-        events_.now(), us(cal().worker_message_us) + ns_per_byte(cal().worker_byte_ns, bytes));
+    const double taken = io_take(workers_[wi]->io, us(cal().worker_message_us) +
+                                                       ns_per_byte(cal().worker_byte_ns, bytes));
     events_.at(taken, [this, s, wi, batch, bytes] {
       events_.at(events_.now() + config_.ack_latency_ms, [this, s, wi, bytes] {
         servers_[s].replies[wi].acked(bytes);
@@ -340,6 +349,7 @@ class Simulation {
   Network net_;
   std::vector<uint32_t> layer_chunks_;  // chunks per layer
   std::vector<uint32_t> arrived_;       // per message: workers' copies in for this iteration
+  std::vector<double> cores_ = std::vector<double>(config_.host_cores, 0.0);  // when each is free
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<Server> servers_;
   std::vector<double> starts_;

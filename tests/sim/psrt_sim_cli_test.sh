@@ -12,6 +12,8 @@ for m in bigdl fifo fifo_chunked nonpreemptive preemptive; do
 done
 "$sim" --profile "$profiles/mlp.yaml" --mode fifo --bandwidth 125MB/s --chunk-bytes 512KiB \
   --credit-bytes 1000000 >/dev/null || fail "single mode run exited $?"
+"$sim" --profile "$profiles/mlp.yaml" --mode fifo --host-cores 2 >/dev/null ||
+  fail "--host-cores 2 exited $?"
 
 expect_2() {
   local err rc
@@ -31,6 +33,8 @@ expect_2 --profile "$profiles/vgg16.yaml" --chunk-bytes 16
 expect_2 --profile "$p" --mode lifo
 expect_2 --profile "$p" --workers 0
 expect_2 --profile "$p" --iterations 1
+expect_2 --profile "$p" --host-cores 5000
+expect_2 --profile "$p" --host-cores -1
 expect_2 --profile "$p" --no-such-flag
 expect_2 --profile /nonexistent/profile.yaml
 expect_2 --bandwidth 1Gbit

@@ -173,6 +173,25 @@ TEST_CASE("compute-bound with two workers and two servers", "[sim]") {
   CHECK(r.bounds.link_ms == 2.0);
 }
 
+// Two workers whose I/O threads each pay 1 ms per message (the server nothing): on a machine of
+// two cores they never wait for one another, as on a cluster; on one core their messages take
+// turns, and the iteration is longer.
+TEST_CASE("host_cores: I/O work waits for a free core of the shared machine", "[sim]") {
+  const auto model = make_model({{0.25, 0.25, {1024}}, {0.25, 0.25, {1024}}});
+  auto c = base(Mode::kFifo, 2, 1);
+  c.calibration.worker_message_us = 1000;
+  const auto own = simulate(model, c);
+  c.host_cores = 2;
+  const auto two = simulate(model, c);
+  CHECK(two.iteration_start_ms == own.iteration_start_ms);
+  c.host_cores = 1;
+  const auto one = simulate(model, c);
+  CAPTURE(own.iteration_ms, one.iteration_ms);
+  CHECK(one.iteration_ms > own.iteration_ms);
+  c.host_cores = 5000;
+  CHECK_THROWS_AS(simulate(model, c), std::invalid_argument);
+}
+
 TEST_CASE("the simulation is deterministic", "[sim]") {
   const auto model = make_model({{1, 2, {3000, 10}}, {0.5, 1, {}}, {1, 2, {70000, 5}}});
   auto c = base(Mode::kPreemptive, 3, 2);

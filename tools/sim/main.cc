@@ -74,6 +74,7 @@ void print_grouping(const psrt::ModelDesc& model, const std::string& spec,
 struct Args {
   std::string profile, bandwidth = "1Gbit", mode = "preemptive", chunk = "4MiB", credit = "8MiB";
   std::string batch = "64KiB";
+  uint32_t host_cores = 0;
   std::string aggregation, calibration, grouping = "none";
   uint32_t workers = 4, servers = 2, iterations = 5;
   double scale = 0, latency_ms = 0, ack_latency_ms = 0;
@@ -94,6 +95,10 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--credit-bytes", a.credit, "bytes in flight per sender (8MiB)");
   app.add_option("--batch-bytes", a.batch,
                  "adaptive batching of small messages, scheduler.batch_bytes (64KiB; 0: off)");
+  app.add_option("--host-cores", a.host_cores,
+                 "0: every process on cores of its own (a cluster); N: all on one machine of N "
+                 "cores, each I/O thread's work waiting for a free one")
+      ->check(CLI::Range(0u, 4096u));
   app.add_option("--scale", a.scale,
                  "shrink sizes, times, chunk and credit together (default: the profile's)")
       ->check(CLI::NonNegativeNumber);
@@ -151,6 +156,7 @@ Setup setup(const Args& a) {
   config.chunk_bytes = size_arg("--chunk-bytes", a.chunk);
   config.credit_bytes = size_arg("--credit-bytes", a.credit);
   config.batch_bytes = a.batch == "0" ? 0 : size_arg("--batch-bytes", a.batch);
+  config.host_cores = a.host_cores;
   if (!a.aggregation.empty()) {
     config.aggregation_bytes_per_s = bandwidth_arg("--aggregation", a.aggregation);
   }
