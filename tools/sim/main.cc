@@ -201,7 +201,11 @@ void simulate_modes(const Args& a, Setup& st) {
     st.config.mode = m;
     const psrt::GroupingSpec spec = *psrt::parse_grouping(a.grouping);
     st.config.release_cycle_ms = 0;
-    const auto choice = psrt::sim::choose_grouping(st.model, st.config, spec);
+    // Chosen as a job's workers choose it, on a cluster's simulation (a job does not know which
+    // of its processes share a machine); the iteration is then simulated with --host-cores.
+    psrt::sim::SimConfig as_job = st.config;
+    as_job.host_cores = 0;
+    const auto choice = psrt::sim::choose_grouping(st.model, as_job, spec);
     st.config.grouping = choice.grouping;
     // Horovod's groups leave on its cycle timer, in the runtime as here.
     if (spec.kind == psrt::GroupingSpec::Kind::kHorovod) st.config.release_cycle_ms = spec.cycle_ms;
