@@ -163,19 +163,20 @@ TEST_CASE("duplicate keys, empty ids, negative ranks, oversize values and a dire
 TEST_CASE("a replay profile too large to hold is a config error, not a failed allocation",
           "[integration][exit]") {
   const std::string dir = temp_dir("exit");
-  write_file(dir + "/huge.yaml",
-             "name: huge\nlayers:\n  - name: fc\n    kind: linear\n    forward_ms: 1\n"
-             "    backward_ms: 2\n    tensors: [{name: w, elements: 34359738368}]\n");
-  write_file(dir + "/job.yaml", "job: {id: huge, iterations: 1}\n"
-                                "model: {backend: replay, profile: '" + dir + "/huge.yaml'}\n");
-  check_config_error(run({bin("psrt-worker"), "--config", dir + "/job.yaml"}),
+  // A one-layer profile with a tensor of `elements`, and a replay job on it: the job file's path.
+  const auto replay_job = [&dir](const std::string& name, const std::string& elements) {
+    write_file(dir + "/" + name + ".yaml",
+               "name: " + name + "\nlayers:\n  - name: fc\n    kind: linear\n    forward_ms: 1\n"
+               "    backward_ms: 2\n    tensors: [{name: w, elements: " + elements + "}]\n");
+    write_file(dir + "/" + name + "-job.yaml",
+               "job: {id: huge, iterations: 1}\n"
+               "model: {backend: replay, profile: '" + dir + "/" + name + ".yaml'}\n");
+    return dir + "/" + name + "-job.yaml";
+  };
+  check_config_error(run({bin("psrt-worker"), "--config", replay_job("huge", "34359738368")}),
                      {"model.profile", "34359738368 parameters", "model.scale"});
   // Past what any profile may hold (2^40 elements): refused by the profile reader, naming the key.
-  write_file(dir + "/huger.yaml",
-             "name: huger\nlayers:\n  - name: fc\n    kind: linear\n    forward_ms: 1\n"
-             "    backward_ms: 2\n    tensors: [{name: w, elements: 4611686018427387904}]\n");
-  write_file(dir + "/job2.yaml", "job: {id: huge, iterations: 1}\n"
-                                 "model: {backend: replay, profile: '" + dir + "/huger.yaml'}\n");
-  check_config_error(run({bin("psrt-worker"), "--config", dir + "/job2.yaml"}),
-                     {"huger.yaml", "layers[0].tensors[0].elements", "out of range"});
+  check_config_error(
+      run({bin("psrt-worker"), "--config", replay_job("huger", "4611686018427387904")}),
+      {"huger.yaml", "layers[0].tensors[0].elements", "out of range"});
 }
