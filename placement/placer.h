@@ -12,6 +12,7 @@
 #include "core/plan.h"
 #include "core/status.h"
 #include "scheduler/mode.h"
+#include "scheduler/sim/calibration.h"
 
 namespace psrt::placement {
 
@@ -24,6 +25,10 @@ struct PlacerOptions {
   uint32_t anneal_steps = 2000;        // simulated annealing's simulator calls
   uint32_t exhaustive_max_layers = 12; // larger graphs: the exhaustive placer declines
   bool price = true;                   // run the simulator on the result (step_ms)
+  // What the simulator adds for the runtime's own I/O work (scheduler/sim/pipeline.h); the
+  // placers' closed-form estimates leave it out.
+  sim::Calibration calibration;
+  uint32_t host_cores = 0;
 };
 
 struct Problem {

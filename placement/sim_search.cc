@@ -75,6 +75,8 @@ double simulated_step_ms(const Problem& p, const std::vector<uint32_t>& device_o
   o.chunk_bytes = p.options.chunk_bytes;
   o.replicas = p.options.replicas;
   o.servers = p.options.servers;
+  o.calibration = p.options.calibration;
+  o.host_cores = p.options.host_cores;
   const auto r = sim::simulate_pipeline(p.model, as_plan(p, device_of_layer), o);
   return r.fits ? r.step_ms : kInf;
 }

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "scheduler/sim/push_link.h"
+#include "scheduler/sim/sim_config.h"
 
 namespace psrt::sim {
 
@@ -18,8 +19,9 @@ struct Task {
 // The state of one iteration: per (micro-batch, layer) when things ended or arrived.
 class Iteration {
  public:
-  Iteration(const ModelDesc& model, const Plan& plan, const std::vector<uint32_t>& order)
-      : model_(model), plan_(plan), devices_(plan.devices.devices.size()),
+  Iteration(const ModelDesc& model, const Plan& plan, const std::vector<uint32_t>& order,
+            HostCpu& cpu)
+      : model_(model), plan_(plan), cpu_(cpu), devices_(plan.devices.devices.size()),
         micro_(plan.setup.micro_batches), n_(model.layers.size()) {
     consumers_.resize(n_);
     for (uint32_t l = 0; l < n_; ++l) {
@@ -106,11 +108,13 @@ class Iteration {
     return at;
   }
 
+  // When the receiving stage has taken the message in.
   double send(uint32_t from, uint32_t to, uint64_t bytes, double at) {
     double& free = chan_free_[from * devices_ + to];
     const Link& link = plan_.devices.between(from, to);
-    free = std::max(free, at) + static_cast<double>(bytes) / link.bytes_per_s * 1e3;
-    return free + link.latency_ms;
+    const double handed = cpu_.take(from, at, cpu_.worker_send_ms());
+    free = std::max(free, handed) + static_cast<double>(bytes) / link.bytes_per_s * 1e3;
+    return cpu_.take(to, free + link.latency_ms, cpu_.worker_receive_ms(bytes));
   }
 
   void finish(const Task& t, uint32_t d, double end) {
@@ -137,6 +141,7 @@ class Iteration {
 
   const ModelDesc& model_;
   const Plan& plan_;
+  HostCpu& cpu_;
   uint32_t devices_, micro_, n_;
   std::vector<std::vector<uint32_t>> consumers_;
   std::vector<std::vector<Task>> tasks_;
@@ -157,6 +162,7 @@ void check(const ModelDesc& model, const Plan& plan, const PipelineOptions& opti
       options.servers < 1 || options.chunk_bytes < 1) {
     throw std::invalid_argument("micro_batches, iterations, replicas, servers, chunk_bytes >= 1");
   }
+  if (options.host_cores > 4096) throw std::invalid_argument("host_cores must be at most 4096");
 }
 
 }  // namespace
@@ -166,36 +172,44 @@ PipelineResult simulate_pipeline(const ModelDesc& model, const Plan& plan,
   check(model, plan, options);
   const uint32_t devices = static_cast<uint32_t>(plan.devices.devices.size());
   const auto order = topological_order(model, model.name);
-  Iteration iteration(model, plan, order);
+  HostCpu cpu(devices + options.servers, options.host_cores, options.calibration);
+  Iteration iteration(model, plan, order, cpu);
   std::vector<double> device_free(devices, 0.0), param_ready(model.layers.size(), 0.0);
   PipelineResult r;
-  uint32_t used = 0;
-  for (uint32_t d = 0; d < devices; ++d) {
-    used += std::count(plan.device_of_layer.begin(), plan.device_of_layer.end(), d) > 0;
-  }
-  PushLink push;
-  push.bytes_per_s = plan.devices.server_link.bytes_per_s *
-                     std::min(1.0, double(options.servers) / (double(options.replicas) * used));
-  push.latency_ms = plan.devices.server_link.latency_ms;
-  push.chunk_bytes = options.chunk_bytes;
+  const ShardMap shards = shard_map_for(model, options.servers, options.mode, options.chunk_bytes);
+  ServerLinks links;
+  links.bytes_per_s = plan.devices.server_link.bytes_per_s;
+  links.latency_ms = plan.devices.server_link.latency_ms;
+  links.servers = options.servers;
+  links.copies = options.replicas;
+  links.cpu = &cpu;
   for (uint32_t it = 0; it < options.iterations; ++it) {
     r.device_busy_ms.assign(devices, 0.0);
     const auto grads_done = iteration.run(device_free, param_ready, r.device_busy_ms);
     double end = *std::max_element(device_free.begin(), device_free.end());
-    for (uint32_t d = 0; d < devices; ++d) {
-      std::vector<PushItem> items;
-      std::vector<uint32_t> layers;
-      for (uint32_t l = 0; l < model.layers.size(); ++l) {
-        if (plan.device_of_layer[l] != d || model.layers[l].tensors.empty()) continue;
-        uint64_t bytes = 0;
-        for (uint32_t key : model.layers[l].tensors) bytes += 4 * model.tensors[key].num_elements;
-        items.push_back({grads_done[l], model.layers[l].tensors.front(), bytes});
-        layers.push_back(l);
+    // One item per tensor, pushed by the device that holds its layer.
+    std::vector<std::vector<PushItem>> items(devices);
+    std::vector<std::vector<uint32_t>> layer_of(devices);
+    for (uint32_t l = 0; l < model.layers.size(); ++l) {
+      const uint32_t d = plan.device_of_layer[l];
+      for (uint32_t key : model.layers[l].tensors) {
+        PushItem item{grads_done[l], key, {}};
+        for (uint32_t c : shards.tensor_chunks(key)) {
+          item.pieces.push_back({shards.chunks()[c].bytes(), shards.chunks()[c].server});
+        }
+        items[d].push_back(std::move(item));
+        layer_of[d].push_back(l);
       }
-      const auto back = push_and_return(items, options.mode, push);
-      for (std::size_t i = 0; i < layers.size(); ++i) {
-        param_ready[layers[i]] = back[i];
-        end = std::max(end, back[i]);
+    }
+    for (uint32_t l = 0; l < model.layers.size(); ++l) {
+      if (!model.layers[l].tensors.empty()) param_ready[l] = 0;
+    }
+    const auto back = push_and_return(items, options.mode, links);
+    for (uint32_t d = 0; d < devices; ++d) {
+      for (std::size_t i = 0; i < back[d].size(); ++i) {
+        double& ready = param_ready[layer_of[d][i]];
+        ready = std::max(ready, back[d][i]);
+        end = std::max(end, back[d][i]);
       }
     }
     r.iteration_end_ms.push_back(end);

@@ -11,11 +11,15 @@
 //    is sent once per (u, m, receiving device) on the link between the two, a FIFO channel per
 //    ordered pair: latency + 4 * micro_batch * activation_elements(u) / bandwidth. Backward of
 //    (m, u) waits for the gradient of (m, u) from each device that read it, sent back likewise.
-//  - When the last micro-batch's backward of a layer ends, its parameter gradients go to the
-//    servers on the device's own server link, in the push mode's order (scheduler/sim/push_link.h);
-//    the new values come back on the same link's other direction. In the next iteration the
-//    forward of a layer waits for its parameters. With R replicas and S servers the server link's
-//    bandwidth is shared: min(1, S / (R * devices)) of it.
+//  - When the last micro-batch's backward of a layer ends, its tensors' gradients go to the
+//    servers (chunks and their servers as the runtime's shard map places them) and the new
+//    values come back (scheduler/sim/push_link.h): each device and each server has its own full
+//    duplex link, so the stages' pushes share a server's link only when they meet there in time;
+//    each device sends in its push mode's order. In the next iteration the forward of a layer
+//    waits for its parameters. With R replicas each piece reaches its server R times.
+//  - With a calibration, every message also costs its sender's and its receiver's I/O thread
+//    time (per message, and per byte received), on cores the processes share when host_cores is
+//    set (scheduler/sim/host_cpu.h): an activation's receiver pays before the stage can use it.
 // The prediction is the last iteration's duration (from the previous iteration's end, when its
 // last parameters were back, to this one's), so pipelining across iterations counts. Memory per
 // device is core's memory model. Deterministic.
@@ -27,6 +31,7 @@
 #include "core/model.h"
 #include "core/plan.h"
 #include "scheduler/mode.h"
+#include "scheduler/sim/calibration.h"
 
 namespace psrt::sim {
 
@@ -36,6 +41,10 @@ struct PipelineOptions {
   uint32_t iterations = 3;  // >= 1; the last is reported
   uint32_t replicas = 1;    // data-parallel copies of the pipeline
   uint32_t servers = 1;
+  // The runtime's I/O work per message and per byte (calibration.h; default: none) and the cores
+  // the devices' and servers' processes share (0: each process has cores of its own).
+  Calibration calibration;
+  uint32_t host_cores = 0;
 };
 
 struct PipelineResult {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 #include "scheduler/schedule_policy.h"
 
@@ -9,78 +11,161 @@ namespace psrt::sim {
 
 namespace {
 
+constexpr double kNever = std::numeric_limits<double>::infinity();
+
 struct Piece {
   double ready;
   uint32_t priority;
-  std::size_t seq;  // ready order, then the item's index: FIFO's order
   std::size_t item;
   uint64_t bytes;
+  uint32_t server;
 };
 
-// Sends pieces one at a time on the uplink: when it is free, the next piece is the first ready
-// one in FIFO order or, when `by_priority`, the ready one of the highest priority. Each piece's
-// reply follows it over the downlink. Returns per item when its last reply landed.
-std::vector<double> send(std::vector<Piece> pieces, bool by_priority, std::size_t items,
-                         const PushLink& link) {
-  std::vector<double> back(items, 0);
-  auto ms = [&](uint64_t b) { return static_cast<double>(b) / link.bytes_per_s * 1e3; };
-  std::sort(pieces.begin(), pieces.end(),
-            [](const Piece& a, const Piece& b) { return a.seq < b.seq; });
-  std::vector<bool> sent(pieces.size(), false);
-  double up_free = 0, down_free = 0;
-  for (std::size_t done = 0; done < pieces.size(); ++done) {
-    std::size_t pick = pieces.size();
-    double earliest = std::numeric_limits<double>::infinity();
-    for (std::size_t i = 0; i < pieces.size(); ++i) {
-      if (!sent[i]) earliest = std::min(earliest, pieces[i].ready);
+// One device's pieces in FIFO order (readiness, then the item's own order; bigdl: all ready when
+// the last is, in key order) and its mode's choice of the next one.
+class DeviceQueue {
+ public:
+  DeviceQueue(const std::vector<PushItem>& items, const SchedulePolicy& policy)
+      : by_priority_(policy.by_priority() && !policy.holds_until_backward_done()),
+        whole_(!policy.chunked()) {
+    std::vector<std::size_t> order(items.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    const bool held = policy.holds_until_backward_done();
+    double all_ready = 0;
+    for (const auto& it : items) all_ready = std::max(all_ready, it.ready_ms);
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      return held ? items[a].priority < items[b].priority : items[a].ready_ms < items[b].ready_ms;
+    });
+    for (std::size_t i : order) {
+      for (const auto& p : items[i].pieces) {
+        pieces_.push_back({held ? all_ready : items[i].ready_ms, items[i].priority, i, p.bytes,
+                           p.server});
+      }
     }
-    const double t = std::max(up_free, earliest);
-    for (std::size_t i = 0; i < pieces.size(); ++i) {
-      if (sent[i] || pieces[i].ready > t) continue;
-      if (pick == pieces.size()) pick = i;
-      if (!by_priority) break;
-      if (pieces[i].priority < pieces[pick].priority) pick = i;
-    }
-    sent[pick] = true;
-    const Piece& p = pieces[pick];
-    up_free = t + ms(p.bytes);
-    const double arrived = up_free + link.latency_ms;  // at the server, aggregated at once
-    down_free = std::max(down_free, arrived) + ms(p.bytes);
-    back[p.item] = std::max(back[p.item], down_free + link.latency_ms);
+    for (const auto& it : items) back.push_back(it.ready_ms);
+    sent_.assign(pieces_.size(), false);
+    left_ = pieces_.size();
   }
-  return back;
-}
+
+  bool empty() const { return left_ == 0; }
+
+  // The piece that can leave first, given when each server's link is free, and when: a
+  // whole-tensor mode's next chunk of the tensor in flight; otherwise, of the pieces that could
+  // start soonest, the first in FIFO order or, by priority, the most urgent. So a device whose
+  // next piece's server is busy sends to another server meanwhile, as its sockets to the
+  // servers do (every push mode keeps several chunks in flight under credit).
+  std::size_t pick(const std::vector<double>& in_free, double& start) const {
+    auto at = [&](std::size_t i) {
+      return std::max({up_free_, pieces_[i].ready, in_free[pieces_[i].server]});
+    };
+    if (continuation()) {
+      start = at(last_ + 1);
+      return last_ + 1;
+    }
+    std::size_t best = pieces_.size();
+    start = kNever;
+    for (std::size_t i = 0; i < pieces_.size(); ++i) {
+      if (sent_[i]) continue;
+      const double t = at(i);
+      if (t < start) {
+        best = i;
+        start = t;
+      } else if (t == start && by_priority_ && pieces_[i].priority < pieces_[best].priority) {
+        best = i;
+      }
+    }
+    return best;
+  }
+
+  const Piece& piece(std::size_t i) const { return pieces_[i]; }
+
+  // Piece i went on the uplink at `start` and left it at `free`.
+  void take(std::size_t i, double start, double free) {
+    sent_[i] = true;
+    --left_;
+    last_ = i;
+    last_start = start;
+    up_free_ = free;
+  }
+
+  double down_free = 0, last_start = 0;
+  std::vector<double> back;  // per item, when its last reply landed
+
+ private:
+  bool continuation() const {
+    return whole_ && last_ != kNone && last_ + 1 < pieces_.size() && !sent_[last_ + 1] &&
+           pieces_[last_ + 1].item == pieces_[last_].item;
+  }
+
+  std::vector<Piece> pieces_;
+  std::vector<bool> sent_;
+  std::size_t left_ = 0;
+  static constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+  std::size_t last_ = kNone;
+  bool by_priority_, whole_;
+  double up_free_ = 0;
+};
 
 }  // namespace
 
-std::vector<double> push_and_return(const std::vector<PushItem>& items, Mode mode,
-                                    const PushLink& link) {
-  std::vector<std::size_t> order(items.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    return items[a].ready_ms < items[b].ready_ms;
-  });
-  double all_ready = 0;
-  for (const auto& it : items) all_ready = std::max(all_ready, it.ready_ms);
-  const SchedulePolicy policy(mode);
-  const bool chunked = policy.chunked();
-  const bool held = policy.holds_until_backward_done();
-  std::vector<Piece> pieces;
-  for (std::size_t rank = 0; rank < order.size(); ++rank) {
-    const std::size_t i = order[rank];
-    // bigdl: nothing leaves before the whole backward is done, then parameter order.
-    const double ready = held ? all_ready : items[i].ready_ms;
-    const std::size_t seq = held ? items[i].priority : rank;
-    uint64_t left = items[i].bytes;
-    do {
-      const uint64_t b = chunked ? std::min<uint64_t>(left, link.chunk_bytes) : left;
-      pieces.push_back({ready, items[i].priority, seq * 1000003 + pieces.size(), i, b});
-      left -= b;
-    } while (left > 0);
+std::vector<std::vector<double>> push_and_return(const std::vector<std::vector<PushItem>>& devices,
+                                                 Mode mode, const ServerLinks& links) {
+  for (const auto& items : devices) {
+    for (const auto& item : items) {
+      for (const auto& p : item.pieces) {
+        if (p.server >= links.servers) {
+          throw std::invalid_argument("push: a piece names server " + std::to_string(p.server) +
+                                      " of " + std::to_string(links.servers));
+        }
+      }
+    }
   }
-  // bigdl's order is fixed above (all ready at once, seq = priority).
-  const bool by_priority = policy.by_priority() && !held;
-  return send(std::move(pieces), by_priority, items.size(), link);
+  const SchedulePolicy policy(mode);
+  std::vector<DeviceQueue> queues;
+  for (const auto& items : devices) queues.emplace_back(items, policy);
+  std::vector<double> in_free(links.servers, 0.0), out_free(links.servers, 0.0);
+  const double copies = std::max(1u, links.copies);
+  HostCpu* cpu = links.cpu;
+  auto io = [cpu](uint32_t p, double t, double ms) { return cpu ? cpu->take(p, t, ms) : t + ms; };
+  while (true) {
+    DeviceQueue* q = nullptr;
+    std::size_t piece = 0;
+    double start = kNever;
+    for (auto& candidate : queues) {
+      if (candidate.empty()) continue;
+      double t = 0;
+      const std::size_t i = candidate.pick(in_free, t);
+      if (!q || t < start) {
+        q = &candidate;
+        piece = i;
+        start = t;
+      }
+    }
+    if (!q) break;
+    const Piece& p = q->piece(piece);
+    const double ms = copies * static_cast<double>(p.bytes) / links.bytes_per_s * 1e3;
+    const uint32_t d = static_cast<uint32_t>(q - queues.data());
+    const uint32_t server = static_cast<uint32_t>(devices.size()) + p.server;
+    // The device's I/O thread hands the piece over while the one before is on the wire.
+    const double handed = io(d, std::max(p.ready, q->last_start), cpu ? cpu->worker_send_ms() : 0);
+    const double up_start = std::max(start, handed);
+    const double up_end = up_start + ms;
+    in_free[p.server] = std::max(in_free[p.server], up_end);
+    q->take(piece, up_start, up_end);
+    // The server takes the push in and replies when its uplink and the device's downlink are
+    // both free; the device takes the reply in.
+    const double taken =
+        io(server, up_end + links.latency_ms, cpu ? copies * cpu->server_receive_ms(p.bytes) : 0);
+    const double reply = io(server, taken, cpu ? copies * cpu->server_send_ms() : 0);
+    const double down_end = std::max({reply, out_free[p.server], q->down_free}) + ms;
+    out_free[p.server] = down_end;
+    q->down_free = down_end;
+    const double in = io(d, down_end + links.latency_ms, cpu ? cpu->worker_receive_ms(p.bytes) : 0);
+    q->back[p.item] = std::max(q->back[p.item], in);
+  }
+  std::vector<std::vector<double>> back;
+  for (auto& q : queues) back.push_back(std::move(q.back));
+  return back;
 }
 
 }  // namespace psrt::sim

@@ -33,7 +33,11 @@ void validate(const SimConfig& c) {
 }
 
 ShardMap shard_map_for(const ModelDesc& model, const SimConfig& config) {
-  const uint64_t unit = SchedulePolicy(config.mode).unit_bytes(config.chunk_bytes);
+  return shard_map_for(model, config.servers, config.mode, config.chunk_bytes);
+}
+
+ShardMap shard_map_for(const ModelDesc& model, uint32_t servers, Mode mode, uint64_t chunk_bytes) {
+  const uint64_t unit = SchedulePolicy(mode).unit_bytes(chunk_bytes);
   // Refused before the map is built: a huge model or a tiny chunk size would otherwise take the
   // memory and time of millions of chunks per worker before anything is reported.
   // Counted in doubles: a profile's tensor may hold up to 2^63 elements, whose bytes overflow.
@@ -47,7 +51,7 @@ ShardMap shard_map_for(const ModelDesc& model, const SimConfig& config) {
                                 " bytes; at most " + std::to_string(kMaxSimChunks) +
                                 " are simulated (use larger chunks or a smaller scale)");
   }
-  return ShardMap(model, config.servers, unit);
+  return ShardMap(model, servers, unit);
 }
 
 double aggregation_ms(const SimConfig& config, uint64_t chunk_bytes) {

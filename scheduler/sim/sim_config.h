@@ -55,6 +55,7 @@ constexpr uint64_t kMaxSimChunks = 4u << 20;
 // the whole-tensor modes no size limit, so tensors are split only as far as balance needs.
 // std::invalid_argument past kMaxSimChunks.
 ShardMap shard_map_for(const ModelDesc& model, const SimConfig& config);
+ShardMap shard_map_for(const ModelDesc& model, uint32_t servers, Mode mode, uint64_t chunk_bytes);
 
 // W * worker_weight * bytes / aggregation rate, in ms (0 when the rate is 0).
 double aggregation_ms(const SimConfig& config, uint64_t chunk_bytes);

@@ -83,10 +83,21 @@ TEST_CASE("pipeline model prices the push a chunk behind, and the next forward w
   const Problem pre = problem(m, d, Mode::kPreemptive);
   CHECK(PipelineModel(pre).step_ms(plan) == Approx(15));
   CHECK(placement::simulated_step_ms(pre, plan) == Approx(15));
-  // Non-preemptive: one 8 MB piece; its return takes another 8 ms: 3 + 8 + 8.
+  // Non-preemptive: NetPlacer's closed form takes the tensor as one 8 MB piece, its return
+  // another 8 ms: 3 + 8 + 8. The simulator sends it as the runtime does, two consecutive 4 MB
+  // messages (core kMaxChunkBytes), each replied on its own: the first's reply 7-11, the
+  // second's 11-15.
   const Problem whole = problem(m, d, Mode::kNonpreemptive);
   CHECK(PipelineModel(whole).step_ms(plan) == Approx(19));
-  CHECK(placement::simulated_step_ms(whole, plan) == Approx(19));
+  CHECK(placement::simulated_step_ms(whole, plan) == Approx(15));
+  // The placers' options carry a calibration to the simulator's price (not to the model's):
+  // 1 ns per byte received costs the server 4 ms per chunk taken in and the device 4 ms per
+  // reply, so the step grows; the closed form stays as it was.
+  Problem costly = problem(m, d, Mode::kPreemptive);
+  costly.options.calibration.server_byte_ns = 1;
+  costly.options.calibration.worker_byte_ns = 1;
+  CHECK(placement::simulated_step_ms(costly, plan) > 15 + 4);
+  CHECK(PipelineModel(costly).step_ms(plan) == Approx(15));
 }
 
 TEST_CASE("pipeline model refuses cyclic waits and plans over memory", "[placement]") {

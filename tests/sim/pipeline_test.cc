@@ -2,6 +2,7 @@
 
 #include "core/plan.h"
 #include "scheduler/sim/pipeline.h"
+#include "scheduler/sim/host_cpu.h"
 #include "scheduler/sim/push_link.h"
 
 using namespace psrt;
@@ -57,11 +58,15 @@ TEST_CASE("pipeline simulation of a two-stage GPipe step matches the hand timeli
   // (b's overlaps a's backward): 6 + 1 = 7.
   p.device_of_layer = {0, 0};
   CHECK(sim::simulate_pipeline(m, p, o).step_ms == Approx(7.0));
-  // Two devices sharing one server: each gets half of its server link, so a's return takes
-  // 1 + 1 ms after its backward ends at 5: 7.
+  // Two devices sharing one server: their pushes do not meet in time (b's is back at 4.75, a's
+  // starts at 5), so each has the server's link to itself: the same step as with two servers.
   p.device_of_layer = {0, 1};
   o.servers = 1;
+  CHECK(sim::simulate_pipeline(m, p, o).step_ms == Approx(6.0));
+  // Two replicas of the pipeline: the one server receives every piece twice (1 ms each way).
+  o.replicas = 2;
   CHECK(sim::simulate_pipeline(m, p, o).step_ms == Approx(7.0));
+  o.replicas = 1;
   o.servers = 2;
 
   // Too little memory is reported, naming the device.
@@ -72,17 +77,92 @@ TEST_CASE("pipeline simulation of a two-stage GPipe step matches the hand timeli
 }
 
 TEST_CASE("push link orders by mode", "[sim]") {
-  sim::PushLink link;
-  link.bytes_per_s = 1e9;
-  link.chunk_bytes = 250000;
-  // A big low-priority gradient ready first, a small high-priority one just after.
-  std::vector<sim::PushItem> items = {{0.0, 5, 1000000}, {0.1, 0, 250000}};
-  const auto fifo = sim::push_and_return(items, Mode::kFifo, link);
-  CHECK(fifo[0] == Approx(2.0));   // up 0-1, back 1-2
-  CHECK(fifo[1] == Approx(2.25));  // up 1-1.25, back 2-2.25
-  const auto pre = sim::push_and_return(items, Mode::kPreemptive, link);
+  sim::ServerLinks links;
+  links.bytes_per_s = 1e9;
+  // A big low-priority gradient (four chunks) ready first, a small high-priority one just after.
+  const std::vector<sim::PushPiece> four(4, {250000, 0});
+  const std::vector<std::vector<sim::PushItem>> items = {{{0.0, 5, four}, {0.1, 0, {{250000, 0}}}}};
+  const auto fifo = sim::push_and_return(items, Mode::kFifo, links)[0];
+  CHECK(fifo[0] == Approx(1.25));  // up 0-1, back 0.25-1.25
+  CHECK(fifo[1] == Approx(1.5));   // up 1-1.25, back 1.25-1.5
+  const auto pre = sim::push_and_return(items, Mode::kPreemptive, links)[0];
   CHECK(pre[1] == Approx(0.75));  // after the first chunk (0-0.25): up 0.25-0.5, back 0.5-0.75
   CHECK(pre[0] == Approx(1.5));   // 3 more chunks up 0.5-1.25, back by 1.5
-  const auto bigdl = sim::push_and_return(items, Mode::kBigdl, link);
+  // Nonpreemptive sends the big tensor's chunks back to back, though the small one is more urgent.
+  const auto non = sim::push_and_return(items, Mode::kNonpreemptive, links)[0];
+  CHECK(non[1] == Approx(1.5));
+  const auto bigdl = sim::push_and_return(items, Mode::kBigdl, links)[0];
   CHECK(bigdl[1] == Approx(0.1 + 0.25 + 0.25));  // waits for all, then key order: key 0 first
+}
+
+TEST_CASE("pushes share a server's link only when they meet there", "[sim]") {
+  sim::ServerLinks links;
+  links.bytes_per_s = 1e9;
+  links.servers = 2;
+  auto one = [](double ready, uint32_t key, uint32_t server) {
+    return std::vector<sim::PushItem>{{ready, key, {{1000000, server}}}};
+  };
+  // Two devices at once to one server: the second waits for the first (1 ms up, 1 ms back).
+  auto back = sim::push_and_return({one(0, 0, 0), one(0, 1, 0)}, Mode::kFifo, links);
+  CHECK(back[0][0] == Approx(2.0));
+  CHECK(back[1][0] == Approx(3.0));
+  // To two servers they go side by side; one after the other to one server, neither waits.
+  back = sim::push_and_return({one(0, 0, 0), one(0, 1, 1)}, Mode::kFifo, links);
+  CHECK(back[1][0] == Approx(2.0));
+  back = sim::push_and_return({one(0, 0, 0), one(2, 1, 0)}, Mode::kFifo, links);
+  CHECK(back[1][0] == Approx(4.0));
+  // Three copies of each piece (replicas) take three times as long.
+  links.copies = 3;
+  back = sim::push_and_return({one(0, 0, 1)}, Mode::kFifo, links);
+  CHECK(back[0][0] == Approx(6.0));
+  // A piece naming a server that does not exist is refused.
+  CHECK_THROWS_AS(sim::push_and_return({one(0, 0, 2)}, Mode::kFifo, links), std::invalid_argument);
+}
+
+TEST_CASE("host cpu books each process's thread and the shared cores in any order", "[sim]") {
+  sim::Calendar c;
+  c.book(2, 1);  // busy 2-3
+  c.book(5, 2);  // busy 5-7
+  CHECK(c.fit(0, 2) == Approx(0));    // 0-2 fits before 2
+  CHECK(c.fit(1, 2) == Approx(3));    // 1-3 would overlap: after 3 (3-5 fits)
+  CHECK(c.fit(3.5, 2) == Approx(7));  // 3.5-5.5 overlaps 5-7
+  CHECK(c.fit(8, 1) == Approx(8));
+
+  sim::Calibration cal;
+  cal.worker_message_us = 1000;  // 1 ms per message
+  cal.worker_byte_ns = 1;        // 1 ms per MB received
+  // Two processes on one shared core: the second's work waits for the first's.
+  sim::HostCpu one(2, 1, cal);
+  CHECK(one.take(0, 0, 2) == Approx(2));
+  CHECK(one.take(1, 1, 2) == Approx(4));
+  // Booked later but ready earlier, it goes first if it fits before.
+  CHECK(one.take(1, 4, 1) == Approx(5));
+  CHECK(one.take(0, 5, 0) == Approx(5));  // no work: no wait
+  // With a core each (cores 0), only a process's own thread is serial.
+  sim::HostCpu own(2, 0, cal);
+  CHECK(own.take(0, 0, 2) == Approx(2));
+  CHECK(own.take(1, 1, 2) == Approx(3));
+  CHECK(own.take(1, 1, 2) == Approx(5));
+  CHECK(own.worker_receive_ms(1000000) == Approx(2.0));
+}
+
+TEST_CASE("pipeline simulation adds the calibrated I/O work to each message", "[sim]") {
+  auto [m, p] = two_stages();
+  sim::PipelineOptions o;
+  o.mode = Mode::kNonpreemptive;
+  o.iterations = 2;
+  o.servers = 2;
+  const double ideal = sim::simulate_pipeline(m, p, o).step_ms;
+  REQUIRE(ideal == Approx(6.0));
+  // 0.1 ms per message on every side: each activation (sent, received), gradient, push (sent,
+  // taken in, replied) and reply (taken in) costs its processes' threads time.
+  o.calibration.worker_message_us = 100;
+  o.calibration.server_message_us = 100;
+  const double costly = sim::simulate_pipeline(m, p, o).step_ms;
+  CHECK(costly > ideal + 0.4);
+  // On one shared core the same work can only take longer.
+  o.host_cores = 1;
+  CHECK(sim::simulate_pipeline(m, p, o).step_ms >= costly);
+  o.host_cores = 5000;
+  CHECK_THROWS_AS(sim::simulate_pipeline(m, p, o), std::invalid_argument);
 }

@@ -5,6 +5,9 @@
 //   psrt-place --config job.yaml [--out plan.yaml] [--placer-address tcp://...]
 //   psrt-place --profile bench/profiles/vgg16.yaml --devices devices.yaml [--placer pipedream]
 //   psrt-place --arch vgg-small --batch 64 --write-profile vgg-small.yaml   (the model, no plan)
+//   psrt-place ... --calibration bench/calibration/default.yaml --host-cores 2   (the price with
+//     the runtime's I/O work on shared cores; NetPlacer's plan is the same, the placers that
+//     search by simulation search with it)
 //
 // The model is the job's (model.profile for replay, model.arch for native) or --profile / --arch;
 // the devices are the job's placement section or a --devices file with the same keys. Bad
@@ -74,7 +77,8 @@ int main(int argc, char** argv) {
   CLI::App app{"psrt-place: a model-parallel plan as a table and YAML"};
   std::string config_path, profile, arch, devices_path, out, address, placer, job_id = "psrt",
                                                                             mode = "preemptive";
-  uint32_t servers = 0, micro_batches = 0, batch = 0;
+  uint32_t servers = 0, micro_batches = 0, batch = 0, host_cores = 0;
+  std::string calibration;
   std::vector<std::string> sets;
   double timeout_s = 60;
   app.add_option("--config", config_path, "job YAML: model and placement section");
@@ -87,6 +91,11 @@ int main(int argc, char** argv) {
   app.add_option("--job-id", job_id, "job id for the placer");
   app.add_option("--mode", mode, "push mode the plan is priced in");
   app.add_option("--servers", servers, "parameter servers (default: one per device)");
+  app.add_option("--calibration", calibration,
+                 "price the plan with the runtime's I/O costs (bench/calibration/*.yaml)");
+  app.add_option("--host-cores", host_cores,
+                 "the processes share this many cores when priced (0: a machine each)")
+      ->check(CLI::Range(0u, 4096u));
   app.add_option("--micro-batches", micro_batches, "override micro_batches");
   app.add_option("--batch", batch, "override batch_size");
   app.add_option("--timeout", timeout_s, "seconds to wait for the placer");
@@ -131,6 +140,11 @@ int main(int argc, char** argv) {
     if (!m) throw ConfigError("--mode: '" + mode + "' is not a push mode");
     r.options.mode = *m;
     r.options.servers = servers ? servers : static_cast<uint32_t>(r.devices.devices.size());
+    if (!calibration.empty()) r.options.calibration = sim::load_calibration(calibration);
+    r.options.host_cores = host_cores;
+    if ((!calibration.empty() || host_cores) && !address.empty()) {
+      throw ConfigError("--calibration and --host-cores price a plan made here, not a placer's");
+    }
   } catch (const std::exception& e) {
     std::cerr << "psrt-place: " << e.what() << "\n";
     return 2;

@@ -243,6 +243,8 @@ int main(int argc, char** argv) {
       o.servers = args.servers;
       o.chunk_bytes = st.config.chunk_bytes;
       o.iterations = args.iterations;
+      o.calibration = st.config.calibration;
+      o.host_cores = st.config.host_cores;
       return psrt::tools::simulate_plan(st.model, args.placement, o);
     } catch (const std::exception& e) {
       std::cerr << "psrt-sim: " << e.what() << "\n";
