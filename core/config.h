@@ -85,6 +85,9 @@ struct SchedulerConfig {
   // (pushes of chunks up to half of it, and the server's replies), up to this many bytes; 0: off.
   uint64_t batch_bytes = 64 << 10;
   double link_bytes_per_s = 125e6;       // auto, mgwfbp: each host's link, each direction
+  // auto, mgwfbp: the job's processes share this many cores (all on one machine); 0: each
+  // process has a machine of its own, as on a cluster.
+  uint32_t host_cores = 0;
 };
 
 // Prometheus metrics (core/metrics.h). Off unless `metrics.port` is set.

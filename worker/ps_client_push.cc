@@ -26,6 +26,7 @@ void PsClient::plan_groups() {
   sc.chunk_bytes = config_.scheduler.chunk_bytes;
   sc.credit_bytes = config_.scheduler.credit_bytes;
   sc.batch_bytes = config_.scheduler.batch_bytes;
+  sc.host_cores = config_.scheduler.host_cores;
   if (!config_.scheduler.calibration.empty()) {
     sc.calibration = sim::load_calibration(config_.scheduler.calibration);
   }

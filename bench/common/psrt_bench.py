@@ -367,11 +367,13 @@ def bytes_per_iteration(per_worker, first, last=None):
 
 # ---------------------------------------------------------------- simulator, plots
 def simulate(bindir, profile, workers, servers, bandwidth, mode, chunk, credit, iterations,
-             latency_ms, calibration=None, grouping=None, batch_bytes=None, host_cores=0):
+             latency_ms, calibration=None, grouping=None, batch_bytes=None, host_cores=0,
+             job_host_cores=0):
     """psrt-sim's row for mode: iter_ms, compute_ms, link_ms, critical_ms, bound_ms, binding;
     with `calibration` (a psrt-sim calibration file), `grouping` (scheduler.grouping),
     `batch_bytes` (scheduler.batch_bytes; None: the default) and `host_cores` (psrt-sim
-    --host-cores: 0, every process on cores of its own; N, all sharing N cores)."""
+    --host-cores: 0, every process on cores of its own; N, all sharing N cores) and
+    `job_host_cores` (the job's scheduler.host_cores, what the workers' grouping search assumes)."""
     argv = [os.path.join(bindir, "psrt-sim"), "--profile", profile, "--workers", str(workers),
             "--servers", str(servers), "--bandwidth", "%dB/s" % int(bandwidth), "--mode", mode,
             "--chunk-bytes", str(chunk), "--credit-bytes", str(credit), "--iterations",
@@ -384,6 +386,8 @@ def simulate(bindir, profile, workers, servers, bandwidth, mode, chunk, credit, 
         argv += ["--batch-bytes", str(batch_bytes)]
     if host_cores:
         argv += ["--host-cores", str(host_cores)]
+    if job_host_cores:
+        argv += ["--job-host-cores", str(job_host_cores)]
     r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         raise RuntimeError("psrt-sim failed (%s): %s" % (" ".join(argv), r.stderr.strip()))

@@ -64,6 +64,7 @@ TEST_CASE("an empty file gives the documented defaults", "[config]") {
   CHECK(c.scheduler.chunk_bytes == 1u << 20);
   CHECK(c.scheduler.credit_bytes == 4u << 20);
   CHECK(c.scheduler.batch_bytes == 64u << 10);
+  CHECK(c.scheduler.host_cores == 0);
   CHECK(c.scheduler.priority.empty());
   CHECK(c.log_level == "info");
   CHECK(c.timeline.empty());
@@ -77,7 +78,8 @@ TEST_CASE("values in the file are read into the typed structs", "[config]") {
       "job: {id: j1, iterations: 12, seed: 9, evaluate: false}\n"
       "model: {hidden: [10, 20, 30]}\n"
       "optimizer: {type: adam, lr: 0.01, beta2: 0.99}\n"
-      "scheduler: {mode: preemptive, chunk_bytes: 8192, priority: [2, 1, 0], batch_bytes: 0}\n"
+      "scheduler: {mode: preemptive, chunk_bytes: 8192, priority: [2, 1, 0], batch_bytes: 0,\n"
+      "            host_cores: 2}\n"
       "log_level: warn\n",
       "f.yaml");
   CHECK(c.cluster.servers == 3);
@@ -96,6 +98,7 @@ TEST_CASE("values in the file are read into the typed structs", "[config]") {
   CHECK(c.scheduler.chunk_bytes == 8192);
   CHECK(c.scheduler.priority == std::vector<int>{2, 1, 0});
   CHECK(c.scheduler.batch_bytes == 0);
+  CHECK(c.scheduler.host_cores == 2);
   CHECK(c.log_level == "warn");
 }
 
@@ -133,6 +136,9 @@ TEST_CASE("a bad configuration is a ConfigError naming the key and the value", "
                       Catch::Contains("sgd") && Catch::Contains("adam"));
     CHECK_THAT(error_of("scheduler: {batch_bytes: 4194304}"),
                Catch::Contains("scheduler.batch_bytes") && Catch::Contains("4194304"));
+    CHECK_THAT(error_of("scheduler: {host_cores: 5000}"),
+               Catch::Contains("scheduler.host_cores") && Catch::Contains("5000"));
+    CHECK_THAT(error_of("scheduler: {host_cores: -1}"), Catch::Contains("scheduler.host_cores"));
     const auto m = error_of("scheduler: {mode: lifo}");
     CHECK_THAT(m, Catch::Contains("scheduler.mode") && Catch::Contains("lifo") &&
                       Catch::Contains("preemptive"));

@@ -14,6 +14,8 @@ done
   --credit-bytes 1000000 >/dev/null || fail "single mode run exited $?"
 "$sim" --profile "$profiles/mlp.yaml" --mode fifo --host-cores 2 >/dev/null ||
   fail "--host-cores 2 exited $?"
+"$sim" --profile "$profiles/mlp.yaml" --grouping auto --host-cores 2 --job-host-cores 2 \
+  >/dev/null || fail "--job-host-cores 2 exited $?"
 
 expect_2() {
   local err rc
@@ -35,6 +37,7 @@ expect_2 --profile "$p" --workers 0
 expect_2 --profile "$p" --iterations 1
 expect_2 --profile "$p" --host-cores 5000
 expect_2 --profile "$p" --host-cores -1
+expect_2 --profile "$p" --job-host-cores 5000
 expect_2 --profile "$p" --no-such-flag
 expect_2 --profile /nonexistent/profile.yaml
 expect_2 --bandwidth 1Gbit

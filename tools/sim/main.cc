@@ -74,7 +74,7 @@ void print_grouping(const psrt::ModelDesc& model, const std::string& spec,
 struct Args {
   std::string profile, bandwidth = "1Gbit", mode = "preemptive", chunk = "4MiB", credit = "8MiB";
   std::string batch = "64KiB";
-  uint32_t host_cores = 0;
+  uint32_t host_cores = 0, job_host_cores = 0;
   std::string aggregation, calibration, grouping = "none";
   uint32_t workers = 4, servers = 2, iterations = 5;
   double scale = 0, latency_ms = 0, ack_latency_ms = 0;
@@ -98,6 +98,10 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--host-cores", a.host_cores,
                  "0: every process on cores of its own (a cluster); N: all on one machine of N "
                  "cores, each I/O thread's work waiting for a free one")
+      ->check(CLI::Range(0u, 4096u));
+  app.add_option("--job-host-cores", a.job_host_cores,
+                 "the job's scheduler.host_cores: the cores the workers' grouping search assumes "
+                 "(default 0: a machine per process, whatever --host-cores simulates)")
       ->check(CLI::Range(0u, 4096u));
   app.add_option("--scale", a.scale,
                  "shrink sizes, times, chunk and credit together (default: the profile's)")
@@ -201,10 +205,10 @@ void simulate_modes(const Args& a, Setup& st) {
     st.config.mode = m;
     const psrt::GroupingSpec spec = *psrt::parse_grouping(a.grouping);
     st.config.release_cycle_ms = 0;
-    // Chosen as a job's workers choose it, on a cluster's simulation (a job does not know which
-    // of its processes share a machine); the iteration is then simulated with --host-cores.
+    // Chosen as a job's workers choose it, with the cores the job was told of (its
+    // scheduler.host_cores); the iteration is then simulated with --host-cores.
     psrt::sim::SimConfig as_job = st.config;
-    as_job.host_cores = 0;
+    as_job.host_cores = a.job_host_cores;
     const auto choice = psrt::sim::choose_grouping(st.model, as_job, spec);
     st.config.grouping = choice.grouping;
     // Horovod's groups leave on its cycle timer, in the runtime as here.
