@@ -116,7 +116,12 @@ Grouping static_grouping(const ModelDesc& model, const GroupingSpec& spec) {
   throw std::invalid_argument("grouping " + spec.text() + " needs the simulator");
 }
 
-MessagePlan::MessagePlan(const ShardMap& shards, const Grouping& grouping) {
+uint64_t group_message_bytes(uint64_t credit_bytes) {
+  return std::min<uint64_t>(kMaxGroupBytes, credit_bytes / 2);
+}
+
+MessagePlan::MessagePlan(const ShardMap& shards, const Grouping& grouping, uint64_t max_bytes) {
+  max_bytes = std::min<uint64_t>(max_bytes, kMaxGroupBytes);
   if (grouping.num_tensors() != shards.num_tensors()) {
     throw std::invalid_argument("message plan: the grouping is for " +
                                 std::to_string(grouping.num_tensors()) + " tensors, the map has " +
@@ -142,7 +147,7 @@ MessagePlan::MessagePlan(const ShardMap& shards, const Grouping& grouping) {
       const ChunkDesc& c = shards.chunks()[ids[0]];
       auto& pack = open[c.server];
       if (!pack.empty() &&
-          (open_bytes[c.server] + c.bytes() > kMaxGroupBytes || pack.size() >= kMaxGroupMembers)) {
+          (open_bytes[c.server] + c.bytes() > max_bytes || pack.size() >= kMaxGroupMembers)) {
         add(g, c.server, std::move(pack));
         pack.clear();
         open_bytes[c.server] = 0;

@@ -32,7 +32,7 @@ void PsClient::plan_groups() {
   }
   const auto choice = sim::choose_grouping(model_, sc, spec);
   grouping_ = choice.grouping;
-  plan_ = MessagePlan(shards_, grouping_);
+  plan_ = MessagePlan(shards_, grouping_, group_message_bytes(config_.scheduler.credit_bytes));
   batches_.assign(shards_.num_servers(), {});
   batch_bytes_ = config_.scheduler.batch_bytes;
   group_taken_.assign(grouping_.num_groups(), 0);

@@ -118,11 +118,18 @@ std::vector<std::pair<std::string, Grouping>> candidates(const ModelDesc& model,
   for (const char* text : {"ddp:25MiB:1MiB", "horovod:64MiB:5", "horovod:128MiB:1"}) {
     out.emplace_back(text, static_grouping(model, *parse_grouping(text)));
   }
-  for (uint64_t b = 4096; b < model.total_bytes() * 2; b *= 2) {
+  // Even caps over the model's range, and DDP's shape at each (a first bucket 1/25 of the
+  // others, as 1 MiB to 25 MiB): a model's size, not a full-size network's, sets the scale.
+  // A ladder of factors of sqrt(2): the simulated time is not smooth in the cap.
+  for (double cap = 4096; cap < double(model.total_bytes()) * 2; cap *= std::sqrt(2.0)) {
+    const auto b = static_cast<uint64_t>(cap);
     GroupingSpec s;
     s.kind = GroupingSpec::Kind::kSize;
     s.bytes = b;
     out.emplace_back(s.text(), static_grouping(model, s));
+    s.kind = GroupingSpec::Kind::kDdp;
+    s.first_bytes = std::max<uint64_t>(4096, b / 25);
+    if (s.first_bytes < b) out.emplace_back(s.text(), static_grouping(model, s));
   }
   // Distinct groupings only: equal ones would cost the same.
   std::vector<std::pair<std::string, Grouping>> unique;

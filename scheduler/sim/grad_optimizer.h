@@ -6,9 +6,11 @@
 // programming over contiguous groupings with the simulator as cost would need the simulator for
 // every (start, end) pair at every prefix: O(n^2) simulations of the whole iteration, far too
 // slow for 300 tensors. Instead:
-//   1. candidates: no grouping, MG-WFBP's merge rule, size:B for B in a ladder of powers of two
-//      from 4 KiB to the model's size, PyTorch DDP's buckets (25 MiB, first 1 MiB) and Horovod
-//      fusion (64 MiB / 5 ms, 128 MiB / 1 ms); each one simulated, the fastest kept;
+//   1. candidates: no grouping, MG-WFBP's merge rule, size:B for B in a ladder of factors of
+//      sqrt(2) from 4 KiB to twice the model's size and DDP's shape at each B (ddp:B:B/25, a
+//      first bucket 1/25 of the others, as 1 MiB to 25 MiB), PyTorch DDP's buckets (25 MiB,
+//      first 1 MiB) and Horovod fusion (64 MiB / 5 ms, 128 MiB / 1 ms); each one simulated, the
+//      fastest kept (the model's own size sets the ladder's scale, not a full-size network's);
 //   2. local search from it: for each group boundary, in key order, try removing it (merging the
 //      two neighbours) and moving it one tensor either way; keep a change when the simulated
 //      iteration is faster; repeat passes until one changes nothing or the evaluation budget is

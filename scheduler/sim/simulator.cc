@@ -57,7 +57,7 @@ class Simulation {
         grouping_(config.grouping.num_tensors() == 0
                       ? Grouping::singletons(static_cast<uint32_t>(model.tensors.size()))
                       : config.grouping),
-        plan_(shards_, grouping_),
+        plan_(shards_, grouping_, group_message_bytes(config.credit_bytes)),
         net_(events_, config.workers + config.servers, config.bandwidth_bytes_per_s,
              config.latency_ms) {
     for (uint32_t s = 0; s < config.servers; ++s) {  // exact (unchanged) at weight 1

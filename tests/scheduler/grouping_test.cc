@@ -104,4 +104,16 @@ TEST_CASE("message plans pack a group's small chunks per server, large tensors s
   const MessagePlan per_server(two, Grouping::from_starts({0}, 4));
   CHECK(per_server.messages().size() == 2);
   CHECK(per_server.messages()[0].server != per_server.messages()[1].server);
+
+  // Messages hold at most half the push credit: under 16 KiB of credit the four 4 KiB tensors
+  // of one server go two by two, in key order.
+  CHECK(group_message_bytes(16384) == 8192);
+  CHECK(group_message_bytes(64u << 20) == kMaxGroupBytes);
+  const ShardMap one(model_of({1024, 1024, 1024, 1024}), 1, 4096);
+  const MessagePlan halves(one, Grouping::from_starts({0}, 4), group_message_bytes(16384));
+  REQUIRE(halves.messages().size() == 2);
+  CHECK(halves.messages()[0].chunks == std::vector<uint32_t>{0, 1});
+  CHECK(halves.messages()[1].chunks == std::vector<uint32_t>{2, 3});
+  // A limit below one member still sends every member, one per message.
+  CHECK(MessagePlan(one, Grouping::from_starts({0}, 4), 100).messages().size() == 4);
 }
