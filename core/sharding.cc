@@ -1,7 +1,10 @@
 #include "core/sharding.h"
 
 #include <algorithm>
+#include <functional>
 #include <numeric>
+#include <queue>
+#include <utility>
 #include <stdexcept>
 
 namespace psrt {
@@ -15,11 +18,19 @@ std::vector<uint64_t> place(std::vector<ChunkDesc>& chunks, uint32_t num_servers
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(),
                    [&](uint32_t a, uint32_t b) { return chunks[a].length > chunks[b].length; });
+  // The least-loaded server from a heap of (load, rank): what a scan for the first minimum
+  // finds, in O(log servers) instead of O(servers) per chunk (a placer's request may name
+  // 100000 servers).
   std::vector<uint64_t> load(num_servers, 0);
+  using Entry = std::pair<uint64_t, uint32_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> least;
+  for (uint32_t s = 0; s < num_servers && s < order.size(); ++s) least.push({0, s});
   for (uint32_t id : order) {
-    const auto s = static_cast<uint32_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    const uint32_t s = least.top().second;
+    least.pop();
     chunks[id].server = s;
     load[s] += chunks[id].bytes();
+    least.push({load[s], s});
   }
   return load;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/sharding.h"
 #include "core/status.h"
 #include "placement/placer.h"
 
@@ -24,6 +25,9 @@ Assignment annealing(const Problem& p);       // simulated annealing scored by t
 Assignment exhaustive(const Problem& p);      // every pipeline split, scored by the simulator
 
 // The simulator's step time for an assignment (infinity when a device is over its memory).
-double simulated_step_ms(const Problem& p, const std::vector<uint32_t>& device_of_layer);
+// `shards`: the runtime's shard map for p (sim::shard_map_for), when the caller prices many
+// plans; null: built for this call.
+double simulated_step_ms(const Problem& p, const std::vector<uint32_t>& device_of_layer,
+                         const ShardMap* shards = nullptr);
 
 }  // namespace psrt::placement

@@ -61,12 +61,27 @@ std::string placer_source(const std::string& name) {
   return e ? e->source : "";
 }
 
+namespace {
+Result<Plan> run_and_price(const Entry& e, const std::string& name, const Problem& problem);
+}  // namespace
+
 Result<Plan> place(const std::string& name, const Problem& problem) {
   const Entry* e = find(name);
   if (!e) return Status::error("unknown placer '" + name + "'");
   if (problem.devices.devices.empty()) return Status::error("no devices");
+  try {
+    return run_and_price(*e, name, problem);
+  } catch (const std::invalid_argument& err) {  // the simulator refuses the model (its size)
+    return Status::error(name + ": " + err.what());
+  }
+}
+
+namespace {
+
+// The placer's assignment, checked and priced.
+Result<Plan> run_and_price(const Entry& e, const std::string& name, const Problem& problem) {
   const auto start = std::chrono::steady_clock::now();
-  Assignment a = e->run(problem);
+  Assignment a = e.run(problem);
   const double search_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   if (!a) return Status::error(name + ": infeasible: " + a.status().message());
@@ -91,5 +106,7 @@ Result<Plan> place(const std::string& name, const Problem& problem) {
   if (problem.options.price) plan.step_ms = simulated_step_ms(problem, plan.device_of_layer);
   return plan;
 }
+
+}  // namespace
 
 }  // namespace psrt::placement

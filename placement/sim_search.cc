@@ -10,6 +10,7 @@
 #include "placement/baselines.h"
 #include "placement/chain_view.h"
 #include "scheduler/sim/pipeline.h"
+#include "scheduler/sim/sim_config.h"
 
 namespace psrt::placement {
 
@@ -26,11 +27,17 @@ Plan as_plan(const Problem& p, const std::vector<uint32_t>& device_of_layer) {
   return plan;
 }
 
+// The shard map every simulation of p's plans uses: built once per search.
+ShardMap shards_of(const Problem& p) {
+  return sim::shard_map_for(p.model, p.options.servers, p.options.mode, p.options.chunk_bytes);
+}
+
 struct Best {
   double ms = kInf;
   std::vector<uint32_t> assignment;
+  const ShardMap* shards = nullptr;
   void offer(const Problem& p, std::vector<uint32_t> a) {
-    const double t = simulated_step_ms(p, a);
+    const double t = simulated_step_ms(p, a, shards);
     if (t < ms) ms = t, assignment = std::move(a);
   }
 };
@@ -69,7 +76,8 @@ void enumerate(const Problem& p, const ChainView& chain, std::vector<std::size_t
 
 }  // namespace
 
-double simulated_step_ms(const Problem& p, const std::vector<uint32_t>& device_of_layer) {
+double simulated_step_ms(const Problem& p, const std::vector<uint32_t>& device_of_layer,
+                         const ShardMap* shards) {
   sim::PipelineOptions o;
   o.mode = p.options.mode;
   o.chunk_bytes = p.options.chunk_bytes;
@@ -77,6 +85,7 @@ double simulated_step_ms(const Problem& p, const std::vector<uint32_t>& device_o
   o.servers = p.options.servers;
   o.calibration = p.options.calibration;
   o.host_cores = p.options.host_cores;
+  o.shards = shards;
   const auto r = sim::simulate_pipeline(p.model, as_plan(p, device_of_layer), o);
   return r.fits ? r.step_ms : kInf;
 }
@@ -91,7 +100,9 @@ Assignment exhaustive(const Problem& p) {
   std::vector<std::size_t> cuts{0};
   std::vector<uint32_t> devs;
   std::vector<bool> used(p.devices.devices.size(), false);
+  const ShardMap shards = shards_of(p);
   Best best;
+  best.shards = &shards;
   enumerate(p, chain, cuts, devs, used, best);
   if (best.ms == kInf) return Status::error("no pipeline split fits the devices' memory");
   return best.assignment;
@@ -105,8 +116,10 @@ Assignment annealing(const Problem& p) {
   std::vector<uint32_t> devs(k);
   std::iota(devs.begin(), devs.end(), 0);
   std::mt19937_64 rng(p.options.seed);
+  const ShardMap shards = shards_of(p);
   Best best;
-  double current = simulated_step_ms(p, chain.assignment(cuts, devs));
+  best.shards = &shards;
+  double current = simulated_step_ms(p, chain.assignment(cuts, devs), &shards);
   best.offer(p, chain.assignment(cuts, devs));
   const double scale = std::isfinite(current) ? current : 1.0;
   for (uint32_t step = 0; step < p.options.anneal_steps; ++step) {
@@ -123,7 +136,7 @@ Assignment annealing(const Problem& p) {
           moved, static_cast<long>(next_cuts[b - 1]), static_cast<long>(next_cuts[b + 1])));
     }
     const auto a = chain.assignment(next_cuts, next_devs);
-    const double t = simulated_step_ms(p, a);
+    const double t = simulated_step_ms(p, a, &shards);
     std::uniform_real_distribution<double> u(0, 1);
     if (t <= current || (std::isfinite(t) && u(rng) < std::exp((current - t) / temp))) {
       current = t;

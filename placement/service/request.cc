@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "core/config_limits.h"
 #include "core/status.h"
 #include "psrt.pb.h"
 
@@ -157,10 +158,18 @@ Result<Request> from_message(const wire::PlaceRequest& m) {
     return Status::error("annealing is limited to " + std::to_string(kMaxAnnealLayers) +
                          " layers here (it simulates every candidate)");
   }
+  if ((r.placer == "annealing" || r.placer == "exhaustive") && m.servers() > kMaxSimSearchServers) {
+    return Status::error(r.placer + " is limited to " + std::to_string(kMaxSimSearchServers) +
+                         " servers here (it simulates every candidate)");
+  }
   const auto mode = parse_mode(m.mode().empty() ? "preemptive" : m.mode());
   if (!mode) return Status::error("mode '" + m.mode() + "' is not a push mode");
   r.options.mode = *mode;
-  r.options.servers = std::max(1u, std::min(m.servers(), 100000u));
+  if (m.servers() > uint32_t(kMaxServers)) {
+    return Status::error("servers must be at most " + std::to_string(kMaxServers) + ", not " +
+                         std::to_string(m.servers()));
+  }
+  r.options.servers = std::max(1u, m.servers());
   r.options.replicas = std::max(1u, std::min(m.replicas(), 100000u));
   return r;
 }

@@ -15,6 +15,9 @@ namespace psrt::placement {
 
 constexpr uint32_t kMaxRequestLayers = 20000;  // NetPlacer answers 10,000 in seconds
 constexpr uint32_t kMaxAnnealLayers = 1000;     // annealing simulates every candidate
+// The placers that simulate every candidate (annealing, exhaustive): each simulation's cost grows
+// with the square of the chunks, which grow with the servers (the shard map balances them).
+constexpr uint32_t kMaxSimSearchServers = 64;
 constexpr uint32_t kMaxRequestDevices = 1024;
 constexpr int64_t kMaxRequestBytes = 32 << 20;  // the placer's socket takes headers up to this
 

@@ -176,7 +176,13 @@ PipelineResult simulate_pipeline(const ModelDesc& model, const Plan& plan,
   Iteration iteration(model, plan, order, cpu);
   std::vector<double> device_free(devices, 0.0), param_ready(model.layers.size(), 0.0);
   PipelineResult r;
-  const ShardMap shards = shard_map_for(model, options.servers, options.mode, options.chunk_bytes);
+  const ShardMap built = options.shards ? ShardMap()
+                                        : shard_map_for(model, options.servers, options.mode,
+                                                        options.chunk_bytes);
+  const ShardMap& shards = options.shards ? *options.shards : built;
+  if (shards.num_tensors() != model.tensors.size() || shards.num_servers() != options.servers) {
+    throw std::invalid_argument("pipeline: the shard map is for another model or server count");
+  }
   ServerLinks links;
   links.bytes_per_s = plan.devices.server_link.bytes_per_s;
   links.latency_ms = plan.devices.server_link.latency_ms;

@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "core/model.h"
+#include "core/sharding.h"
 #include "core/plan.h"
 #include "scheduler/mode.h"
 #include "scheduler/sim/calibration.h"
@@ -45,6 +46,9 @@ struct PipelineOptions {
   // the devices' and servers' processes share (0: each process has cores of its own).
   Calibration calibration;
   uint32_t host_cores = 0;
+  // The runtime's shard map for this model, mode and chunk size (shard_map_for); null: built
+  // here. A search that prices many plans of one model builds it once.
+  const ShardMap* shards = nullptr;
 };
 
 struct PipelineResult {

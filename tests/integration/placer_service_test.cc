@@ -84,6 +84,17 @@ void send_bad_requests(RawClient& w, const wire::PlaceRequest& good) {
   w.send(request_header(w, no_memory));
   CHECK_THAT(expect_error(w, ErrorCode::kMalformed), Catch::Contains("device 'b'"));
 
+  // Server counts that would make pricing a plan take minutes: refused at once.
+  auto many_servers = good;
+  many_servers.set_servers(100000);
+  w.send(request_header(w, many_servers));
+  CHECK_THAT(expect_error(w, ErrorCode::kMalformed), Catch::Contains("servers must be at most"));
+  auto annealing_servers = good;
+  annealing_servers.set_placer("annealing");
+  annealing_servers.set_servers(placement::kMaxSimSearchServers + 1);
+  w.send(request_header(w, annealing_servers));
+  CHECK_THAT(expect_error(w, ErrorCode::kMalformed), Catch::Contains("annealing is limited"));
+
   auto bad_batch = good;
   bad_batch.set_micro_batches(100);
   w.send(request_header(w, bad_batch));

@@ -21,6 +21,7 @@
 #include "config/job_config.h"
 #include "core/cli.h"
 #include "core/config.h"
+#include "core/config_limits.h"
 #include "core/plan_yaml.h"
 #include "core/profile.h"
 #include "core/status.h"
@@ -90,7 +91,8 @@ int main(int argc, char** argv) {
   app.add_option("--placer-address", address, "ask this running psrt-placer");
   app.add_option("--job-id", job_id, "job id for the placer");
   app.add_option("--mode", mode, "push mode the plan is priced in");
-  app.add_option("--servers", servers, "parameter servers (default: one per device)");
+  app.add_option("--servers", servers, "parameter servers (default: one per device)")
+      ->check(CLI::Range(0, kMaxServers));
   app.add_option("--calibration", calibration,
                  "price the plan with the runtime's I/O costs (bench/calibration/*.yaml)");
   app.add_option("--host-cores", host_cores,
