@@ -20,6 +20,12 @@ constexpr uint64_t kMaxChunkBytes = 4ull << 20;
 // many members and dense bytes (room left for codec headers within one message's payload limit).
 constexpr uint32_t kMaxGroupMembers = 256;
 constexpr uint64_t kMaxGroupBytes = kMaxChunkBytes / 2;
+// Adaptive batching (scheduler.batch_bytes): a single-chunk message of `bytes` may join a batch
+// when it is at most half of batch_bytes (0: batching off). The workers' pushes, the servers'
+// replies and psrt-sim all ask this.
+constexpr bool batchable_bytes(uint64_t bytes, uint64_t batch_bytes) {
+  return 2 * bytes <= batch_bytes;
+}
 
 struct ChunkDesc {
   uint32_t id = 0;       // index in ShardMap::chunks

@@ -10,7 +10,7 @@ void Server::queue_reply(uint32_t worker, const ChunkState& c, bool dense) {
   unit.bytes = dense || !c.reply ? c.desc.bytes() : c.reply->size();
   if (dense) replies_[worker].dense.insert(c.index);
   replies_[worker].queue.add(c.desc.key, c.priority, {unit});
-  reply_soon(worker, 2 * unit.bytes <= batch_bytes_ && !dense);
+  reply_soon(worker, batchable_bytes(unit.bytes, batch_bytes_) && !dense);
 }
 
 void Server::reply_soon(uint32_t worker, bool batchable) {
@@ -44,7 +44,7 @@ void Server::pump_replies(uint32_t worker) {
     const ChunkState& c = chunks_.at(unit->chunk);
     const bool grouped = link.groups.count(unit->chunk) > 0;
     const bool dense = link.dense.count(unit->chunk) > 0;
-    const bool small = !grouped && !dense && 2 * unit->bytes <= batch_bytes_;
+    const bool small = !grouped && !dense && batchable_bytes(unit->bytes, batch_bytes_);
     if (!batch.empty() && (!small || batch_bytes + unit->bytes > batch_bytes_ ||
                            batch.size() >= kMaxGroupMembers ||
                            chunks_.at(batch.front()).iteration != c.iteration)) {

@@ -40,7 +40,7 @@ void PsClient::pump() {
   while (auto unit = queue_.next()) {
     const PlannedMessage& m = plan_.messages()[unit->chunk];
     const ChunkDesc& c = shards_.chunks()[m.chunks.front()];
-    if (m.chunks.size() > 1 || 2 * unit->bytes > batch_bytes_) {
+    if (m.chunks.size() > 1 || !batchable_bytes(unit->bytes, batch_bytes_)) {
       send_batches();
       send_push(m.chunks, unit->priority, unit->bytes, false);
       continue;

@@ -206,7 +206,7 @@ class Simulation {
   // Whether `unit` may join a batch (the runtime's rule: ps_client_send.cc, server_reply_queue.cc).
   bool batchable(const PushUnit& unit) const {
     return plan_.messages()[unit.chunk].chunks.size() == 1 &&
-           2 * unit.bytes <= config_.batch_bytes;
+           batchable_bytes(unit.bytes, config_.batch_bytes);
   }
 
   // Takes what `queue` releases now, in its order, as messages: consecutive batchable units for
