@@ -11,6 +11,7 @@
 //   worker_byte_ns     the worker's I/O thread per payload byte received (the values' copy).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace psrt::sim {
@@ -21,6 +22,17 @@ struct Calibration {
   double server_byte_ns = 0;
   double worker_byte_ns = 0;
   std::string source;  // the file it came from ("" when none)
+
+  // What one message costs its I/O thread, in ms: the sender per message handed over, the
+  // receiver per message and per payload byte taken in.
+  double worker_send_ms() const { return worker_message_us / 1e3; }
+  double worker_receive_ms(uint64_t bytes) const {
+    return worker_message_us / 1e3 + worker_byte_ns * double(bytes) / 1e6;
+  }
+  double server_send_ms() const { return server_message_us / 1e3; }
+  double server_receive_ms(uint64_t bytes) const {
+    return server_message_us / 1e3 + server_byte_ns * double(bytes) / 1e6;
+  }
 
   bool ideal() const {
     return worker_message_us == 0 && server_message_us == 0 && server_byte_ns == 0 &&

@@ -34,15 +34,11 @@ class HostCpu {
   // When `ms` of process p's I/O work, ready at t, ends.
   double take(uint32_t p, double t, double ms);
 
-  // The calibration's costs, in ms.
-  double worker_send_ms() const { return cal_.worker_message_us / 1e3; }
-  double worker_receive_ms(uint64_t bytes) const {
-    return cal_.worker_message_us / 1e3 + cal_.worker_byte_ns * double(bytes) / 1e6;
-  }
-  double server_send_ms() const { return cal_.server_message_us / 1e3; }
-  double server_receive_ms(uint64_t bytes) const {
-    return cal_.server_message_us / 1e3 + cal_.server_byte_ns * double(bytes) / 1e6;
-  }
+  // The calibration's costs, in ms (calibration.h).
+  double worker_send_ms() const { return cal_.worker_send_ms(); }
+  double worker_receive_ms(uint64_t bytes) const { return cal_.worker_receive_ms(bytes); }
+  double server_send_ms() const { return cal_.server_send_ms(); }
+  double server_receive_ms(uint64_t bytes) const { return cal_.server_receive_ms(bytes); }
 
  private:
   std::vector<Calendar> threads_, cores_;

@@ -117,8 +117,6 @@ class Simulation {
     io.free = *core = start + ms;
     return io.free;
   }
-  double us(double v) const { return v / 1e3; }
-  double ns_per_byte(double v, uint64_t bytes) const { return v * double(bytes) / 1e6; }
 
   bool params_ready(const Worker& w, uint32_t layer) const {
     if (policy_.forward_waits_for_all() && layer == 0) return w.received == layer_chunks_;
@@ -261,7 +259,7 @@ class Simulation {
       const auto server_of = [this](const PushUnit& u) { return plan_.messages()[u.chunk].server; };
       take_messages(wk.push, server_of, [this, &wk, wi](uint32_t s, Batch batch) {
         // The worker's I/O thread builds and hands over the message, then the uplink sends it.
-        const double handed = io_take(wk.io, us(cal().worker_message_us));
+        const double handed = io_take(wk.io, cal().worker_send_ms());
         events_.at(handed, [this, s, wi, batch = std::move(batch)] {
           net_.send(wi, server_host(s), bytes_of(batch),
                     [this, s, wi, batch] { at_server(s, wi, batch); });
@@ -274,8 +272,7 @@ class Simulation {
     Server& server = servers_[s];
     // The server's I/O thread takes the push (checks, copy, ack) before anything else follows.
     const double taken = io_take(
-        server.io, config_.worker_weight * (us(cal().server_message_us) +
-                                            ns_per_byte(cal().server_byte_ns, bytes_of(batch))));
+        server.io, config_.worker_weight * cal().server_receive_ms(bytes_of(batch)));
     events_.at(taken, [this, s, wi, batch] { taken_by_server(s, wi, batch); });
   }
 
@@ -312,7 +309,7 @@ class Simulation {
       take_messages(server.replies[wi], [wi](const PushUnit&) { return wi; },
                     [this, &server, s](uint32_t to, Batch batch) {
                       const double handed =
-                          io_take(server.io, config_.worker_weight * us(cal().server_message_us));
+                          io_take(server.io, config_.worker_weight * cal().server_send_ms());
                       events_.at(handed, [this, s, to, batch = std::move(batch)] {
                         net_.send(server_host(s), to, bytes_of(batch),
                                   [this, s, to, batch] { at_worker(s, to, batch); });
@@ -323,8 +320,7 @@ class Simulation {
 
   void at_worker(uint32_t s, uint32_t wi, const Batch& batch) {
     const uint64_t bytes = bytes_of(batch);
-    const double taken = io_take(workers_[wi]->io, us(cal().worker_message_us) +
-                                                       ns_per_byte(cal().worker_byte_ns, bytes));
+    const double taken = io_take(workers_[wi]->io, cal().worker_receive_ms(bytes));
     events_.at(taken, [this, s, wi, batch, bytes] {
       events_.at(events_.now() + config_.ack_latency_ms, [this, s, wi, bytes] {
         servers_[s].replies[wi].acked(bytes);
