@@ -90,6 +90,9 @@ struct SchedulerConfig {
   uint32_t host_cores = 0;
 };
 
+// The most cores scheduler.host_cores, psrt-sim and the pipeline model accept.
+constexpr uint32_t kMaxHostCores = 4096;
+
 // Prometheus metrics (core/metrics.h). Off unless `metrics.port` is set.
 struct MetricsConfig {
   int port = -1;                   // -1: off; 0: OS-chosen (logged); else the first port

@@ -24,7 +24,7 @@ void parse_scheduler_section(const YamlReader& sch, const ConfigPath& in_base,
   c.batch_bytes = static_cast<uint64_t>(
       sch.get_int("batch_bytes", int64_t(c.batch_bytes), 0, int64_t(kMaxGroupBytes)));
   c.link_bytes_per_s = sch.get_double("link_bytes_per_s", c.link_bytes_per_s, 1e3, 1e13);
-  c.host_cores = static_cast<uint32_t>(sch.get_int("host_cores", c.host_cores, 0, 4096));
+  c.host_cores = static_cast<uint32_t>(sch.get_int("host_cores", c.host_cores, 0, kMaxHostCores));
   sch.reject_unknown();
 }
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
 
+#include "core/config.h"
 #include "scheduler/sim/push_link.h"
 #include "scheduler/sim/sim_config.h"
 
@@ -162,7 +164,9 @@ void check(const ModelDesc& model, const Plan& plan, const PipelineOptions& opti
       options.servers < 1 || options.chunk_bytes < 1) {
     throw std::invalid_argument("micro_batches, iterations, replicas, servers, chunk_bytes >= 1");
   }
-  if (options.host_cores > 4096) throw std::invalid_argument("host_cores must be at most 4096");
+  if (options.host_cores > kMaxHostCores) {
+    throw std::invalid_argument("host_cores must be at most " + std::to_string(kMaxHostCores));
+  }
 }
 
 }  // namespace

@@ -5,12 +5,13 @@
 #include <stdexcept>
 #include <string>
 
+#include "core/config.h"
 #include "scheduler/schedule_policy.h"
 
 namespace psrt::sim {
 
 void validate(const SimConfig& c) {
-  auto fail = [](const char* what) { throw std::invalid_argument(std::string("sim: ") + what); };
+  auto fail = [](const std::string& what) { throw std::invalid_argument("sim: " + what); };
   if (c.workers == 0) fail("workers must be at least 1");
   if (c.servers == 0) fail("servers must be at least 1");
   if (!(c.bandwidth_bytes_per_s > 0)) fail("bandwidth must be positive");
@@ -18,7 +19,9 @@ void validate(const SimConfig& c) {
   if (c.credit_bytes == 0) fail("credit_bytes must be positive");
   if (!(c.latency_ms >= 0)) fail("latency_ms must not be negative");
   if (!(c.ack_latency_ms >= 0)) fail("ack_latency_ms must not be negative");
-  if (c.host_cores > 4096) fail("host_cores must be at most 4096");
+  if (c.host_cores > kMaxHostCores) {
+    fail("host_cores must be at most " + std::to_string(kMaxHostCores));
+  }
   if (!(c.aggregation_bytes_per_s >= 0)) fail("aggregation rate must not be negative");
   if (c.iterations < 2) fail("iterations must be at least 2");
   if (!(c.release_cycle_ms >= 0) || !std::isfinite(c.release_cycle_ms)) {

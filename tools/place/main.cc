@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
                  "price the plan with the runtime's I/O costs (bench/calibration/*.yaml)");
   app.add_option("--host-cores", host_cores,
                  "the processes share this many cores when priced (0: a machine each)")
-      ->check(CLI::Range(0u, 4096u));
+      ->check(CLI::Range(0u, psrt::kMaxHostCores));
   app.add_option("--micro-batches", micro_batches, "override micro_batches");
   app.add_option("--batch", batch, "override batch_size");
   app.add_option("--timeout", timeout_s, "seconds to wait for the placer");
