@@ -391,10 +391,16 @@ def simulate(bindir, profile, workers, servers, bandwidth, mode, chunk, credit, 
     r = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         raise RuntimeError("psrt-sim failed (%s): %s" % (" ".join(argv), r.stderr.strip()))
+    row = None
     for line in r.stdout.splitlines():
         f = line.split()
         if f and f[0] == mode:
-            return dict(zip(SIM_COLUMNS, (float(x) for x in f[1:6])), binding=f[6])
+            row = dict(zip(SIM_COLUMNS, (float(x) for x in f[1:6])), binding=f[6])
+        elif row and "jittered_ms" not in row and f[:1] == ["jittered:"]:
+            # The mean over the bandwidth jitter GradOptimizer's search prices groupings at.
+            row["jittered_ms"] = float(f[1])
+    if row:
+        return row
     raise RuntimeError("psrt-sim printed no row for %s:\n%s" % (mode, r.stdout))
 
 

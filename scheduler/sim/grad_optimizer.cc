@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "scheduler/sim/simulator.h"
 
@@ -35,6 +36,23 @@ Grouping mgwfbp_grouping(const ModelDesc& model, const SimConfig& config) {
   return Grouping::from_starts(std::move(starts), n);
 }
 
+double jittered_ms(const ModelDesc& model, const SimConfig& config, uint64_t* most_events,
+                   double nominal_ms) {
+  double sum = 0;
+  for (double f : kJitter) {
+    if (f == 1.0 && nominal_ms >= 0) {
+      sum += nominal_ms;
+      continue;
+    }
+    SimConfig c = config;
+    c.bandwidth_bytes_per_s *= f;
+    const SimResult r = simulate(model, c);
+    if (most_events) *most_events = std::max(*most_events, r.events);
+    sum += r.iteration_ms;
+  }
+  return sum / double(kJitter.size());
+}
+
 namespace {
 
 // The cluster the search simulates: at most `most` workers, each standing for workers / most of
@@ -56,14 +74,13 @@ class Search {
       : model_(model), config_(config), budget_(budget) {}
 
   uint32_t evaluations() const { return evaluations_; }
-  bool spent() const { return evaluations_ >= budget_; }
+  bool spent() const { return evaluations_ + kJitter.size() > budget_; }
 
+  // The search's price of g: jittered_ms, kJitter.size() simulations.
   double cost(const Grouping& g) {
-    ++evaluations_;
     config_.grouping = g;
-    const SimResult r = simulate(model_, config_);
-    events_ = std::max(events_, r.events);
-    return r.iteration_ms;
+    evaluations_ += uint32_t(kJitter.size());
+    return jittered_ms(model_, config_, &events_);
   }
   uint64_t most_events() const { return events_; }  // of one simulation so far
 
@@ -109,36 +126,72 @@ class Search {
   uint64_t events_ = 0;
 };
 
-std::vector<std::pair<std::string, Grouping>> candidates(const ModelDesc& model,
-                                                         const SimConfig& config) {
-  std::vector<std::pair<std::string, Grouping>> out;
+// A candidate grouping, and the spec it came from (kNone for none and mgwfbp).
+struct Candidate {
+  std::string name;
+  Grouping grouping;
+  GroupingSpec spec;
+};
+
+// The size or DDP-shaped spec of cap `bytes` (DDP's first bucket 1/25 of the others, as 1 MiB
+// to 25 MiB); nullopt where that first bucket would not be smaller than the others.
+std::optional<GroupingSpec> capped(GroupingSpec::Kind kind, uint64_t bytes) {
+  GroupingSpec s;
+  s.kind = kind;
+  s.bytes = bytes;
+  if (kind != GroupingSpec::Kind::kDdp) return s;
+  s.first_bytes = std::max<uint64_t>(4096, bytes / 25);
+  if (s.first_bytes >= s.bytes) return std::nullopt;
+  return s;
+}
+
+std::vector<Candidate> candidates(const ModelDesc& model, const SimConfig& config) {
+  std::vector<Candidate> out;
   const auto n = static_cast<uint32_t>(model.tensors.size());
-  out.emplace_back("none", Grouping::singletons(n));
-  out.emplace_back("mgwfbp", mgwfbp_grouping(model, config));
+  out.push_back({"none", Grouping::singletons(n), {}});
+  out.push_back({"mgwfbp", mgwfbp_grouping(model, config), {}});
   for (const char* text : {"ddp:25MiB:1MiB", "horovod:64MiB:5", "horovod:128MiB:1"}) {
-    out.emplace_back(text, static_grouping(model, *parse_grouping(text)));
+    const GroupingSpec s = *parse_grouping(text);
+    out.push_back({text, static_grouping(model, s), s});
   }
-  // Even caps over the model's range, and DDP's shape at each (a first bucket 1/25 of the
-  // others, as 1 MiB to 25 MiB): a model's size, not a full-size network's, sets the scale.
-  // A ladder of factors of sqrt(2): the simulated time is not smooth in the cap.
-  for (double cap = 4096; cap < double(model.total_bytes()) * 2; cap *= std::sqrt(2.0)) {
-    const auto b = static_cast<uint64_t>(cap);
-    GroupingSpec s;
-    s.kind = GroupingSpec::Kind::kSize;
-    s.bytes = b;
-    out.emplace_back(s.text(), static_grouping(model, s));
-    s.kind = GroupingSpec::Kind::kDdp;
-    s.first_bytes = std::max<uint64_t>(4096, b / 25);
-    if (s.first_bytes < b) out.emplace_back(s.text(), static_grouping(model, s));
+  // Even caps over the model's range, and DDP's shape at each: a model's size, not a full-size
+  // network's, sets the scale. Factors of 2; the winner is refined between them (refine_cap).
+  for (double cap = 4096; cap < double(model.total_bytes()) * 2; cap *= 2) {
+    for (auto kind : {GroupingSpec::Kind::kSize, GroupingSpec::Kind::kDdp}) {
+      if (const auto s = capped(kind, static_cast<uint64_t>(cap))) {
+        out.push_back({s->text(), static_grouping(model, *s), *s});
+      }
+    }
   }
   // Distinct groupings only: equal ones would cost the same.
-  std::vector<std::pair<std::string, Grouping>> unique;
+  std::vector<Candidate> unique;
   for (auto& c : out) {
     const bool seen = std::any_of(unique.begin(), unique.end(),
-                                  [&](const auto& u) { return u.second == c.second; });
+                                  [&](const auto& u) { return u.grouping == c.grouping; });
     if (!seen) unique.push_back(std::move(c));
   }
   return unique;
+}
+
+// A size or DDP-shaped winner refined between the ladder's steps: its cap times and divided by
+// sqrt(2), then 2^(1/4) around the better (at most four prices, within the budget).
+void refine_cap(const ModelDesc& model, Search& search, Candidate& best, double& best_ms) {
+  const auto kind = best.spec.kind;
+  if (kind != GroupingSpec::Kind::kSize && kind != GroupingSpec::Kind::kDdp) return;
+  for (const double step : {std::sqrt(2.0), std::pow(2.0, 0.25)}) {
+    const double cap = double(best.spec.bytes);
+    for (const double f : {step, 1.0 / step}) {
+      const auto s = capped(kind, std::max<uint64_t>(4096, static_cast<uint64_t>(cap * f)));
+      if (!s || search.spent()) continue;
+      Grouping g = static_grouping(model, *s);
+      if (g == best.grouping) continue;
+      const double ms = search.cost(g);
+      if (ms < best_ms) {
+        best_ms = ms;
+        best = {s->text(), std::move(g), *s};
+      }
+    }
+  }
 }
 
 // On a reduced cluster, the search's choice, its starting candidate and no grouping simulated on
@@ -147,13 +200,14 @@ void verify_on_full_cluster(const ModelDesc& model, const SimConfig& config,
                             const SimConfig& searched, uint64_t events, const Grouping& start,
                             GroupingChoice& choice) {
   const auto n = static_cast<uint32_t>(model.tensors.size());
-  const double estimate = 3.0 * double(events) * config.workers / searched.workers;
+  const double estimate =
+      3.0 * double(kJitter.size()) * double(events) * config.workers / searched.workers;
   if (searched.workers == config.workers || estimate > double(kVerifyEvents)) return;
   SimConfig full = config;
   const auto cost = [&](const Grouping& g) {
     full.grouping = g;
-    ++choice.evaluations;
-    return simulate(model, full).iteration_ms;
+    choice.evaluations += uint32_t(kJitter.size());
+    return jittered_ms(model, full);
   };
   const Grouping none = Grouping::singletons(n);
   choice.iteration_ms = cost(choice.grouping);
@@ -177,25 +231,26 @@ void search_grouping(const ModelDesc& model, const SimConfig& config, uint32_t m
                      uint32_t simulated_workers, GroupingChoice& choice) {
   const SimConfig searched = search_config(config, simulated_workers);
   Search search(model, searched, std::max<uint32_t>(max_evaluations, 1));
+  // Every candidate priced, whatever the budget (the ladder is short: a step per doubling).
   double best_ms = 0;
-  std::vector<uint32_t> best;
-  Grouping start;
-  for (auto& [name, g] : candidates(model, config)) {
-    const double ms = search.cost(g);
-    if (name == "none") choice.ungrouped_ms = ms;
-    if (best.empty() || ms < best_ms) {
+  Candidate start;
+  for (auto& c : candidates(model, config)) {
+    const double ms = search.cost(c.grouping);
+    if (c.name == "none") choice.ungrouped_ms = ms;
+    if (start.name.empty() || ms < best_ms) {
       best_ms = ms;
-      best = g.starts();
-      start = g;
-      choice.start = name;
+      start = std::move(c);
     }
   }
+  refine_cap(model, search, start, best_ms);
+  choice.start = start.name;
+  std::vector<uint32_t> best = start.grouping.starts();
   search.improve(best, best_ms);
   choice.grouping = Grouping::from_starts(best, static_cast<uint32_t>(model.tensors.size()));
   choice.iteration_ms = best_ms;
   choice.evaluations = search.evaluations();
   choice.simulated_workers = searched.workers;
-  verify_on_full_cluster(model, config, searched, search.most_events(), start, choice);
+  verify_on_full_cluster(model, config, searched, search.most_events(), start.grouping, choice);
 }
 
 }  // namespace

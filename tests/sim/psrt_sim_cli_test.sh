@@ -10,6 +10,8 @@ out=$("$sim" --profile "$profiles/resnet50.yaml" --workers 4 --servers 2 --bandw
 for m in bigdl fifo fifo_chunked nonpreemptive preemptive; do
   grep -q "^$m " <<<"$out" || fail "no row for $m in: $out"
 done
+# Each row is followed by its price under bandwidth jitter (what GradOptimizer minimises).
+[ "$(grep -c '^  jittered: [0-9.]* ms' <<<"$out")" -eq 5 ] || fail "want 5 jittered lines in: $out"
 "$sim" --profile "$profiles/mlp.yaml" --mode fifo --bandwidth 125MB/s --chunk-bytes 512KiB \
   --credit-bytes 1000000 >/dev/null || fail "single mode run exited $?"
 "$sim" --profile "$profiles/mlp.yaml" --mode fifo --host-cores 2 >/dev/null ||
