@@ -203,6 +203,7 @@ class Server {
   };
   std::vector<WorkerWait> worker_waits_;  // by worker rank
   std::vector<ChunkState*> by_id_;
+  std::vector<uint64_t> finished_ids_;  // finish_updates()'s, reused (UpdatePool::take_finished)
   bool have_membership_ = false;
   bool started_ = false;
   bool done_ = false;

@@ -340,7 +340,8 @@ void Server::start_update(ChunkState& c) {
 }
 
 void Server::finish_updates() {
-  for (uint64_t id : pool_->take_finished()) {
+  pool_->take_finished(finished_ids_);
+  for (uint64_t id : finished_ids_) {
     ChunkState& c = *by_id_.at(id);
     by_id_[id] = nullptr;
     complete_update(c);

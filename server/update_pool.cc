@@ -30,11 +30,10 @@ void UpdatePool::submit(uint64_t id, Job job) {
   cv_.notify_one();
 }
 
-std::vector<uint64_t> UpdatePool::take_finished() {
+void UpdatePool::take_finished(std::vector<uint64_t>& into) {
+  into.clear();
   std::lock_guard lock(mu_);
-  std::vector<uint64_t> out;
-  out.swap(finished_);
-  return out;
+  into.swap(finished_);
 }
 
 void UpdatePool::run() {
