@@ -381,7 +381,7 @@ def simulate(bindir, profile, workers, servers, bandwidth, mode, chunk, credit, 
     if calibration:
         argv += ["--calibration", calibration]
     if grouping:
-        argv += ["--grouping", grouping]
+        argv += ["--grouping", grouping, "--jittered"]
     if batch_bytes is not None:
         argv += ["--batch-bytes", str(batch_bytes)]
     if host_cores:

@@ -6,12 +6,14 @@ profiles=$2
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 out=$("$sim" --profile "$profiles/resnet50.yaml" --workers 4 --servers 2 --bandwidth 1Gbit \
-      --all-modes --scale 0.05) || fail "psrt-sim --all-modes exited $?"
+      --all-modes --scale 0.05 --jittered) || fail "psrt-sim --all-modes exited $?"
 for m in bigdl fifo fifo_chunked nonpreemptive preemptive; do
   grep -q "^$m " <<<"$out" || fail "no row for $m in: $out"
 done
-# Each row is followed by its price under bandwidth jitter (what GradOptimizer minimises).
+# With --jittered each row is followed by its price under bandwidth jitter (what GradOptimizer
+# minimises); without, nothing more is simulated.
 [ "$(grep -c '^  jittered: [0-9.]* ms' <<<"$out")" -eq 5 ] || fail "want 5 jittered lines in: $out"
+"$sim" --profile "$profiles/mlp.yaml" | grep -q jittered && fail "jittered line without --jittered"
 "$sim" --profile "$profiles/mlp.yaml" --mode fifo --bandwidth 125MB/s --chunk-bytes 512KiB \
   --credit-bytes 1000000 >/dev/null || fail "single mode run exited $?"
 "$sim" --profile "$profiles/mlp.yaml" --mode fifo --host-cores 2 >/dev/null ||

@@ -79,7 +79,7 @@ struct Args {
   std::string aggregation, calibration, grouping = "none";
   uint32_t workers = 4, servers = 2, iterations = 5;
   double scale = 0, latency_ms = 0, ack_latency_ms = 0;
-  bool all_modes = false;
+  bool all_modes = false, jittered = false;
   std::string placement;
 };
 
@@ -121,6 +121,9 @@ void add_options(CLI::App& app, Args& a) {
                  "YAML of per-message and per-byte costs (psrt-bench-transport --calibrate)");
   app.add_option("--grouping", a.grouping,
                  "none, auto, size:BYTES, ddp:BYTES:FIRST, horovod:BYTES:MS or mgwfbp");
+  app.add_flag("--jittered", a.jittered,
+               "also print each row's price as --grouping auto weighs groupings: the mean at the "
+               "links' bandwidth and 5% either side (two more simulations per row)");
   app.add_option("--placement", a.placement,
                  "price a model-parallel plan (YAML from psrt-place) instead; uses --mode, "
                  "--servers, --chunk-bytes, --iterations");
@@ -199,9 +202,22 @@ void print_header(const Args& a, const Setup& st) {
               "link_ms", "critical_ms", "bound_ms", "binding", "ratio");
 }
 
+// A large cluster takes a while to simulate: says so on stderr before starting, so that a long
+// silence is not taken for a hang (the rows then appear one by one).
+void warn_if_long(const Setup& st) {
+  const double chunks = double(psrt::sim::shard_map_for(st.model, st.config).chunks().size());
+  const double messages = chunks * st.config.workers * st.config.iterations;
+  if (messages < 1e6) return;
+  std::fprintf(stderr,
+               "psrt-sim: %u workers x %.0f chunks x %u iterations, %.1f million pushes per "
+               "mode: this may take minutes\n",
+               st.config.workers, chunks, st.config.iterations, messages / 1e6);
+}
+
 // One row per mode, then the link-to-compute ratio; throws std::invalid_argument.
 void simulate_modes(const Args& a, Setup& st) {
   double comm_ratio = 0;
+  warn_if_long(st);
   for (psrt::Mode m : st.modes) {
     st.config.mode = m;
     const psrt::GroupingSpec spec = *psrt::parse_grouping(a.grouping);
@@ -218,9 +234,12 @@ void simulate_modes(const Args& a, Setup& st) {
     print_row(psrt::mode_name(m), r);
     if (a.grouping != "none") print_grouping(st.model, a.grouping, choice, r, st.config.workers);
     // What GradOptimizer's search minimises, for comparing groupings as it does.
-    std::printf("  jittered: %.3f ms (mean at the links' bandwidth x%.2f, x%.2f, x%.2f)\n",
-                psrt::sim::jittered_ms(st.model, st.config, nullptr, r.iteration_ms),
-                psrt::sim::kJitter[0], psrt::sim::kJitter[1], psrt::sim::kJitter[2]);
+    if (a.jittered) {
+      std::printf("  jittered: %.3f ms (mean at the links' bandwidth x%.2f, x%.2f, x%.2f)\n",
+                  psrt::sim::jittered_ms(st.model, st.config, nullptr, r.iteration_ms),
+                  psrt::sim::kJitter[0], psrt::sim::kJitter[1], psrt::sim::kJitter[2]);
+    }
+    std::fflush(stdout);  // each row as it is done, through a pipe too
     comm_ratio = r.bounds.link_ms / r.bounds.compute_ms;
   }
   std::printf(
