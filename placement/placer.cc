@@ -62,21 +62,6 @@ std::string placer_source(const std::string& name) {
 }
 
 namespace {
-Result<Plan> run_and_price(const Entry& e, const std::string& name, const Problem& problem);
-}  // namespace
-
-Result<Plan> place(const std::string& name, const Problem& problem) {
-  const Entry* e = find(name);
-  if (!e) return Status::error("unknown placer '" + name + "'");
-  if (problem.devices.devices.empty()) return Status::error("no devices");
-  try {
-    return run_and_price(*e, name, problem);
-  } catch (const std::invalid_argument& err) {  // the simulator refuses the model (its size)
-    return Status::error(name + ": " + err.what());
-  }
-}
-
-namespace {
 
 // The placer's assignment, checked and priced.
 Result<Plan> run_and_price(const Entry& e, const std::string& name, const Problem& problem) {
@@ -108,5 +93,16 @@ Result<Plan> run_and_price(const Entry& e, const std::string& name, const Proble
 }
 
 }  // namespace
+
+Result<Plan> place(const std::string& name, const Problem& problem) {
+  const Entry* e = find(name);
+  if (!e) return Status::error("unknown placer '" + name + "'");
+  if (problem.devices.devices.empty()) return Status::error("no devices");
+  try {
+    return run_and_price(*e, name, problem);
+  } catch (const std::invalid_argument& err) {  // the simulator refuses the model (its size)
+    return Status::error(name + ": " + err.what());
+  }
+}
 
 }  // namespace psrt::placement

@@ -34,11 +34,8 @@ class HostCpu {
   // When `ms` of process p's I/O work, ready at t, ends.
   double take(uint32_t p, double t, double ms);
 
-  // The calibration's costs, in ms (calibration.h).
-  double worker_send_ms() const { return cal_.worker_send_ms(); }
-  double worker_receive_ms(uint64_t bytes) const { return cal_.worker_receive_ms(bytes); }
-  double server_send_ms() const { return cal_.server_send_ms(); }
-  double server_receive_ms(uint64_t bytes) const { return cal_.server_receive_ms(bytes); }
+  // The calibration whose per-message costs (calibration.h) the callers book here.
+  const Calibration& calibration() const { return cal_; }
 
  private:
   std::vector<Calendar> threads_, cores_;

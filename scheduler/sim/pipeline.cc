@@ -114,9 +114,9 @@ class Iteration {
   double send(uint32_t from, uint32_t to, uint64_t bytes, double at) {
     double& free = chan_free_[from * devices_ + to];
     const Link& link = plan_.devices.between(from, to);
-    const double handed = cpu_.take(from, at, cpu_.worker_send_ms());
+    const double handed = cpu_.take(from, at, cpu_.calibration().worker_send_ms());
     free = std::max(free, handed) + static_cast<double>(bytes) / link.bytes_per_s * 1e3;
-    return cpu_.take(to, free + link.latency_ms, cpu_.worker_receive_ms(bytes));
+    return cpu_.take(to, free + link.latency_ms, cpu_.calibration().worker_receive_ms(bytes));
   }
 
   void finish(const Task& t, uint32_t d, double end) {

@@ -147,7 +147,7 @@ std::vector<std::vector<double>> push_and_return(const std::vector<std::vector<P
     const uint32_t d = static_cast<uint32_t>(q - queues.data());
     const uint32_t server = static_cast<uint32_t>(devices.size()) + p.server;
     // The device's I/O thread hands the piece over while the one before is on the wire.
-    const double handed = io(d, std::max(p.ready, q->last_start), cpu ? cpu->worker_send_ms() : 0);
+    const double handed = io(d, std::max(p.ready, q->last_start), cpu ? cpu->calibration().worker_send_ms() : 0);
     const double up_start = std::max(start, handed);
     const double up_end = up_start + ms;
     in_free[p.server] = std::max(in_free[p.server], up_end);
@@ -155,12 +155,12 @@ std::vector<std::vector<double>> push_and_return(const std::vector<std::vector<P
     // The server takes the push in and replies when its uplink and the device's downlink are
     // both free; the device takes the reply in.
     const double taken =
-        io(server, up_end + links.latency_ms, cpu ? copies * cpu->server_receive_ms(p.bytes) : 0);
-    const double reply = io(server, taken, cpu ? copies * cpu->server_send_ms() : 0);
+        io(server, up_end + links.latency_ms, cpu ? copies * cpu->calibration().server_receive_ms(p.bytes) : 0);
+    const double reply = io(server, taken, cpu ? copies * cpu->calibration().server_send_ms() : 0);
     const double down_end = std::max({reply, out_free[p.server], q->down_free}) + ms;
     out_free[p.server] = down_end;
     q->down_free = down_end;
-    const double in = io(d, down_end + links.latency_ms, cpu ? cpu->worker_receive_ms(p.bytes) : 0);
+    const double in = io(d, down_end + links.latency_ms, cpu ? cpu->calibration().worker_receive_ms(p.bytes) : 0);
     q->back[p.item] = std::max(q->back[p.item], in);
   }
   std::vector<std::vector<double>> back;

@@ -143,7 +143,7 @@ TEST_CASE("host cpu books each process's thread and the shared cores in any orde
   CHECK(own.take(0, 0, 2) == Approx(2));
   CHECK(own.take(1, 1, 2) == Approx(3));
   CHECK(own.take(1, 1, 2) == Approx(5));
-  CHECK(own.worker_receive_ms(1000000) == Approx(2.0));
+  CHECK(own.calibration().worker_receive_ms(1000000) == Approx(2.0));
 }
 
 TEST_CASE("pipeline simulation adds the calibrated I/O work to each message", "[sim]") {
