@@ -34,6 +34,7 @@ struct Worker {
   std::vector<uint32_t> produced;  // per group: tensors backward produced this iteration
   uint32_t iteration = 0;
   uint32_t layer = 0;
+  double blocked_since = -1;  // when the forward began to wait for parameters
   bool forward = true;
   bool busy = false;
   bool done = false;
@@ -93,6 +94,7 @@ class Simulation {
       if (!w->done) throw std::logic_error("sim: stopped before every worker finished");
     }
     r.iteration_start_ms = starts_;
+    r.forward_wait_ms = forward_wait_ms_;
     r.iteration_ms = starts_[starts_.size() - 1] - starts_[starts_.size() - 2];
     r.end_ms = events_.now();
     r.bounds = lower_bounds(model_, shards_, config_);
@@ -129,7 +131,11 @@ class Simulation {
     if (w.busy || w.done) return;
     const LayerDesc& layer = model_.layers[w.layer];
     if (w.forward) {
-      if (!params_ready(w, w.layer)) return;
+      if (!params_ready(w, w.layer)) {
+        if (w.blocked_since < 0) w.blocked_since = events_.now();
+        return;
+      }
+      if (w.blocked_since >= 0 && wi == 0) note_wait(w);
       if (w.layer == 0 && wi == 0) starts_.push_back(events_.now());
       w.received[w.layer] = 0;
       w.busy = true;
@@ -138,6 +144,14 @@ class Simulation {
       w.busy = true;
       events_.at(events_.now() + layer.backward_ms, [this, wi] { backward_done(wi); });
     }
+  }
+
+  // Worker 0's wait for a layer's parameters, kept where it falls in the iteration that
+  // iteration_ms measures: the next to last, whose end is the last one's wait for layer 0.
+  void note_wait(Worker& w) {
+    const uint32_t reported = config_.iterations - (w.layer == 0 ? 1 : 2);
+    if (w.iteration == reported) forward_wait_ms_[w.layer] = events_.now() - w.blocked_since;
+    w.blocked_since = -1;
   }
 
   void forward_done(uint32_t wi) {
@@ -349,6 +363,7 @@ class Simulation {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<Server> servers_;
   std::vector<double> starts_;
+  std::vector<double> forward_wait_ms_ = std::vector<double>(model_.layers.size(), 0.0);
 };
 
 }  // namespace

@@ -14,6 +14,15 @@ done
 # minimises); without, nothing more is simulated.
 [ "$(grep -c '^  jittered: [0-9.]* ms' <<<"$out")" -eq 5 ] || fail "want 5 jittered lines in: $out"
 "$sim" --profile "$profiles/mlp.yaml" | grep -q jittered && fail "jittered line without --jittered"
+# --waits: the layers whose forward waited, which with compute make up the iteration.
+out=$("$sim" --profile "$profiles/resnet50.yaml" --workers 4 --servers 2 --bandwidth 1Gbit \
+      --mode preemptive --scale 0.05 --waits) || fail "psrt-sim --waits exited $?"
+awk '/^preemptive / { iter = $2; compute = $3 }
+     /^  waits: / { waits = $2; seen = 1 }
+     END { d = iter - compute - waits; exit !(seen && waits > 0 && d < 0.02 && d > -0.02) }' \
+  <<<"$out" || fail "--waits: want waits = iter_ms - compute_ms > 0 in: $out"
+grep -q "waits: .* conv1 [0-9.]*" <<<"$out" || fail "--waits: no layer named in: $out"
+"$sim" --profile "$profiles/mlp.yaml" | grep -q "waits:" && fail "waits line without --waits"
 "$sim" --profile "$profiles/mlp.yaml" --mode fifo --bandwidth 125MB/s --chunk-bytes 512KiB \
   --credit-bytes 1000000 >/dev/null || fail "single mode run exited $?"
 "$sim" --profile "$profiles/mlp.yaml" --mode fifo --host-cores 2 >/dev/null ||

@@ -46,6 +46,7 @@ TEST_CASE("one layer: forward, backward, one chunk up and down", "[sim]") {
     CHECK(r.bounds.link_ms == 1.0);
     CHECK(r.bounds.critical_ms == 5.0);
     CHECK(r.ratio_to_bound() == 1.0);
+    CHECK(r.forward_wait_ms == std::vector<double>{2.0});  // b ends at 3, the reply lands at 5
   }
 }
 
@@ -158,6 +159,7 @@ TEST_CASE("compute-bound: communication hides behind backward", "[sim]") {
   const auto model = make_model({{2, 2, {1024}}, {2, 2, {1024}}});
   const auto r = simulate(model, base(Mode::kPreemptive));
   CHECK(r.iteration_ms == 10.0);
+  CHECK(r.forward_wait_ms == std::vector<double>{2.0, 0.0});  // A lands at 10, B at 8
   CHECK(r.bounds.compute_ms == 8.0);
   CHECK(r.bounds.critical_ms == 10.0);
   CHECK(r.ratio_to_bound() == 1.0);
@@ -220,4 +222,28 @@ TEST_CASE("bad configurations are rejected", "[sim]") {
   c.batch_bytes = psrt::kMaxGroupBytes + 1;
   CHECK_THROWS_AS(simulate(model, c), std::invalid_argument);
   CHECK_THROWS_AS(simulate(make_model({{1, 1, {}}}), base(Mode::kFifo)), std::invalid_argument);
+}
+
+// Worker 0 computes without pause but for its forward's waits, so the measured iteration is the
+// model's compute plus the waits the result lists, in every mode, with several peers.
+TEST_CASE("the iteration is compute plus the forward's waits", "[sim]") {
+  const auto model = make_model({{1, 2, {3000, 10}}, {0.5, 1, {}}, {1, 2, {70000, 5}}});
+  const double compute = 1 + 2 + 0.5 + 1 + 1 + 2;
+  for (Mode m :
+       {Mode::kBigdl, Mode::kFifo, Mode::kFifoChunked, Mode::kNonpreemptive, Mode::kPreemptive}) {
+    CAPTURE(psrt::mode_name(m));
+    auto c = base(m, 3, 2);
+    c.bandwidth_bytes_per_s = 1e8;
+    c.chunk_bytes = 16384;
+    c.credit_bytes = 32768;
+    const auto r = simulate(model, c);
+    REQUIRE(r.forward_wait_ms.size() == 3);
+    double waits = 0;
+    for (double w : r.forward_wait_ms) {
+      CHECK(w >= 0);
+      waits += w;
+    }
+    CHECK(waits > 0);  // three workers share the servers' links: not all hides behind backward
+    CHECK(r.iteration_ms == Approx(compute + waits).margin(1e-9));
+  }
 }

@@ -79,7 +79,7 @@ struct Args {
   std::string aggregation, calibration, grouping = "none";
   uint32_t workers = 4, servers = 2, iterations = 5;
   double scale = 0, latency_ms = 0, ack_latency_ms = 0;
-  bool all_modes = false, jittered = false;
+  bool all_modes = false, jittered = false, waits = false;
   std::string placement;
 };
 
@@ -124,6 +124,9 @@ void add_options(CLI::App& app, Args& a) {
   app.add_flag("--jittered", a.jittered,
                "also print each row's price as --grouping auto weighs groupings: the mean at the "
                "links' bandwidth and 5% either side (two more simulations per row)");
+  app.add_flag("--waits", a.waits,
+               "also print, per row, the layers whose forward waited for parameters in worker "
+               "0's last iteration (the runtime's timeline shows them as \"wait LAYER\")");
   app.add_option("--placement", a.placement,
                  "price a model-parallel plan (YAML from psrt-place) instead; uses --mode, "
                  "--servers, --chunk-bytes, --iterations");
@@ -214,6 +217,20 @@ void warn_if_long(const Setup& st) {
                st.config.workers, chunks, st.config.iterations, messages / 1e6);
 }
 
+// The layers whose forward waited, in forward order, and the total.
+void print_waits(const psrt::ModelDesc& model, const psrt::sim::SimResult& r) {
+  double total = 0;
+  std::string layers;
+  for (std::size_t l = 0; l < r.forward_wait_ms.size(); ++l) {
+    if (!(r.forward_wait_ms[l] >= 0.005)) continue;
+    total += r.forward_wait_ms[l];
+    char ms[32];
+    std::snprintf(ms, sizeof ms, " %.2f", r.forward_wait_ms[l]);
+    layers += " " + model.layers[l].name + ms;
+  }
+  std::printf("  waits: %.2f ms in all;%s\n", total, layers.c_str());
+}
+
 // One row per mode, then the link-to-compute ratio; throws std::invalid_argument.
 void simulate_modes(const Args& a, Setup& st) {
   double comm_ratio = 0;
@@ -239,6 +256,7 @@ void simulate_modes(const Args& a, Setup& st) {
                   psrt::sim::jittered_ms(st.model, st.config, nullptr, r.iteration_ms),
                   psrt::sim::kJitter[0], psrt::sim::kJitter[1], psrt::sim::kJitter[2]);
     }
+    if (a.waits) print_waits(st.model, r);
     std::fflush(stdout);  // each row as it is done, through a pipe too
     comm_ratio = r.bounds.link_ms / r.bounds.compute_ms;
   }
