@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <set>
+#include <utility>
 #include <stdexcept>
 #include <string>
 
@@ -23,11 +25,18 @@ struct Piece {
 
 // One device's pieces in FIFO order (readiness, then the item's own order; bigdl: all ready when
 // the last is, in key order) and its mode's choice of the next one.
+//
+// A piece can start at max(the uplink free, its readiness, its server's downlink free). The
+// pieces are in readiness order, so per server those that can start soonest are a prefix of its
+// pieces not yet sent: they are "released" into a set ordered by the tie-break (FIFO: index; by
+// priority: priority, then index), and a pick looks at each server's first released piece
+// instead of at every piece.
 class DeviceQueue {
  public:
-  DeviceQueue(const std::vector<PushItem>& items, const SchedulePolicy& policy)
+  DeviceQueue(const std::vector<PushItem>& items, const SchedulePolicy& policy, uint32_t servers)
       : by_priority_(policy.by_priority() && !policy.holds_until_backward_done()),
-        whole_(!policy.chunked()) {
+        whole_(!policy.chunked()),
+        servers_(servers) {
     std::vector<std::size_t> order(items.size());
     for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
     const bool held = policy.holds_until_backward_done();
@@ -38,9 +47,13 @@ class DeviceQueue {
     });
     for (std::size_t i : order) {
       for (const auto& p : items[i].pieces) {
+        servers_[p.server].waiting.insert(pieces_.size());
         pieces_.push_back({held ? all_ready : items[i].ready_ms, items[i].priority, i, p.bytes,
                            p.server});
       }
+    }
+    for (uint32_t s = 0; s < servers; ++s) {
+      if (!servers_[s].waiting.empty()) active_.push_back(s);
     }
     for (const auto& it : items) back.push_back(it.ready_ms);
     sent_.assign(pieces_.size(), false);
@@ -54,24 +67,25 @@ class DeviceQueue {
   // start soonest, the first in FIFO order or, by priority, the most urgent. So a device whose
   // next piece's server is busy sends to another server meanwhile, as its sockets to the
   // servers do (every push mode keeps several chunks in flight under credit).
-  std::size_t pick(const std::vector<double>& in_free, double& start) const {
-    auto at = [&](std::size_t i) {
-      return std::max({up_free_, pieces_[i].ready, in_free[pieces_[i].server]});
-    };
+  std::size_t pick(const std::vector<double>& in_free, double& start) {
     if (continuation()) {
-      start = at(last_ + 1);
+      const Piece& p = pieces_[last_ + 1];
+      start = std::max({up_free_, p.ready, in_free[p.server]});
       return last_ + 1;
     }
     std::size_t best = pieces_.size();
+    Key best_key{};
     start = kNever;
-    for (std::size_t i = 0; i < pieces_.size(); ++i) {
-      if (sent_[i]) continue;
-      const double t = at(i);
-      if (t < start) {
-        best = i;
+    for (uint32_t s : active_) {
+      Server& sv = servers_[s];
+      const double link = std::max(up_free_, in_free[s]);
+      release(sv, link);
+      const double t = std::max(link, sv.released_ready);
+      const Key& key = *sv.released.begin();
+      if (t < start || (t == start && key < best_key)) {
+        best = key.second;
+        best_key = key;
         start = t;
-      } else if (t == start && by_priority_ && pieces_[i].priority < pieces_[best].priority) {
-        best = i;
       }
     }
     return best;
@@ -86,12 +100,40 @@ class DeviceQueue {
     last_ = i;
     last_start = start;
     up_free_ = free;
+    Server& sv = servers_[pieces_[i].server];
+    if (sv.waiting.erase(i) == 0) sv.released.erase(key_of(i));
+    if (sv.waiting.empty() && sv.released.empty()) {
+      active_.erase(std::find(active_.begin(), active_.end(), pieces_[i].server));
+    }
   }
 
   double down_free = 0, last_start = 0;
   std::vector<double> back;  // per item, when its last reply landed
 
  private:
+  using Key = std::pair<uint64_t, std::size_t>;  // (priority or 0, index)
+  struct Server {
+    std::set<std::size_t> waiting;  // not sent, not released: indices, in readiness order
+    std::set<Key> released;         // not sent, each able to start at max(link, released_ready)
+    double released_ready = 0;      // the latest readiness released
+  };
+
+  Key key_of(std::size_t i) const { return {by_priority_ ? pieces_[i].priority : 0, i}; }
+
+  // Moves the server's pieces that can start as soon as any into `released`: those ready by the
+  // time its link is free, or, if none is, those ready with the first. Every released piece can
+  // then start at max(link, released_ready), since links only ever become free later.
+  void release(Server& sv, double link) {
+    double limit = std::max(link, sv.released_ready);
+    if (sv.released.empty()) limit = std::max(limit, pieces_[*sv.waiting.begin()].ready);
+    while (!sv.waiting.empty() && pieces_[*sv.waiting.begin()].ready <= limit) {
+      const std::size_t i = *sv.waiting.begin();
+      sv.waiting.erase(sv.waiting.begin());
+      sv.released.insert(key_of(i));
+      sv.released_ready = std::max(sv.released_ready, pieces_[i].ready);
+    }
+  }
+
   bool continuation() const {
     return whole_ && last_ != kNone && last_ + 1 < pieces_.size() && !sent_[last_ + 1] &&
            pieces_[last_ + 1].item == pieces_[last_].item;
@@ -104,6 +146,8 @@ class DeviceQueue {
   std::size_t last_ = kNone;
   bool by_priority_, whole_;
   double up_free_ = 0;
+  std::vector<Server> servers_;
+  std::vector<uint32_t> active_;  // servers with pieces not sent
 };
 
 }  // namespace
@@ -122,10 +166,11 @@ std::vector<std::vector<double>> push_and_return(const std::vector<std::vector<P
   }
   const SchedulePolicy policy(mode);
   std::vector<DeviceQueue> queues;
-  for (const auto& items : devices) queues.emplace_back(items, policy);
+  for (const auto& items : devices) queues.emplace_back(items, policy, links.servers);
   std::vector<double> in_free(links.servers, 0.0), out_free(links.servers, 0.0);
   const double copies = std::max(1u, links.copies);
   HostCpu* cpu = links.cpu;
+  const Calibration* cal = cpu ? &cpu->calibration() : nullptr;
   auto io = [cpu](uint32_t p, double t, double ms) { return cpu ? cpu->take(p, t, ms) : t + ms; };
   while (true) {
     DeviceQueue* q = nullptr;
@@ -147,20 +192,21 @@ std::vector<std::vector<double>> push_and_return(const std::vector<std::vector<P
     const uint32_t d = static_cast<uint32_t>(q - queues.data());
     const uint32_t server = static_cast<uint32_t>(devices.size()) + p.server;
     // The device's I/O thread hands the piece over while the one before is on the wire.
-    const double handed = io(d, std::max(p.ready, q->last_start), cpu ? cpu->calibration().worker_send_ms() : 0);
+    const double handed = io(d, std::max(p.ready, q->last_start), cal ? cal->worker_send_ms() : 0);
     const double up_start = std::max(start, handed);
     const double up_end = up_start + ms;
     in_free[p.server] = std::max(in_free[p.server], up_end);
     q->take(piece, up_start, up_end);
     // The server takes the push in and replies when its uplink and the device's downlink are
     // both free; the device takes the reply in.
-    const double taken =
-        io(server, up_end + links.latency_ms, cpu ? copies * cpu->calibration().server_receive_ms(p.bytes) : 0);
-    const double reply = io(server, taken, cpu ? copies * cpu->calibration().server_send_ms() : 0);
+    const double taken = io(server, up_end + links.latency_ms,
+                            cal ? copies * cal->server_receive_ms(p.bytes) : 0);
+    const double reply = io(server, taken, cal ? copies * cal->server_send_ms() : 0);
     const double down_end = std::max({reply, out_free[p.server], q->down_free}) + ms;
     out_free[p.server] = down_end;
     q->down_free = down_end;
-    const double in = io(d, down_end + links.latency_ms, cpu ? cpu->calibration().worker_receive_ms(p.bytes) : 0);
+    const double in =
+        io(d, down_end + links.latency_ms, cal ? cal->worker_receive_ms(p.bytes) : 0);
     q->back[p.item] = std::max(q->back[p.item], in);
   }
   std::vector<std::vector<double>> back;

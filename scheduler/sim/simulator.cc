@@ -243,7 +243,8 @@ class Simulation {
         send(peer, Batch{*u});
         continue;
       }
-      auto it = std::find_if(open.begin(), open.end(), [&](const Open& o) { return o.peer == peer; });
+      auto it =
+          std::find_if(open.begin(), open.end(), [&](const Open& o) { return o.peer == peer; });
       if (it == open.end()) it = open.insert(open.end(), Open{peer, {}, 0});
       if (!it->batch.empty() && (it->bytes + u->bytes > config_.batch_bytes ||
                                  it->batch.size() >= kMaxGroupMembers)) {

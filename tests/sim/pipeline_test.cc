@@ -95,6 +95,29 @@ TEST_CASE("push link orders by mode", "[sim]") {
   CHECK(bigdl[1] == Approx(0.1 + 0.25 + 0.25));  // waits for all, then key order: key 0 first
 }
 
+// Each piece 1 ms on a link. A device whose next piece's server is busy sends to an idle server
+// meanwhile; pieces that could start at once go in FIFO order or, by priority, most urgent first.
+TEST_CASE("push link: a busy server's piece waits, an idle server's goes", "[sim]") {
+  sim::ServerLinks links;
+  links.bytes_per_s = 1e9;
+  links.servers = 2;
+  const sim::PushPiece to0{1000000, 0}, to1{1000000, 1};
+  // Device 0 takes server 0 at 0; device 1's B (first in FIFO order) waits for it, C goes to
+  // server 1 at 0 and is back at 2, B goes 1-2 and is back at 3.
+  auto back = sim::push_and_return({{{0, 0, {to0}}}, {{0, 5, {to0}}, {0, 9, {to1}}}},
+                                   Mode::kFifo, links);
+  CHECK(back[0][0] == Approx(2.0));
+  CHECK(back[1][0] == Approx(3.0));
+  CHECK(back[1][1] == Approx(2.0));
+  // One device, B (key 9, server 0) and C (key 2, server 1) both ready at 0: FIFO sends B first,
+  // preemptive C.
+  const std::vector<std::vector<sim::PushItem>> tie = {{{0, 9, {to0}}, {0, 2, {to1}}}};
+  back = sim::push_and_return(tie, Mode::kFifo, links);
+  CHECK(back[0] == std::vector<double>{2.0, 3.0});
+  back = sim::push_and_return(tie, Mode::kPreemptive, links);
+  CHECK(back[0] == std::vector<double>{3.0, 2.0});
+}
+
 TEST_CASE("pushes share a server's link only when they meet there", "[sim]") {
   sim::ServerLinks links;
   links.bytes_per_s = 1e9;
