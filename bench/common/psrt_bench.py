@@ -369,7 +369,8 @@ def bytes_per_iteration(per_worker, first, last=None):
 def simulate(bindir, profile, workers, servers, bandwidth, mode, chunk, credit, iterations,
              latency_ms, calibration=None, grouping=None, batch_bytes=None, host_cores=0,
              job_host_cores=0):
-    """psrt-sim's row for mode: iter_ms, compute_ms, link_ms, critical_ms, bound_ms, binding;
+    """psrt-sim's row for mode: iter_ms, compute_ms, link_ms, critical_ms, bound_ms, binding,
+    io_cores (the cores its I/O threads keep busy), and jittered_ms with a grouping;
     with `calibration` (a psrt-sim calibration file), `grouping` (scheduler.grouping),
     `batch_bytes` (scheduler.batch_bytes; None: the default) and `host_cores` (psrt-sim
     --host-cores: 0, every process on cores of its own; N, all sharing N cores) and
@@ -377,7 +378,7 @@ def simulate(bindir, profile, workers, servers, bandwidth, mode, chunk, credit, 
     argv = [os.path.join(bindir, "psrt-sim"), "--profile", profile, "--workers", str(workers),
             "--servers", str(servers), "--bandwidth", "%dB/s" % int(bandwidth), "--mode", mode,
             "--chunk-bytes", str(chunk), "--credit-bytes", str(credit), "--iterations",
-            str(iterations), "--latency-ms", repr(latency_ms)]
+            str(iterations), "--latency-ms", repr(latency_ms), "--waits"]
     if calibration:
         argv += ["--calibration", calibration]
     if grouping:
@@ -399,6 +400,9 @@ def simulate(bindir, profile, workers, servers, bandwidth, mode, chunk, credit, 
         elif row and "jittered_ms" not in row and f[:1] == ["jittered:"]:
             # The mean over the bandwidth jitter GradOptimizer's search prices groupings at.
             row["jittered_ms"] = float(f[1])
+        elif row and "io_cores" not in row and f[:1] == ["io:"]:
+            # The cores the simulated I/O threads' calibrated work keeps busy (--waits).
+            row["io_cores"] = float(f[1])
     if row:
         return row
     raise RuntimeError("psrt-sim printed no row for %s:\n%s" % (mode, r.stdout))

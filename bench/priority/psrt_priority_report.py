@@ -10,17 +10,18 @@ def print_table(model, rows):
     fifo = next((r[1] for r in rows if r[0] == "fifo"), None)
     print("%-14s | %9s | %9s | %9s | %8s | %8s | %8s | %-8s | %s" % (
         "mode", "measured", "simulated", "bound", "meas/sim", "meas/bnd", "vs fifo",
-        "binding", "cores: cluster/machine"))
+        "binding", "cores: cluster/machine/sim"))
     print("%-14s | %9s | %9s | %9s | %8s | %8s | %8s | %-8s |" % (
         "", "ms/iter", "ms", "ms", "", "", "speedup", "(sim)"))
     for mode, meas, sim, own, machine in rows:
         speed = "%7.2fx" % (fifo / meas) if fifo else "%8s" % "-"
-        print("%-14s | %9.1f | %9.1f | %9.1f | %8.3f | %8.3f | %s | %-8s | %.2f / %.2f" % (
+        print("%-14s | %9.1f | %9.1f | %9.1f | %8.3f | %8.3f | %s | %-8s | %.2f / %.2f / %.2f" % (
             mode, meas, sim["iter_ms"], sim["bound_ms"], meas / sim["iter_ms"],
-            meas / sim["bound_ms"], speed, sim["binding"], own, machine))
+            meas / sim["bound_ms"], speed, sim["binding"], own, machine, sim.get("io_cores", 0)))
     s = rows[0][2]
     print("bounds: compute %.1f ms, link %.1f ms, critical %.1f ms; link/compute %.2f; cores: "
-          "CPU time of the daemons / of the whole machine (%d cores) over the run's wall time" % (
+          "CPU time of the daemons / of the whole machine (%d cores) over the run's wall time / "
+          "the simulated I/O threads' calibrated work over the simulated run" % (
               s["compute_ms"], s["link_ms"], s["critical_ms"], s["link_ms"] / s["compute_ms"],
               os.cpu_count() or 1))
 

@@ -97,6 +97,7 @@ class Simulation {
     r.forward_wait_ms = forward_wait_ms_;
     r.iteration_ms = starts_[starts_.size() - 1] - starts_[starts_.size() - 2];
     r.end_ms = events_.now();
+    r.io_work_ms = io_work_ms_;
     r.bounds = lower_bounds(model_, shards_, config_);
     r.chunks = static_cast<uint32_t>(shards_.chunks().size());
     r.messages = static_cast<uint32_t>(plan_.messages().size());
@@ -113,6 +114,7 @@ class Simulation {
   // `ms` of work on an I/O thread from now: after the thread's earlier work and, when the
   // processes share a machine (SimConfig::host_cores), once one of its cores is free.
   double io_take(Serial& io, double ms) {
+    if (ms > 0) io_work_ms_ += ms;
     if (cores_.empty() || !(ms > 0)) return io.take(events_.now(), ms);
     const auto core = std::min_element(cores_.begin(), cores_.end());
     const double start = std::max({events_.now(), io.free, *core});
@@ -364,6 +366,7 @@ class Simulation {
   std::vector<std::unique_ptr<Worker>> workers_;
   std::vector<Server> servers_;
   std::vector<double> starts_;
+  double io_work_ms_ = 0;
   std::vector<double> forward_wait_ms_ = std::vector<double>(model_.layers.size(), 0.0);
 };
 

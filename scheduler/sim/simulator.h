@@ -50,6 +50,7 @@ struct SimResult {
   uint32_t messages = 0;                   // push messages per worker and iteration (groups)
   uint64_t max_link_bytes = 0;             // busiest link direction over the whole run
   uint64_t events = 0;                     // actions run
+  double io_work_ms = 0;  // the I/O threads' calibrated work over the run, all processes
   // Per layer, how long worker 0's forward waited for the layer's parameters in the iteration
   // iteration_ms measures (layer 0: the wait that ends it), so iteration_ms is the model's
   // compute plus their sum. The runtime's timeline shows them as "wait LAYER".

@@ -16,12 +16,15 @@ done
 "$sim" --profile "$profiles/mlp.yaml" | grep -q jittered && fail "jittered line without --jittered"
 # --waits: the layers whose forward waited, which with compute make up the iteration.
 out=$("$sim" --profile "$profiles/resnet50.yaml" --workers 4 --servers 2 --bandwidth 1Gbit \
-      --mode preemptive --scale 0.05 --waits) || fail "psrt-sim --waits exited $?"
+      --mode preemptive --scale 0.05 --waits --calibration "$profiles/../calibration/default.yaml") ||
+  fail "psrt-sim --waits exited $?"
 awk '/^preemptive / { iter = $2; compute = $3 }
      /^  waits: / { waits = $2; seen = 1 }
      END { d = iter - compute - waits; exit !(seen && waits > 0 && d < 0.02 && d > -0.02) }' \
   <<<"$out" || fail "--waits: want waits = iter_ms - compute_ms > 0 in: $out"
 grep -q "waits: .* conv1 [0-9.]*" <<<"$out" || fail "--waits: no layer named in: $out"
+awk '/^  io: / { seen = 1; ok = $2 > 0 && $2 <= 2 * 6 } END { exit !(seen && ok) }' <<<"$out" ||
+  fail "--waits: want the I/O threads' busy cores, between 0 and one per process, in: $out"
 "$sim" --profile "$profiles/mlp.yaml" | grep -q "waits:" && fail "waits line without --waits"
 "$sim" --profile "$profiles/mlp.yaml" --mode fifo --bandwidth 125MB/s --chunk-bytes 512KiB \
   --credit-bytes 1000000 >/dev/null || fail "single mode run exited $?"

@@ -183,9 +183,13 @@ TEST_CASE("host_cores: I/O work waits for a free core of the shared machine", "[
   auto c = base(Mode::kFifo, 2, 1);
   c.calibration.worker_message_us = 1000;
   const auto own = simulate(model, c);
+  // Each worker sends 2 pushes and takes in 2 replies per iteration, 1 ms each: 2 x 5 x 4 ms.
+  CHECK(own.io_work_ms == 40.0);
+  CHECK(simulate(model, base(Mode::kFifo, 2, 1)).io_work_ms == 0.0);  // uncalibrated: none
   c.host_cores = 2;
   const auto two = simulate(model, c);
   CHECK(two.iteration_start_ms == own.iteration_start_ms);
+  CHECK(two.io_work_ms == own.io_work_ms);
   c.host_cores = 1;
   const auto one = simulate(model, c);
   CAPTURE(own.iteration_ms, one.iteration_ms);

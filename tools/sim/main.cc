@@ -125,8 +125,9 @@ void add_options(CLI::App& app, Args& a) {
                "also print each row's price as --grouping auto weighs groupings: the mean at the "
                "links' bandwidth and 5% either side (two more simulations per row)");
   app.add_flag("--waits", a.waits,
-               "also print, per row, the layers whose forward waited for parameters in worker "
-               "0's last iteration (the runtime's timeline shows them as \"wait LAYER\")");
+               "also print, per row, the layers whose forward waited for parameters in the "
+               "iteration iter_ms measures (the runtime's timeline shows them as \"wait LAYER\"), "
+               "and the cores the I/O threads' calibrated work keeps busy");
   app.add_option("--placement", a.placement,
                  "price a model-parallel plan (YAML from psrt-place) instead; uses --mode, "
                  "--servers, --chunk-bytes, --iterations");
@@ -229,6 +230,10 @@ void print_waits(const psrt::ModelDesc& model, const psrt::sim::SimResult& r) {
     layers += " " + model.layers[l].name + ms;
   }
   std::printf("  waits: %.2f ms in all;%s\n", total, layers.c_str());
+  // What the host model makes of the daemons' CPU: compare with the cores a run measured.
+  std::printf("  io: %.2f cores busy on average (the I/O threads' calibrated work, %.1f ms over "
+              "%.1f ms)\n",
+              r.end_ms > 0 ? r.io_work_ms / r.end_ms : 0.0, r.io_work_ms, r.end_ms);
 }
 
 // One row per mode, then the link-to-compute ratio; throws std::invalid_argument.
