@@ -52,12 +52,6 @@ cublasStatus_t forward(const char* symbol, Args... args) {
 
 }  // namespace
 
-// Prints nothing and loads nothing: how the tests check that a program has not loaded cuBLAS.
-extern "C" bool psrt_cublas_loaded() {
-  return ::dlopen(("libcublas.so." + std::to_string(CUBLAS_VER_MAJOR)).c_str(),
-                  RTLD_NOW | RTLD_NOLOAD) != nullptr;
-}
-
 cublasStatus_t CUBLASWINAPI cublasCreate_v2(cublasHandle_t* handle) {
   return forward<&cublasCreate_v2>("cublasCreate_v2", handle);
 }
