@@ -39,15 +39,20 @@ ShardMap shard_map_for(const ModelDesc& model, const SimConfig& config) {
   return shard_map_for(model, config.servers, config.mode, config.chunk_bytes);
 }
 
-ShardMap shard_map_for(const ModelDesc& model, uint32_t servers, Mode mode, uint64_t chunk_bytes) {
+double sim_chunk_count(const ModelDesc& model, Mode mode, uint64_t chunk_bytes) {
   const uint64_t unit = SchedulePolicy(mode).unit_bytes(chunk_bytes);
-  // Refused before the map is built: a huge model or a tiny chunk size would otherwise take the
-  // memory and time of millions of chunks per worker before anything is reported.
-  // Counted in doubles: a profile's tensor may hold up to 2^63 elements, whose bytes overflow.
   double chunks = 0;
   for (const auto& t : model.tensors) {
     chunks += std::ceil(double(t.num_elements) * 4 / double(unit));
   }
+  return chunks;
+}
+
+ShardMap shard_map_for(const ModelDesc& model, uint32_t servers, Mode mode, uint64_t chunk_bytes) {
+  const uint64_t unit = SchedulePolicy(mode).unit_bytes(chunk_bytes);
+  // Refused before the map is built: a huge model or a tiny chunk size would otherwise take the
+  // memory and time of millions of chunks per worker before anything is reported.
+  const double chunks = sim_chunk_count(model, mode, chunk_bytes);
   if (chunks > double(kMaxSimChunks)) {
     throw std::invalid_argument("sim: the model splits into " + std::to_string(uint64_t(chunks)) +
                                 " chunks of at most " + std::to_string(unit) +

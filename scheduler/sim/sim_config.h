@@ -56,6 +56,9 @@ constexpr uint64_t kMaxSimChunks = 4u << 20;
 // std::invalid_argument past kMaxSimChunks.
 ShardMap shard_map_for(const ModelDesc& model, const SimConfig& config);
 ShardMap shard_map_for(const ModelDesc& model, uint32_t servers, Mode mode, uint64_t chunk_bytes);
+// How many chunks shard_map_for would make (before balancing may halve some), without making
+// them; in doubles, since a profile's tensor bytes may overflow 64 bits.
+double sim_chunk_count(const ModelDesc& model, Mode mode, uint64_t chunk_bytes);
 
 // W * worker_weight * bytes / aggregation rate, in ms (0 when the rate is 0).
 double aggregation_ms(const SimConfig& config, uint64_t chunk_bytes);

@@ -209,9 +209,11 @@ void print_header(const Args& a, const Setup& st) {
 // A large cluster takes a while to simulate: says so on stderr before starting, so that a long
 // silence is not taken for a hang (the rows then appear one by one).
 void warn_if_long(const Setup& st) {
-  const double chunks = double(psrt::sim::shard_map_for(st.model, st.config).chunks().size());
+  const double chunks =
+      psrt::sim::sim_chunk_count(st.model, st.config.mode, st.config.chunk_bytes);
   const double messages = chunks * st.config.workers * st.config.iterations;
-  if (messages < 1e6) return;
+  // Past kMaxSimChunks the simulation refuses the model with its own message.
+  if (messages < 1e6 || chunks > double(psrt::sim::kMaxSimChunks)) return;
   std::fprintf(stderr,
                "psrt-sim: %u workers x %.0f chunks x %u iterations, %.1f million pushes per "
                "mode: this may take minutes\n",
@@ -239,6 +241,7 @@ void print_waits(const psrt::ModelDesc& model, const psrt::sim::SimResult& r) {
 // One row per mode, then the link-to-compute ratio; throws std::invalid_argument.
 void simulate_modes(const Args& a, Setup& st) {
   double comm_ratio = 0;
+  std::string busiest;
   warn_if_long(st);
   for (psrt::Mode m : st.modes) {
     st.config.mode = m;
@@ -264,11 +267,10 @@ void simulate_modes(const Args& a, Setup& st) {
     if (a.waits) print_waits(st.model, r);
     std::fflush(stdout);  // each row as it is done, through a pipe too
     comm_ratio = r.bounds.link_ms / r.bounds.compute_ms;
+    busiest = r.bounds.busiest_link;
   }
-  std::printf(
-      "link bound / compute = %.2f (busiest link: %s); ratio = iter_ms / bound_ms\n", comm_ratio,
-      psrt::sim::lower_bounds(st.model, psrt::sim::shard_map_for(st.model, st.config), st.config)
-          .busiest_link.c_str());
+  std::printf("link bound / compute = %.2f (busiest link: %s); ratio = iter_ms / bound_ms\n",
+              comm_ratio, busiest.c_str());
 }
 
 }  // namespace
