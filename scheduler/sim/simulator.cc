@@ -277,20 +277,23 @@ class Simulation {
       take_messages(wk.push, server_of, [this, &wk, wi](uint32_t s, Batch batch) {
         // The worker's I/O thread builds and hands over the message, then the uplink sends it.
         const double handed = io_take(wk.io, cal().worker_send_ms());
-        events_.at(handed, [this, s, wi, batch = std::move(batch)] {
-          net_.send(wi, server_host(s), bytes_of(batch),
-                    [this, s, wi, batch] { at_server(s, wi, batch); });
+        // Each hop moves the batch on (an action runs once).
+        events_.at(handed, [this, s, wi, batch = std::move(batch)]() mutable {
+          const uint64_t bytes = bytes_of(batch);
+          net_.send(wi, server_host(s), bytes, [this, s, wi, batch = std::move(batch)]() mutable {
+            at_server(s, wi, std::move(batch));
+          });
         });
       });
     });
   }
 
-  void at_server(uint32_t s, uint32_t wi, const Batch& batch) {
+  void at_server(uint32_t s, uint32_t wi, Batch batch) {
     Server& server = servers_[s];
     // The server's I/O thread takes the push (checks, copy, ack) before anything else follows.
     const double taken = io_take(
         server.io, config_.worker_weight * cal().server_receive_ms(bytes_of(batch)));
-    events_.at(taken, [this, s, wi, batch] { taken_by_server(s, wi, batch); });
+    events_.at(taken, [this, s, wi, batch = std::move(batch)] { taken_by_server(s, wi, batch); });
   }
 
   void taken_by_server(uint32_t s, uint32_t wi, const Batch& batch) {
@@ -327,18 +330,21 @@ class Simulation {
                     [this, &server, s](uint32_t to, Batch batch) {
                       const double handed =
                           io_take(server.io, config_.worker_weight * cal().server_send_ms());
-                      events_.at(handed, [this, s, to, batch = std::move(batch)] {
-                        net_.send(server_host(s), to, bytes_of(batch),
-                                  [this, s, to, batch] { at_worker(s, to, batch); });
+                      events_.at(handed, [this, s, to, batch = std::move(batch)]() mutable {
+                        const uint64_t bytes = bytes_of(batch);
+                        net_.send(server_host(s), to, bytes,
+                                  [this, s, to, batch = std::move(batch)]() mutable {
+                                    at_worker(s, to, std::move(batch));
+                                  });
                       });
                     });
     });
   }
 
-  void at_worker(uint32_t s, uint32_t wi, const Batch& batch) {
+  void at_worker(uint32_t s, uint32_t wi, Batch batch) {
     const uint64_t bytes = bytes_of(batch);
     const double taken = io_take(workers_[wi]->io, cal().worker_receive_ms(bytes));
-    events_.at(taken, [this, s, wi, batch, bytes] {
+    events_.at(taken, [this, s, wi, batch = std::move(batch), bytes] {
       events_.at(events_.now() + config_.ack_latency_ms, [this, s, wi, bytes] {
         servers_[s].replies[wi].acked(bytes);
         request_reply(s, wi);
