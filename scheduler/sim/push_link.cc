@@ -73,8 +73,7 @@ class DeviceQueue {
       start = std::max({up_free_, p.ready, in_free[p.server]});
       return last_ + 1;
     }
-    std::size_t best = pieces_.size();
-    Key best_key{};
+    Key best{0, pieces_.size()};
     start = kNever;
     for (uint32_t s : active_) {
       Server& sv = servers_[s];
@@ -82,13 +81,12 @@ class DeviceQueue {
       release(sv, link);
       const double t = std::max(link, sv.released_ready);
       const Key& key = *sv.released.begin();
-      if (t < start || (t == start && key < best_key)) {
-        best = key.second;
-        best_key = key;
+      if (t < start || (t == start && key < best)) {
+        best = key;
         start = t;
       }
     }
-    return best;
+    return best.second;
   }
 
   const Piece& piece(std::size_t i) const { return pieces_[i]; }

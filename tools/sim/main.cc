@@ -240,8 +240,7 @@ void print_waits(const psrt::ModelDesc& model, const psrt::sim::SimResult& r) {
 
 // One row per mode, then the link-to-compute ratio; throws std::invalid_argument.
 void simulate_modes(const Args& a, Setup& st) {
-  double comm_ratio = 0;
-  std::string busiest;
+  psrt::sim::LowerBounds bounds;  // the last row's, for the closing line
   warn_if_long(st);
   for (psrt::Mode m : st.modes) {
     st.config.mode = m;
@@ -266,11 +265,10 @@ void simulate_modes(const Args& a, Setup& st) {
     }
     if (a.waits) print_waits(st.model, r);
     std::fflush(stdout);  // each row as it is done, through a pipe too
-    comm_ratio = r.bounds.link_ms / r.bounds.compute_ms;
-    busiest = r.bounds.busiest_link;
+    bounds = r.bounds;
   }
   std::printf("link bound / compute = %.2f (busiest link: %s); ratio = iter_ms / bound_ms\n",
-              comm_ratio, busiest.c_str());
+              bounds.link_ms / bounds.compute_ms, bounds.busiest_link.c_str());
 }
 
 }  // namespace
