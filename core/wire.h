@@ -19,7 +19,8 @@ namespace psrt {
 // 2: PARAMS may acknowledge pushes and an ACK several replies (Header.acks).
 // 3: a group message's small members share payload frames (GroupMember.frame); batched pushes
 // (Header.batch); a server's ACK may acknowledge several pushes (Header.acks).
-constexpr uint32_t kProtocolVersion = 3;
+// 4: worker 0's choice of grouping after online trials, relayed on PARAMS (Header.grouping_*).
+constexpr uint32_t kProtocolVersion = 4;
 // Acknowledgements one message may carry (Header.acks).
 constexpr int kMaxAcks = 1 << 16;
 // What one message from a peer may claim or make a process allocate (ZeroMQ's maxmsgsize): the

@@ -25,6 +25,10 @@ void parse_scheduler_section(const YamlReader& sch, const ConfigPath& in_base,
       sch.get_int("batch_bytes", int64_t(c.batch_bytes), 0, int64_t(kMaxGroupBytes)));
   c.link_bytes_per_s = sch.get_double("link_bytes_per_s", c.link_bytes_per_s, 1e3, 1e13);
   c.host_cores = static_cast<uint32_t>(sch.get_int("host_cores", c.host_cores, 0, kMaxHostCores));
+  c.grouping_trials =
+      static_cast<uint32_t>(sch.get_int("grouping_trials", c.grouping_trials, 0, 8));
+  c.grouping_trial_iterations = static_cast<uint32_t>(
+      sch.get_int("grouping_trial_iterations", c.grouping_trial_iterations, 1, 100));
   sch.reject_unknown();
 }
 

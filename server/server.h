@@ -151,6 +151,10 @@ class Server {
   Sender self_;
   // Outgoing headers reused for every push ACK and every PARAMS (core/wire.h reset_header).
   wire::Header ack_out_, params_out_;
+  // params_out_ reset for a PARAMS, with worker 0's grouping choice when there is one.
+  wire::Header& params_header();
+  uint32_t grouping_choice_ = 0;  // from worker 0's pushes (Header.grouping_choice); 0: none
+  uint64_t grouping_from_ = 0;
   // A group push's members, checked then taken (server_groups.cc; reused, I/O thread only).
   wire::Header member_header_;
   std::vector<ChunkState*> group_members_;

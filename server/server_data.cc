@@ -153,6 +153,11 @@ void Server::on_tensor(const std::string& identity, PeerId from, const wire::Hea
 
 void Server::on_push(const std::string& identity, PeerId from, const wire::Header& h, ChunkState& c,
                      std::vector<zmq::message_t>& payload) {
+  // Worker 0's choice after online grouping trials, relayed on every later reply.
+  if (from.role == wire::WORKER && from.rank == 0 && h.grouping_choice() > 0) {
+    grouping_choice_ = h.grouping_choice();
+    grouping_from_ = h.grouping_from();
+  }
   if (h.members_size() > 0) {
     on_group_push(identity, from, h, payload);
     return;

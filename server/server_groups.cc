@@ -122,7 +122,7 @@ void Server::queue_group_reply(const ChunkState& c) {
 void Server::send_group_params(uint32_t worker, const std::vector<uint32_t>& members,
                                uint64_t seq) {
   const ChunkState& first = chunks_.at(members.front());
-  wire::Header& h = reset_header(params_out_, self_, wire::PARAMS);
+  wire::Header& h = params_header();
   h.set_key(first.desc.key);
   h.set_offset(first.desc.offset);
   h.set_length(first.desc.length);

@@ -111,8 +111,17 @@ void Server::send_held_acks(uint32_t worker) {
   link.held_acks.clear();
 }
 
-void Server::send_params(uint32_t worker, const ChunkState& c, uint64_t seq, bool dense) {
+wire::Header& Server::params_header() {
   wire::Header& h = reset_header(params_out_, self_, wire::PARAMS);
+  if (grouping_choice_ > 0) {
+    h.set_grouping_choice(grouping_choice_);
+    h.set_grouping_from(grouping_from_);
+  }
+  return h;
+}
+
+void Server::send_params(uint32_t worker, const ChunkState& c, uint64_t seq, bool dense) {
+  wire::Header& h = params_header();
   h.set_key(c.desc.key);
   h.set_offset(c.desc.offset);
   h.set_length(c.desc.length);

@@ -10,6 +10,7 @@
 
 #include <zmq.hpp>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -38,8 +39,10 @@
 #include "core/wire.h"
 #include "scheduler/grouping.h"
 #include "scheduler/push_queue.h"
+#include "scheduler/sim/grad_optimizer.h"
 #include "worker/encoder_checkpoint.h"
 #include "worker/grad_encoder.h"
+#include "worker/grouping_trials.h"
 #include "worker/reply_decoder.h"
 
 namespace psrt {
@@ -90,6 +93,13 @@ class PsClient {
   // Registers, receives the membership, initialises the servers (worker 0), passes the start
   // barrier and asks for the first parameters. Throws JobError on timeout or abort.
   void start();
+  // Before start(): the job's iteration count. GradOptimizer's online trials
+  // (scheduler.grouping_trials) run only where they take at most half of the iterations left.
+  void plan_iterations(uint64_t total) { total_iterations_ = total; }
+  // The iteration from which the grouping no longer changes: 0 without trials, kTrialsRunning
+  // while they run. Thread-safe.
+  static constexpr uint64_t kTrialsRunning = UINT64_MAX;
+  uint64_t grouping_final_from() const { return grouping_final_from_.load(); }
   // The iteration training starts at: 0, or the checkpoint's when the servers resumed one.
   uint64_t start_iteration() const;
   // At the top of iteration `iteration` (and after the last): the worker's own checkpoint of its
@@ -297,6 +307,20 @@ class PsClient {
   std::chrono::steady_clock::time_point cycle_epoch_{};
   std::vector<std::pair<std::chrono::steady_clock::time_point, uint32_t>> held_groups_;
   void queue_group(uint32_t g);
+  void use_grouping(const Grouping& g);  // at start, or between iterations (nothing left to send)
+  // GradOptimizer's online trials (worker/grouping_trials.h): the candidates in trial order.
+  std::vector<sim::NamedGrouping> trial_groupings_;
+  std::optional<GroupingTrials> trials_;
+  std::optional<uint64_t> trial_iteration_;  // the last iteration whose first gradient came
+  uint64_t total_iterations_ = 0;            // set before start()
+  std::atomic<uint64_t> grouping_final_from_{0};
+  // Once decided, the job's choice: worker 0's, on its pushes (announce_*) and the servers'
+  // replies (announced_*); every worker switches to it at the first gradient of choice_due_.
+  std::optional<uint64_t> choice_due_;
+  uint32_t announce_choice_ = 0, announced_choice_ = 0;  // 1 + candidate; 0: none
+  uint64_t announce_from_ = 0, announced_from_ = 0;
+  void time_trials(const Command& cmd);  // at each command, before it is taken
+  void take_choice(uint64_t iteration);  // at choice_due_: worker 0's choice put in force
   // Queues the held groups whose tick has come; returns the next tick any still waits for.
   std::optional<std::chrono::steady_clock::time_point> release_due_groups(
       std::chrono::steady_clock::time_point now);

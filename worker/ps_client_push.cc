@@ -31,13 +31,34 @@ void PsClient::plan_groups() {
     sc.calibration = sim::load_calibration(config_.scheduler.calibration);
   }
   const auto choice = sim::choose_grouping(model_, sc, spec);
-  grouping_ = choice.grouping;
+  release_cycle_ms_ = spec.kind == GroupingSpec::Kind::kHorovod ? spec.cycle_ms : 0;
+  cycle_epoch_ = SteadyClock::now();
+  use_grouping(choice.grouping);
+  if (spec.kind == GroupingSpec::Kind::kNone) return;
+  const std::string how = spec.kind == GroupingSpec::Kind::kAuto
+                              ? " (" + sim::describe_search(choice, sc.workers) + ")"
+                              : "";
+  if (rank_ == 0) {
+    spdlog::info("grouping {}{}: {} messages per iteration; {}", spec.text(), how,
+                 plan_.messages().size(), grouping_.describe(model_, 1000));
+  }
+  const uint32_t wanted = config_.scheduler.grouping_trials;
+  if (spec.kind != GroupingSpec::Kind::kAuto || wanted < 2 || choice.alternatives.empty()) return;
+  trial_groupings_.push_back({"auto", choice.grouping, choice.iteration_ms});
+  for (const auto& a : choice.alternatives) {
+    if (trial_groupings_.size() >= wanted) break;
+    trial_groupings_.push_back(a);
+  }
+  trials_.emplace(trial_groupings_.size(), config_.scheduler.grouping_trial_iterations);
+  grouping_final_from_ = kTrialsRunning;
+}
+
+void PsClient::use_grouping(const Grouping& g) {
+  grouping_ = g;
   plan_ = MessagePlan(shards_, grouping_, group_message_bytes(config_.scheduler.credit_bytes));
   batches_.assign(shards_.num_servers(), {});
   batch_bytes_ = config_.scheduler.batch_bytes;
   group_taken_.assign(grouping_.num_groups(), 0);
-  release_cycle_ms_ = spec.kind == GroupingSpec::Kind::kHorovod ? spec.cycle_ms : 0;
-  cycle_epoch_ = SteadyClock::now();
   held_groups_.clear();
   group_priority_.assign(grouping_.num_groups(), UINT32_MAX);
   for (uint32_t k = 0; k < grouping_.num_tensors(); ++k) {
@@ -47,14 +68,79 @@ void PsClient::plan_groups() {
   // bigdl holds the pushes back until every message of this worker's is in: a stage pushes only
   // its own tensors (ungrouped: config.cc refuses grouping for split jobs).
   queue_.expect_tensors(stage_ ? uint32_t(stage_->keys.size()) : grouping_.num_groups());
-  if (spec.kind == GroupingSpec::Kind::kNone) return;
-  const std::string how = spec.kind == GroupingSpec::Kind::kAuto
-                              ? " (" + sim::describe_search(choice, sc.workers) + ")"
-                              : "";
-  if (rank_ == 0) {
-    spdlog::info("grouping {}{}: {} messages per iteration; {}", spec.text(), how,
-                 plan_.messages().size(), grouping_.describe(model_, 1000));
+}
+
+// At the first gradient of each iteration while the trials run: the interval is timed, and the
+// grouping changes when the trials say so and nothing of the iteration before is left to send
+// (in synchronous training it never is: backward i+1 needs every parameter of iteration i).
+void PsClient::time_trials(const Command& cmd) {
+  if (trial_iteration_ && cmd.iteration <= *trial_iteration_) return;
+  const bool first = !trial_iteration_;
+  trial_iteration_ = cmd.iteration;
+  if (choice_due_) {
+    take_choice(cmd.iteration);
+    return;
   }
+  const uint64_t need = GroupingTrials::min_iterations(trial_groupings_.size(),
+                                                       config_.scheduler.grouping_trial_iterations);
+  const uint64_t left = total_iterations_ - std::min(total_iterations_, cmd.iteration);
+  if (first && left < 2 * need + 1) {
+    if (rank_ == 0) {
+      spdlog::info("grouping trials skipped: they take {} iterations, more than half of the {} "
+                   "left; the search's choice stands", need + 1, left);
+    }
+    trials_.reset();
+    grouping_final_from_ = 0;
+    return;
+  }
+  if (first && rank_ == 0) {
+    std::string names;
+    for (const auto& c : trial_groupings_) names += (names.empty() ? "" : ", ") + c.name;
+    spdlog::info("grouping trials: {} groupings, {} timed iterations each, fastest kept: {}",
+                 trial_groupings_.size(), config_.scheduler.grouping_trial_iterations, names);
+  }
+  const bool can_switch = queue_.pending_chunks() == 0 && held_groups_.empty() &&
+                          std::all_of(group_taken_.begin(), group_taken_.end(),
+                                      [](uint32_t n) { return n == 0; });
+  const auto to = trials_->on_iteration(cmd.iteration, cmd.enqueued, can_switch);
+  if (to) use_grouping(trial_groupings_[*to].grouping);
+  if (!trials_->done()) return;
+  // Worker 0's choice is the job's: it goes out on this iteration's pushes, and every worker
+  // has it (on a reply of this iteration) before its first gradient of the next.
+  choice_due_ = cmd.iteration + 1;
+  std::vector<std::string> names;
+  for (const auto& c : trial_groupings_) names.push_back(c.name);
+  const std::string line = trials_->describe(names);
+  if (rank_ == 0) {
+    announce_choice_ = uint32_t(trials_->winner()) + 1;
+    announce_from_ = *choice_due_;
+    spdlog::info("grouping trials done: {}; every worker takes {} from iteration {}", line,
+                 trial_groupings_[trials_->winner()].name, *choice_due_);
+  } else {
+    spdlog::debug("grouping trials done: {}; worker 0 chooses", line);
+  }
+}
+
+void PsClient::take_choice(uint64_t iteration) {
+  const uint64_t due = *choice_due_;
+  choice_due_.reset();
+  const uint32_t k = announced_choice_;
+  if (iteration != due || announced_from_ != due || k == 0 || k > trial_groupings_.size()) {
+    fail("grouping trials: worker 0's choice for iteration " + std::to_string(due) +
+         " did not arrive (at iteration " + std::to_string(iteration) + ": choice " +
+         std::to_string(k) + " for iteration " + std::to_string(announced_from_) + ")");
+    trials_.reset();
+    return;
+  }
+  const auto& kept = trial_groupings_[k - 1];
+  if (k - 1 != trials_->current()) use_grouping(kept.grouping);
+  if (rank_ == 0) {
+    spdlog::info("grouping kept: {} from iteration {}: {} messages per iteration; {}", kept.name,
+                 iteration, plan_.messages().size(), grouping_.describe(model_, 1000));
+  }
+  grouping_final_from_ = iteration + 1;
+  trials_.reset();
+  trial_groupings_.clear();
 }
 
 void PsClient::take_commands() {
@@ -66,6 +152,7 @@ void PsClient::take_commands() {
     shutdown = want_shutdown_;
   }
   for (auto& cmd : cmds) {
+    if (trials_) time_trials(cmd);  // until worker 0's choice is in force
     const uint32_t key = cmd.key;
     pending_[key] = std::move(cmd);
     // A group leaves once backward has produced all of its tensors.
@@ -115,6 +202,10 @@ std::optional<SteadyClock::time_point> PsClient::release_due_groups(SteadyClock:
 }
 
 void PsClient::on_params(const wire::Header& h, std::vector<zmq::message_t>& payload) {
+  if (h.grouping_choice() > 0) {  // worker 0's choice after the grouping trials, relayed
+    announced_choice_ = h.grouping_choice();
+    announced_from_ = h.grouping_from();
+  }
   // A group's members, or the one chunk; all are checked before any is applied.
   std::vector<const ChunkDesc*> chunks;
   const int n = std::max(1, h.members_size());

@@ -79,6 +79,10 @@ void PsClient::send_push(const std::vector<uint32_t>& chunks, uint32_t priority,
   wire::Header& h = tensor_header(push_out_, wire::PUSH, c, cmd.iteration);
   h.set_priority(priority);  // a group's or a batch's: its most urgent member's
   h.set_batch(batch);
+  if (announce_choice_ > 0) {  // worker 0's choice after the grouping trials (ps_client_push.cc)
+    h.set_grouping_choice(announce_choice_);
+    h.set_grouping_from(announce_from_);
+  }
   if (!cmd.payloads.empty()) h.set_codec(encoder_.wire_codec());
   std::vector<zmq::message_t> payload;
   uint64_t elements = 0;

@@ -254,6 +254,7 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
   const uint64_t total = planned_iterations(config, backend);
   const int64_t per_epoch = backend.iterations_per_epoch();
   IterationRunner runner(config, backend, client, timeline);
+  client.plan_iterations(total);
   client.start();
   const uint64_t first = resume(config, rank, backend, client, total);
   if (rank == 0) log_start(config, backend.desc(), total);
@@ -263,7 +264,7 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
   ProgressLog progress(config, rank, per_epoch, first, total, t0);
   auto iteration_start = t0;
   for (uint64_t t = first; t < total; ++t) {
-    clock.at(t);
+    clock.at(t, client.grouping_final_from());
     if (t > first) {
       client.checkpoint(t);  // the compression state after iteration t - 1
       const auto now = Clock::now();

@@ -41,6 +41,14 @@ def spec(label, scale, time_factor):
     return kind
 
 
+def trial_iterations(grouping, trials, timed=3):
+    """The iterations a job's online grouping trials take (worker/grouping_trials.h: one settling
+    and `timed` timed iterations per candidate, scheduler.grouping_trial_iterations' default),
+    which the bench adds to auto's jobs so that their steady iterations are as many as the
+    others'; 0 for every other grouping and below two candidates."""
+    return trials * (1 + timed) if grouping == "auto" and trials >= 2 else 0
+
+
 def run_model(model, labels, scale, time_factor, measure, simulate, log):
     """Rows (label, spec, measured ms, simulated dict) for one model; `measure(grouping, tag)` and
     `simulate(grouping)` run the preemptive mode."""
@@ -83,18 +91,19 @@ GROUPS_RE = re.compile(r"grouping \S+.*: \d+ messages per iteration; ((\d+) grou
 
 
 def logged_groups(logdir):
-    """The groups worker 0 logged in a job's folder; None where it logged none or every tensor
-    is alone (what `none` runs)."""
+    """The groups worker 0 ran in a job's folder: the last it logged (after online trials, the
+    one it kept); None where it logged none or every tensor is alone (what `none` runs)."""
+    last = None
     for name in ("worker0.out", "worker0.err"):
         try:
             with open(os.path.join(logdir, name)) as f:
                 for line in f:
                     m = GROUPS_RE.search(line)
                     if m:
-                        return None if m.group(2) == m.group(3) else m.group(1).strip()
+                        last = None if m.group(2) == m.group(3) else m.group(1).strip()
         except OSError:
             pass
-    return None
+    return last
 
 
 def same_groups(groups, a, b):

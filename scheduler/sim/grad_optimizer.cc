@@ -227,6 +227,26 @@ void verify_on_full_cluster(const ModelDesc& model, const SimConfig& config,
   choice.verified = true;
 }
 
+// The cheapest of each family in `priced` whose grouping differs from `chosen` and from the ones
+// kept before it, cheapest first.
+std::vector<NamedGrouping> runners_up(std::vector<NamedGrouping> priced, const Grouping& chosen) {
+  std::stable_sort(priced.begin(), priced.end(),
+                   [](const auto& a, const auto& b) { return a.price_ms < b.price_ms; });
+  std::vector<NamedGrouping> out;
+  std::vector<std::string> families;
+  for (auto& c : priced) {
+    const std::string family = c.name.substr(0, c.name.find(':'));
+    const auto same = [&](const NamedGrouping& o) { return o.grouping == c.grouping; };
+    if (c.grouping == chosen || std::any_of(out.begin(), out.end(), same) ||
+        std::find(families.begin(), families.end(), family) != families.end()) {
+      continue;
+    }
+    families.push_back(family);
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
 void search_grouping(const ModelDesc& model, const SimConfig& config, uint32_t max_evaluations,
                      uint32_t simulated_workers, GroupingChoice& choice) {
   const SimConfig searched = search_config(config, simulated_workers);
@@ -234,15 +254,18 @@ void search_grouping(const ModelDesc& model, const SimConfig& config, uint32_t m
   // Every candidate priced, whatever the budget (the ladder is short: a step per doubling).
   double best_ms = 0;
   Candidate start;
+  std::vector<NamedGrouping> priced;
   for (auto& c : candidates(model, config)) {
     const double ms = search.cost(c.grouping);
     if (c.name == "none") choice.ungrouped_ms = ms;
+    priced.push_back({c.name, c.grouping, ms});
     if (start.name.empty() || ms < best_ms) {
       best_ms = ms;
       start = std::move(c);
     }
   }
   refine_cap(model, search, start, best_ms);
+  priced.push_back({start.name, start.grouping, best_ms});
   choice.start = start.name;
   std::vector<uint32_t> best = start.grouping.starts();
   search.improve(best, best_ms);
@@ -251,6 +274,7 @@ void search_grouping(const ModelDesc& model, const SimConfig& config, uint32_t m
   choice.evaluations = search.evaluations();
   choice.simulated_workers = searched.workers;
   verify_on_full_cluster(model, config, searched, search.most_events(), start.grouping, choice);
+  choice.alternatives = runners_up(std::move(priced), choice.grouping);
 }
 
 }  // namespace

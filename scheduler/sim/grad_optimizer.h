@@ -43,6 +43,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/grouping_spec.h"
 #include "core/model.h"
@@ -73,6 +74,12 @@ double jittered_ms(const ModelDesc& model, const SimConfig& config,
                    uint64_t* most_events = nullptr, double nominal_ms = -1);
 
 
+struct NamedGrouping {
+  std::string name;  // the candidate's spec text ("ddp:370727:14829", "mgwfbp", "none")
+  Grouping grouping;
+  double price_ms = 0;  // jittered_ms, on the searched cluster
+};
+
 struct GroupingChoice {
   Grouping grouping;
   double iteration_ms = 0;   // simulated (jittered_ms), with the grouping (0 for a static one;
@@ -83,6 +90,10 @@ struct GroupingChoice {
   double search_ms = 0;      // wall time of the choice
   uint32_t simulated_workers = 0;  // auto: the workers the search simulated (weighted above)
   bool verified = false;     // auto on a reduced cluster: the choice checked on the whole one
+  // auto: runners-up for online trials (worker/grouping_trials.h), cheapest first: the cheapest
+  // priced candidate of each family (none, mgwfbp, size, ddp, horovod; a refined cap counts in
+  // its family) whose grouping differs from the choice and from each other.
+  std::vector<NamedGrouping> alternatives;
 };
 
 // MG-WFBP (Shi, Chu, Li, INFOCOM 2019, theorem 1): walking tensors in backward order, merge the

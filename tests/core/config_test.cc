@@ -65,6 +65,8 @@ TEST_CASE("an empty file gives the documented defaults", "[config]") {
   CHECK(c.scheduler.credit_bytes == 4u << 20);
   CHECK(c.scheduler.batch_bytes == 64u << 10);
   CHECK(c.scheduler.host_cores == 0);
+  CHECK(c.scheduler.grouping_trials == 3);
+  CHECK(c.scheduler.grouping_trial_iterations == 3);
   CHECK(c.scheduler.priority.empty());
   CHECK(c.log_level == "info");
   CHECK(c.timeline.empty());
@@ -79,7 +81,7 @@ TEST_CASE("values in the file are read into the typed structs", "[config]") {
       "model: {hidden: [10, 20, 30]}\n"
       "optimizer: {type: adam, lr: 0.01, beta2: 0.99}\n"
       "scheduler: {mode: preemptive, chunk_bytes: 8192, priority: [2, 1, 0], batch_bytes: 0,\n"
-      "            host_cores: 2}\n"
+      "            host_cores: 2, grouping_trials: 0, grouping_trial_iterations: 5}\n"
       "log_level: warn\n",
       "f.yaml");
   CHECK(c.cluster.servers == 3);
@@ -99,6 +101,8 @@ TEST_CASE("values in the file are read into the typed structs", "[config]") {
   CHECK(c.scheduler.priority == std::vector<int>{2, 1, 0});
   CHECK(c.scheduler.batch_bytes == 0);
   CHECK(c.scheduler.host_cores == 2);
+  CHECK(c.scheduler.grouping_trials == 0);
+  CHECK(c.scheduler.grouping_trial_iterations == 5);
   CHECK(c.log_level == "warn");
 }
 
@@ -139,6 +143,10 @@ TEST_CASE("a bad configuration is a ConfigError naming the key and the value", "
     CHECK_THAT(error_of("scheduler: {host_cores: 5000}"),
                Catch::Contains("scheduler.host_cores") && Catch::Contains("5000"));
     CHECK_THAT(error_of("scheduler: {host_cores: -1}"), Catch::Contains("scheduler.host_cores"));
+    CHECK_THAT(error_of("scheduler: {grouping_trials: 9}"),
+               Catch::Contains("scheduler.grouping_trials") && Catch::Contains("9"));
+    CHECK_THAT(error_of("scheduler: {grouping_trial_iterations: 0}"),
+               Catch::Contains("scheduler.grouping_trial_iterations"));
     const auto m = error_of("scheduler: {mode: lifo}");
     CHECK_THAT(m, Catch::Contains("scheduler.mode") && Catch::Contains("lifo") &&
                       Catch::Contains("preemptive"));

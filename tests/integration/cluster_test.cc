@@ -24,8 +24,9 @@ constexpr int kIterations = 6;
 
 std::string cluster_config(const std::string& dir, const std::string& optimizer,
                            const std::string& mode, const std::string& extra,
-                           const std::string& grouping, const std::string& scheduler) {
-  return "job: {id: itest, iterations: " + std::to_string(kIterations) +
+                           const std::string& grouping, const std::string& scheduler,
+                           int iterations = kIterations) {
+  return "job: {id: itest, iterations: " + std::to_string(iterations) +
          ", batch_size: 32, seed: 7, log_every: 0, evaluate: false, dump_params: '" + dir +
          "/params-{rank}.bin'}\n"
          "cluster: {servers: 2, workers: 3, start_timeout_s: 60, heartbeat_s: 0.2, "
@@ -92,14 +93,18 @@ std::vector<float> reference(const Config& c) {
 std::vector<std::vector<float>> run_cluster(const std::string& optimizer, const std::string& mode,
                                             std::string& cfg, const std::string& extra = "",
                                             const std::string& grouping = "none",
-                                            const std::string& scheduler = "") {
+                                            const std::string& scheduler = "",
+                                            int iterations = kIterations,
+                                            std::string* output = nullptr) {
   const std::string dir = test::temp_dir("cluster");
   cfg = dir + "/job.yaml";
-  test::write_file(cfg, cluster_config(dir, optimizer, mode, extra, grouping, scheduler));
+  test::write_file(cfg,
+                   cluster_config(dir, optimizer, mode, extra, grouping, scheduler, iterations));
   test::Proc launch("launch", {test::bin("psrt-launch"), cfg});
   const auto rc = launch.wait_exit(120);
   INFO(launch.output());
   REQUIRE(rc == 0);
+  if (output) *output = launch.output();
   std::vector<std::vector<float>> out;
   for (int w = 0; w < 3; ++w) out.push_back(test::read_floats(dir + "/params-" + std::to_string(w) + ".bin"));
   return out;
@@ -187,6 +192,33 @@ TEST_CASE("every mode with and without gradient grouping gives the same paramete
     const auto timed = run_cluster(sgd, mode, cfg, "", "horovod:16KiB:3ms");
     for (std::size_t w = 0; w < timed.size(); ++w) CHECK(timed[w] == ungrouped[0]);
   }
+}
+
+// GradOptimizer's online trials (scheduler.grouping_trials): every worker runs the search's choice
+// and its runners-up in turn between iterations, then keeps the fastest; the parameters are
+// still those of the ungrouped run, bit for bit.
+TEST_CASE("grouping trials switch groupings between iterations and change timing only",
+          "[integration][grouping]") {
+  const std::string sgd = "{type: sgd, lr: 0.1, momentum: 0.9, weight_decay: 0.001}";
+  const int iterations = 10;  // the trials take 2 x (1 + 1) + 1 = 5: at most half of the job
+  std::string cfg, log;
+  const auto ungrouped = run_cluster(sgd, "preemptive", cfg, "", "none", "", iterations);
+  for (const char* mode : {"bigdl", "preemptive"}) {
+    INFO("mode " << mode);
+    const auto tried = run_cluster(sgd, mode, cfg, "", "auto",
+                                   ", grouping_trials: 2, grouping_trial_iterations: 1",
+                                   iterations, &log);
+    INFO(log);
+    CHECK(log.find("grouping trials: 2 groupings, 1 timed iterations each") != std::string::npos);
+    CHECK(log.find("grouping trials done: auto: ") != std::string::npos);
+    CHECK(log.find("grouping kept: ") != std::string::npos);
+    for (std::size_t w = 0; w < tried.size(); ++w) CHECK(tried[w] == ungrouped[0]);
+  }
+  // A job too short for the trials keeps the search's choice and says so.
+  const auto short_run = run_cluster(sgd, "preemptive", cfg, "", "auto",
+                                     ", grouping_trials: 3", kIterations, &log);
+  CHECK(log.find("grouping trials skipped") != std::string::npos);
+  CHECK(log.find("grouping trials done") == std::string::npos);
 }
 
 TEST_CASE("a compressed job with and without grouping gives the same parameters",

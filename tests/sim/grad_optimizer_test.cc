@@ -3,9 +3,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "core/grouping_spec.h"
 #include "core/profile.h"
@@ -110,6 +112,40 @@ TEST_CASE("GradOptimizer's choice is never slower than a baseline it includes", 
     std::printf("%s: auto %.2f ms (ungrouped %.2f), %u simulations in %.0f ms\n", name,
                 best.iteration_ms, best.ungrouped_ms, best.evaluations, best.search_ms);
   }
+}
+
+TEST_CASE("GradOptimizer's runners-up: the cheapest distinct grouping of each other family",
+          "[sim][grouping]") {
+  const std::string dir = std::string(PSRT_SOURCE_DIR) + "/bench/profiles/";
+  const auto model = load_profile(dir + "resnet50.yaml", 0.02);
+  SimConfig c = scaled_cluster(4, 2);
+  const auto best = choose_grouping(model, c, *parse_grouping("auto"), 60);
+  REQUIRE(best.alternatives.size() >= 3);
+  std::vector<std::string> families;
+  for (std::size_t i = 0; i < best.alternatives.size(); ++i) {
+    const auto& a = best.alternatives[i];
+    CAPTURE(a.name);
+    CHECK_FALSE(a.grouping == best.grouping);
+    for (std::size_t j = 0; j < i; ++j) {
+      CHECK_FALSE(a.grouping == best.alternatives[j].grouping);
+      CHECK(best.alternatives[j].price_ms <= a.price_ms);
+    }
+    const std::string family = a.name.substr(0, a.name.find(':'));
+    CHECK(std::find(families.begin(), families.end(), family) == families.end());
+    families.push_back(family);
+    // its price is its own jittered simulation, and no cheaper than the choice's
+    c.grouping = a.grouping;
+    CHECK(jittered_ms(model, c) == a.price_ms);
+    CHECK(best.iteration_ms <= a.price_ms);
+  }
+  // none and MG-WFBP are whole families of one candidate each: both are listed (unless chosen)
+  for (const char* name : {"none", "mgwfbp"}) {
+    const bool listed = std::find(families.begin(), families.end(), name) != families.end();
+    c.grouping = choose_grouping(model, c, *parse_grouping(name)).grouping;
+    CHECK((listed || c.grouping == best.grouping));
+  }
+  // static specs have no runners-up
+  CHECK(choose_grouping(model, c, *parse_grouping("mgwfbp")).alternatives.empty());
 }
 
 TEST_CASE("a grouping's price is its mean simulated iteration over the bandwidth jitter",

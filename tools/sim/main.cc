@@ -69,6 +69,14 @@ void print_grouping(const psrt::ModelDesc& model, const std::string& spec,
     std::printf("  search: %s; ungrouped %.3f ms%s\n",
                 psrt::sim::describe_search(c, workers).c_str(), c.ungrouped_ms,
                 reduced ? " (on the simulated workers)" : "");
+    std::string runners;
+    for (const auto& a : c.alternatives) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, " %.3f ms", a.price_ms);
+      runners += (runners.empty() ? "" : ",") + (" " + a.name) + buf;
+    }
+    // what the workers try online (scheduler.grouping_trials), after the choice
+    if (!runners.empty()) std::printf("  runners-up (jittered):%s\n", runners.c_str());
   }
 }
 
