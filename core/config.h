@@ -89,10 +89,10 @@ struct SchedulerConfig {
   // process has a machine of its own, as on a cluster.
   uint32_t host_cores = 0;
   // auto: the search's cheapest groupings the workers try online at the start of the job (the
-  // choice and its runners-up, worker/grouping_trials.h), each for one settling and this many
-  // timed iterations; the fastest is kept. 0 or 1: the search's choice stands.
-  uint32_t grouping_trials = 3;
-  uint32_t grouping_trial_iterations = 3;
+  // choice and its runners-up, worker/grouping_trials.h), taking turns for this many timed
+  // iterations each; the fastest median is kept. 0 or 1: the search's choice stands.
+  uint32_t grouping_trials = 4;
+  uint32_t grouping_trial_iterations = 5;
 };
 
 // The most cores scheduler.host_cores, psrt-sim and the pipeline model accept.

@@ -7,10 +7,14 @@
 // Timing. The worker's I/O thread sees the first gradient of each iteration (backward's first
 // layer). The interval from iteration i's first gradient to iteration i+1's spans the rest of
 // backward i, its pushes and replies under the grouping in force, and forward i+1: it is the
-// iteration as that grouping makes it. A candidate runs one settling iteration after its switch
-// (traffic of the grouping before may still be about), then `timed` iterations whose intervals
-// are its samples; its figure is their median. Ties keep the earlier candidate (the search's
-// choice is first).
+// iteration as that grouping makes it (the grouping changes at a first gradient, when the one
+// before has nothing left to send, so the whole interval is the new grouping's).
+//
+// Schedule. `warmup` iterations under the first candidate are not timed (a job's first iterations
+// are slow: connections, caches, the servers' first updates), then the candidates take turns, one
+// timed iteration each, for `rounds` rounds (ABCABC..., so that a drift of the machine weighs on
+// each alike), and each candidate's figure is the median of its intervals. Ties keep the earlier
+// candidate (the search's choice is first).
 //
 // Switching. A grouping can change only between iterations, when nothing of the last one is left
 // to send; on_iteration is told whether that holds and, when it does not, the candidate runs on
@@ -35,17 +39,21 @@ class GroupingTrials {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `candidates` groupings (>= 2; index 0 is in force from the start), `timed` samples each.
-  GroupingTrials(std::size_t candidates, uint32_t timed);
+  // `candidates` groupings (>= 2; index 0 is in force from the start), `rounds` timed iterations
+  // each, after `warmup` untimed ones.
+  GroupingTrials(std::size_t candidates, uint32_t rounds, uint32_t warmup = kWarmup);
+  static constexpr uint32_t kWarmup = 2;
 
-  // The iterations the trials take at least: from the first iteration to the winner's switch.
-  static uint64_t min_iterations(std::size_t candidates, uint32_t timed) {
-    return uint64_t(candidates) * (1 + timed);
+  // The iterations from the first to the decision, which is made at the start of the last of
+  // them (that iteration runs untimed under the last candidate).
+  static uint64_t iterations(std::size_t candidates, uint32_t rounds, uint32_t warmup = kWarmup) {
+    return uint64_t(warmup) + uint64_t(candidates) * rounds + 1;
   }
 
   // At the first gradient of a new iteration (iterations increasing), at time `now`;
   // `can_switch`: nothing of the iteration before is left to send. Returns the candidate to put
-  // in force now, if the grouping is to change.
+  // in force now, if the grouping is to change. Where a switch is due but cannot be made, the
+  // iteration runs untimed under the candidate in force and the switch is tried at the next.
   std::optional<std::size_t> on_iteration(uint64_t iteration, Clock::time_point now,
                                           bool can_switch);
 
@@ -61,10 +69,13 @@ class GroupingTrials {
   std::string describe(const std::vector<std::string>& names) const;
 
  private:
-  uint32_t timed_;
+  std::size_t candidates_;
+  uint32_t rounds_, warmup_;
   std::vector<std::vector<double>> samples_;  // per candidate, intervals in ms
   std::size_t current_ = 0;
-  uint32_t run_ = 0;  // iterations begun under the current candidate
+  uint64_t begun_ = 0;  // iterations begun
+  uint64_t slot_ = 0;   // timed iterations begun
+  bool timed_ = false;  // the iteration begun last is timed
   std::optional<uint64_t> last_iteration_;
   Clock::time_point last_start_{};
   bool done_ = false;

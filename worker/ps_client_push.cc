@@ -81,13 +81,14 @@ void PsClient::time_trials(const Command& cmd) {
     take_choice(cmd.iteration);
     return;
   }
-  const uint64_t need = GroupingTrials::min_iterations(trial_groupings_.size(),
-                                                       config_.scheduler.grouping_trial_iterations);
+  // The trials, and the iteration worker 0's choice takes to reach every worker.
+  const uint64_t need = GroupingTrials::iterations(trial_groupings_.size(),
+                                                   config_.scheduler.grouping_trial_iterations) + 1;
   const uint64_t left = total_iterations_ - std::min(total_iterations_, cmd.iteration);
-  if (first && left < 2 * need + 1) {
+  if (first && left < 2 * need) {
     if (rank_ == 0) {
       spdlog::info("grouping trials skipped: they take {} iterations, more than half of the {} "
-                   "left; the search's choice stands", need + 1, left);
+                   "left; the search's choice stands", need, left);
     }
     trials_.reset();
     grouping_final_from_ = 0;
@@ -96,8 +97,9 @@ void PsClient::time_trials(const Command& cmd) {
   if (first && rank_ == 0) {
     std::string names;
     for (const auto& c : trial_groupings_) names += (names.empty() ? "" : ", ") + c.name;
-    spdlog::info("grouping trials: {} groupings, {} timed iterations each, fastest kept: {}",
-                 trial_groupings_.size(), config_.scheduler.grouping_trial_iterations, names);
+    spdlog::info("grouping trials: {} groupings taking turns after {} untimed iterations, {} timed "
+                 "iterations each, the fastest median kept: {}", trial_groupings_.size(),
+                 GroupingTrials::kWarmup, config_.scheduler.grouping_trial_iterations, names);
   }
   const bool can_switch = queue_.pending_chunks() == 0 && held_groups_.empty() &&
                           std::all_of(group_taken_.begin(), group_taken_.end(),

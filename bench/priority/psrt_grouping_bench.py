@@ -41,12 +41,18 @@ def spec(label, scale, time_factor):
     return kind
 
 
-def trial_iterations(grouping, trials, timed=3):
-    """The iterations a job's online grouping trials take (worker/grouping_trials.h: one settling
-    and `timed` timed iterations per candidate, scheduler.grouping_trial_iterations' default),
-    which the bench adds to auto's jobs so that their steady iterations are as many as the
-    others'; 0 for every other grouping and below two candidates."""
-    return trials * (1 + timed) if grouping == "auto" and trials >= 2 else 0
+def job_iterations(grouping, trials, iterations, timed=5):
+    """The iterations of a job of the bench: `iterations`, and for auto's jobs with online
+    grouping trials as many more as the trials take before the choice is in force
+    (worker/grouping_trials.h: 2 untimed iterations, `timed` per candidate (the default of
+    scheduler.grouping_trial_iterations), one to decide, one to put worker 0's choice in force),
+    less the 2 iterations the others' steady time leaves out (a tenth of 20-29), so that every
+    row's steady figure covers as many iterations; at least twice the trials, or the job skips
+    them."""
+    if grouping != "auto" or trials < 2:
+        return iterations
+    trial = 2 + trials * timed + 2
+    return max(iterations + trial - max(1, iterations // 10), 2 * trial)
 
 
 def run_model(model, labels, scale, time_factor, measure, simulate, log):

@@ -77,14 +77,15 @@ def check_logged_groups():
         assert got == ("3 groups of 284 tensors: 0-203 (1.31e+03 KB) 204-280 (2.02e+03 KB) "
                        "281-283 (313 KB)"), got
         # after online trials, the grouping kept is the one that ran
-        kept = ("15:24:01.000 I [worker 0] grouping trials done: auto: 140.1 ms, ddp:9:1: 138.0 "
-                "ms; kept ddp:9:1 from iteration 12: 60 messages per iteration; 2 groups of 284 "
-                "tensors: 0-99 (1 KB) 100-283 (2 KB)\n")
+        kept = ("15:24:01.000 I [worker 0] grouping kept: ddp:9:1 from iteration 13: 60 messages "
+                "per iteration; 2 groups of 284 tensors: 0-99 (1 KB) 100-283 (2 KB)\n")
         with open(os.path.join(d, "worker0.out"), "a") as f:
             f.write(kept)
         assert gb.logged_groups(d) == "2 groups of 284 tensors: 0-99 (1 KB) 100-283 (2 KB)"
-        assert gb.trial_iterations("auto", 3) == 12 and gb.trial_iterations("auto", 1) == 0
-        assert gb.trial_iterations("mgwfbp", 3) == 0
+        # 26 iterations leave 24 steady ones; auto's 48 too, after 24 of trials and choice
+        assert gb.job_iterations("auto", 4, 26) == 48 and gb.job_iterations("auto", 1, 26) == 26
+        assert gb.job_iterations("mgwfbp", 4, 26) == 26
+        assert gb.job_iterations("auto", 4, 20) == 48  # at least twice the trials
         # every tensor alone is what `none` runs, which logs nothing
         with open(os.path.join(d, "worker0.out"), "w") as f:
             f.write("x grouping auto (1 simulations): 3 messages per iteration; 3 groups of 3 "

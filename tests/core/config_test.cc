@@ -65,8 +65,8 @@ TEST_CASE("an empty file gives the documented defaults", "[config]") {
   CHECK(c.scheduler.credit_bytes == 4u << 20);
   CHECK(c.scheduler.batch_bytes == 64u << 10);
   CHECK(c.scheduler.host_cores == 0);
-  CHECK(c.scheduler.grouping_trials == 3);
-  CHECK(c.scheduler.grouping_trial_iterations == 3);
+  CHECK(c.scheduler.grouping_trials == 4);
+  CHECK(c.scheduler.grouping_trial_iterations == 5);
   CHECK(c.scheduler.priority.empty());
   CHECK(c.log_level == "info");
   CHECK(c.timeline.empty());

@@ -274,3 +274,32 @@ TEST_CASE("a registration the server cannot serve is refused and the server carr
   push_round(w, 0, params, rng);
   shutdown_and_exit(w, s);
 }
+
+// Worker 0's grouping choice after online trials (Header.grouping_choice / grouping_from): the
+// server relays the last one it received on every PARAMS it sends after, whatever the value
+// (the workers check it), and carries on.
+TEST_CASE_METHOD(StartedJob, "worker 0's grouping choice is relayed on every later reply",
+                 "[integration][grouping]") {
+  wire::Header plain = good(0);
+  w.send(plain, RawClient::frame_of(g0));
+  CHECK(expect_params_acking(w, plain.seq()).header.grouping_choice() == 0);
+  wire::Header h = good(1);
+  h.set_grouping_choice(4000000000u);
+  h.set_grouping_from(5);
+  w.send(h, RawClient::frame_of(g0));
+  const Reply r = expect_params_acking(w, h.seq());
+  CHECK(r.header.grouping_choice() == 4000000000u);
+  CHECK(r.header.grouping_from() == 5);
+  // a reply to a pull, and to a later push without a choice, carry the last one
+  w.send(w.tensor(wire::PULL, 1, 0, kSizes[1], 0));
+  const Reply pulled = expect(w, wire::PARAMS);
+  CHECK(pulled.header.key() == 1);
+  CHECK(pulled.header.grouping_choice() == 4000000000u);
+  wire::Header later = good(2);
+  w.send(later, RawClient::frame_of(g0));
+  const Reply again = expect_params_acking(w, later.seq());
+  CHECK(again.header.grouping_choice() == 4000000000u);
+  CHECK(again.header.grouping_from() == 5);
+  still_running(s);
+  shutdown_and_exit(w, s);
+}

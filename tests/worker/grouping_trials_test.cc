@@ -12,8 +12,8 @@ using Clock = GroupingTrials::Clock;
 
 namespace {
 
-// Runs the trials over iterations whose lengths (ms) depend on the candidate in force; returns
-// the candidate in force at each iteration. `blocked`: iterations whose start cannot switch.
+// Runs the trials over iterations 1.. whose lengths (ms) depend on the candidate in force;
+// returns the candidate in force at each iteration. `blocked`: iterations that cannot switch.
 std::vector<std::size_t> drive(GroupingTrials& t, const std::vector<double>& ms_of, int iterations,
                                const std::vector<int>& blocked = {}) {
   std::vector<std::size_t> in_force;
@@ -23,6 +23,7 @@ std::vector<std::size_t> drive(GroupingTrials& t, const std::vector<double>& ms_
     const bool can = std::find(blocked.begin(), blocked.end(), i) == blocked.end();
     if (const auto to = t.on_iteration(uint64_t(i), now, can)) {
       CHECK(*to != current);
+      CHECK(can);
       current = *to;
     }
     CHECK(current == t.current());
@@ -34,18 +35,18 @@ std::vector<std::size_t> drive(GroupingTrials& t, const std::vector<double>& ms_
 
 }  // namespace
 
-TEST_CASE("grouping trials: each candidate settles, is timed, and the fastest is kept",
+TEST_CASE("grouping trials: after the warm-up the candidates take turns, the fastest is found",
           "[worker][grouping]") {
   GroupingTrials t(3, 2);
-  CHECK(GroupingTrials::min_iterations(3, 2) == 9);
+  CHECK(GroupingTrials::iterations(3, 2) == 9);
   const auto in_force = drive(t, {150, 120, 135}, 14);
-  // 3 iterations each (1 settling, 2 timed); at iteration 10 the winner, candidate 1, is found,
-  // and the switch to it is the caller's: the last candidate stays in force.
-  const std::vector<std::size_t> want{0, 0, 0, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2};
+  // 2 untimed, then 0 1 2 0 1 2 timed; at iteration 9 candidate 1 is found fastest, and the
+  // switch to it is the caller's: the last candidate stays in force.
+  const std::vector<std::size_t> want{0, 0, 0, 1, 2, 0, 1, 2, 2, 2, 2, 2, 2, 2};
   CHECK(in_force == want);
   REQUIRE(t.done());
   CHECK(t.winner() == 1);
-  CHECK(t.decided_at() == 10);
+  CHECK(t.decided_at() == 9);
   const auto m = t.medians_ms();
   REQUIRE(m.size() == 3);
   CHECK(m[0] == Approx(150));
@@ -54,41 +55,50 @@ TEST_CASE("grouping trials: each candidate settles, is timed, and the fastest is
   CHECK(t.describe({"auto", "ddp", "none"}) == "auto: 150.0 ms, ddp: 120.0 ms, none: 135.0 ms");
 }
 
-TEST_CASE("grouping trials: the search's choice is kept on a tie",
+TEST_CASE("grouping trials: the median decides, and a tie keeps the search's choice",
           "[worker][grouping]") {
   GroupingTrials t(2, 3);
-  const auto in_force = drive(t, {100, 100}, 10);
-  CHECK(in_force == std::vector<std::size_t>{0, 0, 0, 0, 1, 1, 1, 1, 1, 1});
+  CHECK(drive(t, {100, 100}, 10) == std::vector<std::size_t>{0, 0, 0, 1, 0, 1, 0, 1, 1, 1});
   CHECK(t.done());
-  CHECK(t.winner() == 0);  // a tie keeps the earlier candidate
+  CHECK(t.winner() == 0);
   CHECK(t.decided_at() == 9);
-  GroupingTrials last(2, 1);
-  const auto kept = drive(last, {110, 100}, 6);
-  CHECK(kept == std::vector<std::size_t>{0, 0, 1, 1, 1, 1});
-  CHECK(last.winner() == 1);
-  CHECK(last.decided_at() == 5);
+  // One slow interval of candidate 0 (its first) does not move its median.
+  GroupingTrials m(2, 3, 0);
+  Clock::time_point now{};
+  const std::vector<double> lengths{300, 105, 100, 110, 100, 110};  // 0 1 0 1 0 1
+  for (int i = 0; i < 6; ++i) {
+    m.on_iteration(uint64_t(i), now, true);
+    now += std::chrono::microseconds(int64_t(lengths[std::size_t(i)] * 1000));
+  }
+  m.on_iteration(6, now, true);
+  REQUIRE(m.done());
+  CHECK(m.medians_ms()[0] == Approx(100));
+  CHECK(m.medians_ms()[1] == Approx(110));
+  CHECK(m.winner() == 0);
 }
 
 TEST_CASE("grouping trials: a switch waits for an iteration that can take it",
           "[worker][grouping]") {
   GroupingTrials t(2, 1);
-  // iteration 3 cannot switch: candidate 0 runs on and its extra interval is a sample too
-  const auto in_force = drive(t, {90, 100}, 8, {3});
-  CHECK(in_force == std::vector<std::size_t>{0, 0, 0, 1, 1, 1, 1, 1});
+  // iteration 4 cannot switch: candidate 0 runs on untimed and the switch comes at 5
+  const auto in_force = drive(t, {90, 100}, 8, {4});
+  CHECK(in_force == std::vector<std::size_t>{0, 0, 0, 0, 1, 1, 1, 1});
   CHECK(t.winner() == 0);
   CHECK(t.decided_at() == 6);
   CHECK(t.medians_ms()[0] == Approx(90));
+  CHECK(t.medians_ms()[1] == Approx(100));
 }
 
 TEST_CASE("grouping trials: iterations that do not follow each other give no sample",
           "[worker][grouping]") {
-  GroupingTrials t(2, 1);
+  GroupingTrials t(2, 1, 0);
   Clock::time_point now{};
-  CHECK_FALSE(t.on_iteration(5, now, true));
-  CHECK_FALSE(t.on_iteration(6, now + std::chrono::milliseconds(10), true));  // settling
-  CHECK_FALSE(t.on_iteration(9, now + std::chrono::milliseconds(500), true));  // a gap
+  CHECK_FALSE(t.on_iteration(5, now, true));                                   // 0, timed
+  CHECK(t.on_iteration(9, now + std::chrono::milliseconds(500), true) == 1u);  // a gap
   CHECK(t.medians_ms()[0] == 0);
-  CHECK(t.on_iteration(10, now + std::chrono::milliseconds(520), true) == std::size_t{1});
-  CHECK(t.medians_ms()[0] == Approx(20));
+  CHECK_FALSE(t.on_iteration(10, now + std::chrono::milliseconds(520), true));
+  REQUIRE(t.done());
+  CHECK(t.medians_ms()[1] == Approx(20));
+  CHECK(t.winner() == 1);  // candidate 0 has no timed interval: it cannot win
   CHECK_THROWS(GroupingTrials(1, 3));
 }
