@@ -321,6 +321,7 @@ class PsClient {
   uint64_t announce_from_ = 0, announced_from_ = 0;
   void time_trials(const Command& cmd);  // at each command, before it is taken
   void take_choice(uint64_t iteration);  // at choice_due_: worker 0's choice put in force
+  bool nothing_left_to_send() const;     // no group or unit of this worker's waits
   // Queues the held groups whose tick has come; returns the next tick any still waits for.
   std::optional<std::chrono::steady_clock::time_point> release_due_groups(
       std::chrono::steady_clock::time_point now);

@@ -101,10 +101,7 @@ void PsClient::time_trials(const Command& cmd) {
                  "iterations each, the fastest median kept: {}", trial_groupings_.size(),
                  GroupingTrials::kWarmup, config_.scheduler.grouping_trial_iterations, names);
   }
-  const bool can_switch = queue_.pending_chunks() == 0 && held_groups_.empty() &&
-                          std::all_of(group_taken_.begin(), group_taken_.end(),
-                                      [](uint32_t n) { return n == 0; });
-  const auto to = trials_->on_iteration(cmd.iteration, cmd.enqueued, can_switch);
+  const auto to = trials_->on_iteration(cmd.iteration, cmd.enqueued, nothing_left_to_send());
   if (to) use_grouping(trial_groupings_[*to].grouping);
   if (!trials_->done()) return;
   // Worker 0's choice is the job's: it goes out on this iteration's pushes, and every worker
@@ -123,6 +120,11 @@ void PsClient::time_trials(const Command& cmd) {
   }
 }
 
+bool PsClient::nothing_left_to_send() const {
+  return queue_.pending_chunks() == 0 && held_groups_.empty() &&
+         std::all_of(group_taken_.begin(), group_taken_.end(), [](uint32_t n) { return n == 0; });
+}
+
 void PsClient::take_choice(uint64_t iteration) {
   const uint64_t due = *choice_due_;
   choice_due_.reset();
@@ -135,7 +137,15 @@ void PsClient::take_choice(uint64_t iteration) {
     return;
   }
   const auto& kept = trial_groupings_[k - 1];
-  if (k - 1 != trials_->current()) use_grouping(kept.grouping);
+  if (k - 1 != trials_->current()) {
+    if (!nothing_left_to_send()) {  // synchronous training never gets here (time_trials)
+      fail("grouping trials: iteration " + std::to_string(iteration) + " began with gradients of "
+           "the one before still to send; the grouping cannot change");
+      trials_.reset();
+      return;
+    }
+    use_grouping(kept.grouping);
+  }
   if (rank_ == 0) {
     spdlog::info("grouping kept: {} from iteration {}: {} messages per iteration; {}", kept.name,
                  iteration, plan_.messages().size(), grouping_.describe(model_, 1000));
