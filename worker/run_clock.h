@@ -21,7 +21,8 @@ class RunClock {
       : first_(first),
         total_(total),
         warmup_(first + (total - first > 1 ? std::max<uint64_t>(1, (total - first) / 10) : 0)),
-        start_(Clock::now()) {}
+        start_(Clock::now()),
+        steady_start_(start_) {}
 
   Clock::time_point start() const { return start_; }
   // At the top of iteration t. `settled`: the first iteration whose timing no start-up choice
@@ -41,14 +42,13 @@ class RunClock {
     result.seconds = std::chrono::duration<double>(end - start_).count();
     const uint64_t from = steady_from_.value_or(first_);
     result.steady_ms_per_iteration =
-        std::chrono::duration<double, std::milli>(end - (steady_from_ ? steady_start_ : start_))
-            .count() /
+        std::chrono::duration<double, std::milli>(end - steady_start_).count() /
         double(std::max<uint64_t>(1, total_ - std::min(total_, from)));
   }
 
  private:
   uint64_t first_, total_, warmup_;
-  Clock::time_point start_, steady_start_{};
+  Clock::time_point start_, steady_start_;  // steady_start_: start_ until a steady iteration
   std::optional<uint64_t> steady_from_;
 };
 

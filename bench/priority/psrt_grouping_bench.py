@@ -69,6 +69,12 @@ def run_model(model, labels, scale, time_factor, measure, simulate, log):
     return rows
 
 
+def split_auto(rows):
+    """auto's row (None without one) and the baselines' rows."""
+    auto = next((r for r in rows if r[0] == "auto"), None)
+    return auto, [r for r in rows if r[0] != "auto"]
+
+
 def confirm(model, rows, n, run, log):
     """The measured comparison without the sweep's selection bias. The sweep's best baseline is
     the fastest of several baselines' runs, so its figure is biased low: with baselines of equal
@@ -76,8 +82,7 @@ def confirm(model, rows, n, run, log):
     `auto` and that baseline run again, n times each, interleaved (ABBA order, so that a drift of
     the machine weighs on both alike); `run(grouping, tag)` returns a run's ms. Returns
     (baseline label, auto's runs, the baseline's runs), or None without auto or a baseline."""
-    auto = next((r for r in rows if r[0] == "auto"), None)
-    others = [r for r in rows if r[0] != "auto"]
+    auto, others = split_auto(rows)
     if auto is None or not others or n <= 0:
         return None
     best = min(others, key=lambda r: r[2])
@@ -144,8 +149,7 @@ def print_table(model, rows):
 def print_no_slower(model, rows, confirmed, groups):
     """The "no slower than any baseline" lines of one model: simulated, then measured (from the
     confirmation round where there was one, the sweep's figures beside it)."""
-    auto = next((r for r in rows if r[0] == "auto"), None)
-    others = [r for r in rows if r[0] != "auto"]
+    auto, others = split_auto(rows)
     if not auto or not others:
         return
     best = min(others, key=lambda r: jittered(r[3]))
@@ -180,7 +184,7 @@ def print_targets(results, mode_results, confirmed=None, groups=None):
         print_no_slower(model, rows, (confirmed or {}).get(model), (groups or {}).get(model, {}))
     for model, limit in (("resnet50", 1.10), ("inception_v3", 1.10), ("vgg16", 1.14)):
         rows = results.get(model)
-        auto = next((r for r in rows or [] if r[0] == "auto"), None)
+        auto = split_auto(rows or [])[0]
         if auto:
             r = auto[2] / auto[3]["bound_ms"]
             print("%-6s %s preemptive with grouping within %.2fx of the lower bound, measured: "
