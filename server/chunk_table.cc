@@ -22,6 +22,7 @@ ChunkTable::ChunkTable(uint32_t self_rank, uint32_t workers, const wire::Members
     s.params = std::make_shared<std::vector<float>>(c.length(), 0.0f);
     s.pushes.resize(workers);
     s.arrived.assign(workers, 0);
+    s.groups.resize(workers);
     if (stages.workers_size() == 0) {
       s.held.assign(workers, 1);
       for (uint32_t w = 0; w < workers; ++w) s.holders.push_back(w);

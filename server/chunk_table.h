@@ -18,6 +18,9 @@
 
 namespace psrt {
 
+// A group push's chunks (indices, ascending), shared by its members.
+using ChunkGroup = std::shared_ptr<const std::vector<uint32_t>>;
+
 struct ChunkState {
   ChunkDesc desc;
   uint32_t index = 0;     // position in ChunkTable::at()
@@ -46,8 +49,11 @@ struct ChunkState {
   // frame of an earlier reply holds it.
   std::vector<float> reply_change;
   std::shared_ptr<std::vector<uint8_t>> reply_buffer;
-  // The group (chunk indices, ascending) of this chunk's last group push; null when pushed alone.
-  std::shared_ptr<const std::vector<uint32_t>> group;
+  // By worker rank: the group (chunk indices, ascending) in which that worker pushed this chunk
+  // for the current iteration; null when pushed alone. Each worker's reply is grouped as its own
+  // push was, so workers that group differently (mid-switch, or by their own choice) never wait
+  // on a reply shaped for another.
+  std::vector<ChunkGroup> groups;
 };
 
 class ChunkTable {

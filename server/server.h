@@ -98,12 +98,17 @@ class Server {
   // The ACK of push `h`, built in ack_out_ (valid until the next call).
   const wire::Header& push_ack(const wire::Header& h);
   // Counts a checked push (once per worker and iteration) and starts the update when complete.
-  void accept_push(PeerId from, const wire::Header& h, ChunkState& c, zmq::message_t& frame);
+  // `group`: the group the push came in, for this worker's reply (null: pushed alone).
+  void accept_push(PeerId from, const wire::Header& h, ChunkState& c, zmq::message_t& frame,
+                   ChunkGroup group = nullptr);
   // GradOptimizer's groups (server_groups.cc): every member checked before any is taken, one
   // ACK; the reply goes as one group message once every member has been updated.
   void on_group_push(const std::string& identity, PeerId from, const wire::Header& h,
                      std::vector<zmq::message_t>& payload);
-  void queue_group_reply(const ChunkState& c);
+  // After `c`'s update: each holder's reply, alone or in the group that holder pushed `c` in.
+  void queue_update_replies(const ChunkState& c);
+  // Queues `worker`'s reply to the group it pushed `c` in, once every member is updated.
+  void queue_group_reply(const ChunkState& c, uint32_t worker);
   // A group push's member as a header of its own: member_header_, whose group fields
   // on_group_push has set, with the member's chunk fields.
   const wire::Header& member_header(const wire::GroupMember& m);

@@ -182,8 +182,7 @@ void Server::on_push(const std::string& identity, PeerId from, const wire::Heade
   } else {
     send(identity, push_ack(h));
   }
-  c.group.reset();  // pushed alone: replied alone
-  accept_push(from, h, c, payload[0]);
+  accept_push(from, h, c, payload[0]);  // pushed alone: replied alone
   // Without batching the reply has gone, carrying the ACK, unless it waits for reply credit:
   // then the ACK goes alone, now. With batching both go once this pass is over.
   if (batch_bytes_ == 0) send_held_acks(from.rank);
@@ -263,7 +262,8 @@ const wire::Header& Server::push_ack(const wire::Header& h) {
   return ack;
 }
 
-void Server::accept_push(PeerId from, const wire::Header& h, ChunkState& c, zmq::message_t& frame) {
+void Server::accept_push(PeerId from, const wire::Header& h, ChunkState& c, zmq::message_t& frame,
+                         ChunkGroup group) {
   if (c.arrived[from.rank]) {
     ++stats_.duplicates;
     spdlog::debug("duplicate push from {} for ({}, {}) iteration {} counted once", describe(from),
@@ -271,6 +271,7 @@ void Server::accept_push(PeerId from, const wire::Header& h, ChunkState& c, zmq:
     return;
   }
   c.priority = h.priority();
+  c.groups[from.rank] = std::move(group);
   c.pushes[from.rank] = aligned_frame(std::move(frame));
   c.arrived[from.rank] = 1;
   ++c.arrived_count;
@@ -363,11 +364,7 @@ void Server::complete_update(ChunkState& c) {
   for (auto& m : c.pushes) m.rebuild();
   std::fill(c.arrived.begin(), c.arrived.end(), 0);
   c.arrived_count = 0;
-  if (c.group) {
-    queue_group_reply(c);
-    return;
-  }
-  for (uint32_t w : c.holders) queue_reply(w, c);
+  queue_update_replies(c);
 }
 
 void Server::reply_error(const std::string& identity, const wire::Header* about,

@@ -1,7 +1,8 @@
 // GradOptimizer's group messages on the server (scheduler/grouping.h): a group PUSH carries
 // several chunks, each checked like a push of its own before any is taken, and acknowledged
 // once; the chunks update as usual, and the reply to each worker is one group PARAMS once every
-// member holds the new iteration.
+// member holds the new iteration. Replies follow each worker's own groups: workers need not
+// group alike (tests/integration/group_mix_test.cc).
 #include <algorithm>
 
 #include "server/server.h"
@@ -63,8 +64,7 @@ void Server::on_group_push(const std::string& identity, PeerId from, const wire:
   for (const ChunkState* c : members) group->push_back(c->index);
   std::sort(group->begin(), group->end());
   for (std::size_t i = 0; i < members.size(); ++i) {
-    members[i]->group = group;
-    accept_push(from, member_header(h.members(int(i))), *members[i], frames[i]);
+    accept_push(from, member_header(h.members(int(i))), *members[i], frames[i], group);
   }
 }
 
@@ -91,32 +91,38 @@ void Server::take_batch(const std::string& identity, PeerId from, const wire::He
     send(identity, push_ack(h));
   }
   for (std::size_t i = 0; i < members.size(); ++i) {
-    members[i]->group.reset();
     accept_push(from, member_header(h.members(int(i))), *members[i], member_frames_[i]);
   }
   if (batch_bytes_ == 0) send_held_acks(from.rank);
 }
 
-void Server::queue_group_reply(const ChunkState& c) {
-  const auto group = c.group;
+void Server::queue_update_replies(const ChunkState& c) {
+  for (uint32_t w : c.holders) {
+    if (c.groups[w]) {
+      queue_group_reply(c, w);
+    } else {
+      queue_reply(w, c);
+    }
+  }
+}
+
+void Server::queue_group_reply(const ChunkState& c, uint32_t worker) {
+  // `worker` pushed every member in this group for this iteration, so none can move on before
+  // this reply: the last member to finish its update replies.
+  const ChunkGroup group = c.groups[worker];
   uint32_t priority = c.priority;
+  PushUnit unit;
+  unit.chunk = group->front();
   for (uint32_t index : *group) {
     const ChunkState& m = chunks_.at(index);
-    if (m.updating || m.iteration != c.iteration) return;  // the last member to finish replies
+    if (m.updating || m.iteration != c.iteration) return;
     priority = std::min(priority, m.priority);
+    unit.bytes += m.reply ? m.reply->size() : m.desc.bytes();
   }
-  const ChunkState& first = chunks_.at(group->front());
-  for (uint32_t w : first.holders) {  // a group's members are one stage's (model parallelism)
-    PushUnit unit;
-    unit.chunk = first.index;
-    for (uint32_t index : *group) {
-      const ChunkState& m = chunks_.at(index);
-      unit.bytes += m.reply ? m.reply->size() : m.desc.bytes();
-    }
-    replies_[w].groups[first.index] = group;
-    replies_[w].queue.add(first.desc.key, priority, {unit});
-    reply_soon(w, false);  // a group goes as it is
-  }
+  ReplyLink& link = replies_[worker];
+  link.groups[unit.chunk] = group;
+  link.queue.add(chunks_.at(unit.chunk).desc.key, priority, {unit});
+  reply_soon(worker, false);  // a group goes as it is
 }
 
 void Server::send_group_params(uint32_t worker, const std::vector<uint32_t>& members,

@@ -128,13 +128,15 @@ bool PsClient::nothing_left_to_send() const {
 void PsClient::take_choice(uint64_t iteration) {
   const uint64_t due = *choice_due_;
   choice_due_.reset();
-  const uint32_t k = announced_choice_;
+  uint32_t k = announced_choice_;
   if (iteration != due || announced_from_ != due || k == 0 || k > trial_groupings_.size()) {
-    fail("grouping trials: worker 0's choice for iteration " + std::to_string(due) +
-         " did not arrive (at iteration " + std::to_string(iteration) + ": choice " +
-         std::to_string(k) + " for iteration " + std::to_string(announced_from_) + ")");
-    trials_.reset();
-    return;
+    // The servers reply to each worker as it grouped (server_groups.cc), so a worker that runs
+    // another grouping than the rest is slower, never stuck: it keeps its own trials' winner.
+    k = uint32_t(trials_->winner()) + 1;
+    spdlog::warn("grouping trials: worker 0's choice for iteration {} did not arrive (at "
+                 "iteration {}: choice {} for iteration {}); this worker keeps its own trials' "
+                 "winner, {}", due, iteration, announced_choice_, announced_from_,
+                 trial_groupings_[k - 1].name);
   }
   const auto& kept = trial_groupings_[k - 1];
   if (k - 1 != trials_->current()) {

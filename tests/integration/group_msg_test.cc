@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "core/group_frames.h"
+#include "tests/integration/raw_group.h"
 #include "tests/integration/raw_job.h"
 
 using namespace psrt;
@@ -21,50 +22,11 @@ namespace {
 const std::vector<uint64_t> kSizes{10, 30, 3000};  // fifo, one server: one chunk per tensor
 constexpr float kLr = 0.5f;
 
-struct Group {
-  wire::Header header;
-  std::vector<std::vector<float>> grads;  // by member
-  // The payload as the members' `frame` fields lay it out: members that share a frame back to
-  // back (protocol version 3), a frame per distinct index.
-  std::vector<zmq::message_t> frames() const {
-    std::vector<std::vector<uint8_t>> bytes;
-    for (std::size_t i = 0; i < grads.size(); ++i) {
-      const std::size_t f = header.members(int(i)).frame();
-      if (bytes.size() <= f) bytes.resize(f + 1);
-      const auto* b = reinterpret_cast<const uint8_t*>(grads[i].data());
-      bytes[f].insert(bytes[f].end(), b, b + grads[i].size() * sizeof(float));
-    }
-    std::vector<zmq::message_t> out;
-    for (const auto& b : bytes) out.emplace_back(b.data(), b.size());
-    return out;
-  }
-  // Every member in one packed frame (the layout a worker sends for small members).
-  Group& packed() {
-    for (auto& m : *header.mutable_members()) m.set_frame(0);
-    return *this;
-  }
-};
+using Group = RawGroup;
 
-// A correct group push of `keys` (whole tensors) for `iteration` with seeded gradients.
 Group group_push(RawClient& w, const std::vector<uint32_t>& keys, uint64_t iteration,
                  std::mt19937& rng) {
-  Group g;
-  uint64_t elements = 0;
-  for (uint32_t k : keys) g.grads.push_back(dyadic(kSizes[k], rng));
-  g.header = w.tensor(wire::PUSH, keys[0], 0, kSizes[keys[0]], iteration, &g.grads[0]);
-  for (std::size_t i = 0; i < keys.size(); ++i) {
-    auto* m = g.header.add_members();
-    m->set_key(keys[i]);
-    m->set_offset(0);
-    m->set_length(kSizes[keys[i]]);
-    m->set_payload_bytes(kSizes[keys[i]] * 4);
-    m->set_codec(wire::CODEC_NONE);
-    m->set_frame(uint32_t(i));  // a frame each; packed() puts them in one
-    elements += kSizes[keys[i]];
-  }
-  g.header.set_num_elements(elements);
-  g.header.set_payload_bytes(elements * 4);
-  return g;
+  return psrt::test::group_push(w, kSizes, keys, iteration, rng);
 }
 
 void check_reply(RawClient& w, const Group& g, const Reply& p,
