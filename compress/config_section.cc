@@ -31,10 +31,15 @@ void read_codec(const YamlReader& comp, CompressionConfig& c) {
 // examples >= 100x fewer bytes than fp32 with one `--set compression.codec=laco` (issue 18).
 void read_encoding(const YamlReader& comp, bool adam, int workers, CompressionConfig& c) {
   const bool laco = c.codec == "laco";
-  c.quant_bits = int(comp.get_int("quant_bits", laco && adam ? 1 : 8, 1, 32));
-  if (c.quant_bits != 1 && c.quant_bits != 8 && c.quant_bits != 32) {
-    comp.fail("quant_bits", std::to_string(c.quant_bits) + " is not one of: 1, 8, 32");
-  }
+  const auto bits = [&](const char* key, int fallback) {
+    const int b = int(comp.get_int(key, fallback, fallback == 0 ? 0 : 1, 32));
+    if (b != fallback && b != 1 && b != 8 && b != 32) {
+      comp.fail(key, std::to_string(b) + " is not one of: 1, 8, 32");
+    }
+    return b;
+  };
+  c.quant_bits = bits("quant_bits", laco && adam ? 1 : 8);
+  c.reply_quant_bits = bits("reply_quant_bits", 0);
   const double laco_density = c.quant_bits == 1 ? kLacoTernaryDensity : kLacoDensity;
   c.density = comp.get_double("density", laco ? laco_density : c.density, 1e-6, 1.0);
   const bool gradient = laco && adam && c.quant_bits != 8;

@@ -17,6 +17,7 @@ inline CodecConfig reply_codec_config(const CodecConfig& c) {
   out.adam = false;
   out.adam_select_gradient = false;
   if (c.reply_density > 0) out.density = c.reply_density;
+  if (c.reply_quant_bits > 0) out.quant_bits = c.reply_quant_bits;
   return out;
 }
 

@@ -47,6 +47,8 @@ struct CompressionConfig {
   bool compress_replies = false;
   // Compressed replies' density (YAML `reply_density`); 0: `density`.
   double reply_density = 0;
+  // Compressed replies' laco values (YAML `reply_quant_bits`: 1, 8 or 32); 0: `quant_bits`.
+  int reply_quant_bits = 0;
 
   // Settings with no YAML key yet; the defaults are the documented method.
   int log_range = 12;             // laco: log2 dynamic range of the 7-bit code, 1..64

@@ -41,6 +41,12 @@ TEST_CASE("compression: codec laco under Adam correction: ternary values selecte
   CHECK(compress::reply_codec_config(four.compression).density ==
         Approx(4 * kLacoTernaryDensity));
   CHECK(compress::reply_codec_config(four.compression).quant_bits == 1);
+  const Config log8_replies = parse_config("optimizer: {type: adam}\n"
+                                           "compression: {codec: laco, reply_quant_bits: 8}", "j");
+  CHECK(log8_replies.compression.quant_bits == 1);  // the pushes keep theirs
+  CHECK(compress::reply_codec_config(log8_replies.compression).quant_bits == 8);
+  CHECK_THAT(error_of("compression: {codec: laco, reply_quant_bits: 4}"),
+             Catch::Contains("compression.reply_quant_bits"));
   CHECK_FALSE(compress::reply_codec_config(four.compression).adam_select_gradient);
   CHECK(parse_config("cluster: {workers: 4}\noptimizer: {type: adam}\n"
                      "compression: {codec: laco, reply_density: 0.02}", "j")
