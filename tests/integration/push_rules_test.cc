@@ -9,6 +9,7 @@
 #include "compress/codec_config.h"
 #include "compress/registry.h"
 #include "tests/integration/raw_client.h"
+#include "tests/integration/raw_job.h"
 
 using namespace psrt;
 using namespace psrt::test;
@@ -18,52 +19,9 @@ namespace {
 constexpr uint64_t kSize = 2000;  // one tensor, one chunk
 constexpr float kLr = 0.5f;
 
-wire::Header register_header(RawClient& w) {
-  wire::Header h = w.header(wire::REGISTER);
-  auto* t = h.mutable_register_()->add_tensors();
-  t->set_key(0);
-  t->set_name("w");
-  t->set_num_elements(kSize);
-  return h;
-}
-
-std::vector<float> dyadic(std::size_t n, std::mt19937& rng) {
-  std::uniform_int_distribution<int> d(-64, 64);
-  std::vector<float> v(n);
-  for (auto& x : v) x = float(d(rng)) / 64.0f;
-  return v;
-}
-
-void barrier(RawClient& w, const char* name) {
-  wire::Header b = w.header(wire::BARRIER);
-  b.mutable_barrier()->set_name(name);
-  w.send(b);
-}
-
-// Workers register (each gets the membership); worker 0 initialises; everyone passes the start
-// barrier and pulls iteration 0.
-std::vector<float> start(std::vector<RawClient*> workers, std::mt19937& rng) {
-  for (auto* w : workers) w->send(register_header(*w));
-  for (auto* w : workers) expect(*w, wire::MEMBERSHIP);
-  std::vector<float> p = dyadic(kSize, rng);
-  RawClient& w0 = *workers[0];
-  w0.send(w0.tensor(wire::INIT, 0, 0, kSize, 0, &p), RawClient::frame_of(p));
-  expect(w0, wire::ACK);
-  for (auto* w : workers) barrier(*w, "start");
-  for (auto* w : workers) expect(*w, wire::BARRIER_RELEASE);
-  for (auto* w : workers) {
-    w->send(w->tensor(wire::PULL, 0, 0, kSize, 0));
-    const Reply r = expect(*w, wire::PARAMS);
-    CHECK(floats_of(r.payload[0]) == p);
-  }
-  return p;
-}
-
-void finish(std::vector<RawClient*> workers, ServerProc& s) {
-  for (auto* w : workers) barrier(*w, "shutdown");
-  for (auto* w : workers) expect(*w, wire::BARRIER_RELEASE);
-  INFO(s.proc->output());
-  CHECK(s.proc->wait_exit(30) == 0);
+// One tensor of kSize elements (one chunk): registered, initialised, started and pulled.
+std::vector<float> start(const std::vector<RawClient*>& workers, std::mt19937& rng) {
+  return start_job(workers, rng, {kSize}).front();
 }
 
 std::string yaml(int workers, const std::string& extra) {
@@ -116,7 +74,7 @@ TEST_CASE("a repeated push (same worker, iteration, key, range) is counted once"
     expect(*w, wire::ERROR);
   }
   CHECK_THAT(s.proc->output(), !Catch::Contains("rejected PUSH"));
-  finish({&w0, &w1}, s);
+  shutdown_and_exit({&w0, &w1}, s);
 }
 
 TEST_CASE("a completing push is acknowledged by its reply, and one ACK acknowledges several replies",
@@ -148,7 +106,7 @@ TEST_CASE("a completing push is acknowledged by its reply, and one ACK acknowled
   // An acknowledgement of a reply no longer in flight is refused, and the server carries on.
   w.send(ack);
   CHECK_THAT(expect_error(w, ErrorCode::kUnexpected), Catch::Contains("not in flight"));
-  finish({&w}, s);
+  shutdown_and_exit(w, s);
 }
 
 TEST_CASE("compressed pushes are checked on arrival and decoded into the update",
@@ -219,7 +177,7 @@ TEST_CASE("compressed pushes are checked on arrival and decoded into the update"
     CHECK(r.header.iteration() == 1);
     CHECK(floats_of(r.payload[0]) == p);
   }
-  finish({&w}, s);
+  shutdown_and_exit(w, s);
 }
 
 TEST_CASE("compressed replies: first values dense, then each update's encoded change, the same "
@@ -290,5 +248,5 @@ TEST_CASE("compressed replies: first values dense, then each update's encoded ch
       CHECK(distance(copies[0]) > 0);                  // and trail it by what was left out
     }
   }
-  finish({&w0, &w1}, s);
+  shutdown_and_exit({&w0, &w1}, s);
 }
