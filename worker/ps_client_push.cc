@@ -13,7 +13,15 @@
 namespace psrt {
 
 namespace {
+
 using SteadyClock = std::chrono::steady_clock;
+
+std::vector<std::string> names_of(const std::vector<sim::NamedGrouping>& groupings) {
+  std::vector<std::string> names;
+  for (const auto& g : groupings) names.push_back(g.name);
+  return names;
+}
+
 }  // namespace
 
 void PsClient::plan_groups() {
@@ -96,7 +104,7 @@ void PsClient::time_trials(const Command& cmd) {
   }
   if (first && rank_ == 0) {
     std::string names;
-    for (const auto& c : trial_groupings_) names += (names.empty() ? "" : ", ") + c.name;
+    for (const auto& name : names_of(trial_groupings_)) names += (names.empty() ? "" : ", ") + name;
     spdlog::info("grouping trials: {} groupings taking turns after {} untimed iterations, {} timed "
                  "iterations each, the fastest median kept: {}", trial_groupings_.size(),
                  GroupingTrials::kWarmup, config_.scheduler.grouping_trial_iterations, names);
@@ -107,9 +115,7 @@ void PsClient::time_trials(const Command& cmd) {
   // Worker 0's choice is the job's: it goes out on this iteration's pushes, and every worker
   // has it (on a reply of this iteration) before its first gradient of the next.
   choice_due_ = cmd.iteration + 1;
-  std::vector<std::string> names;
-  for (const auto& c : trial_groupings_) names.push_back(c.name);
-  const std::string line = trials_->describe(names);
+  const std::string line = trials_->describe(names_of(trial_groupings_));
   if (rank_ == 0) {
     announce_choice_ = uint32_t(trials_->winner()) + 1;
     announce_from_ = *choice_due_;
