@@ -88,6 +88,9 @@ Status validate(const CodecConfig& c) {
                  "betas in [0, 1) and eps > 0");
     }
   }
+  if (!(c.adam_residual_cap >= 0.0 && std::isfinite(c.adam_residual_cap))) {
+    return bad("adam_residual_cap", std::to_string(c.adam_residual_cap), "finite and >= 0");
+  }
   if (c.log_range < 1 || c.log_range > 64) {
     return bad("log_range", std::to_string(c.log_range), "an integer 1..64");
   }

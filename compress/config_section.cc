@@ -45,6 +45,8 @@ void read_encoding(const YamlReader& comp, bool adam, int workers, CompressionCo
   const bool gradient = laco && adam && c.quant_bits != 8;
   c.adam_select_gradient = comp.get_choice("adam_select", gradient ? "gradient" : "direction",
                                            {"direction", "gradient"}) == "gradient";
+  const double cap = adam ? kAdamResidualCap : 0.0;
+  c.adam_residual_cap = comp.get_double("adam_residual_cap", cap, 0.0, 1e9);
   const double union_density = std::min(1.0, c.density * std::max(1, workers));
   c.reply_density = comp.get_double("reply_density", laco && adam ? union_density : 0.0, 0.0, 1.0);
 }

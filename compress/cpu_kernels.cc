@@ -171,7 +171,7 @@ ChunkMoments adam_add_and_moments(std::span<float> m, std::span<float> v, const 
     for (size_t i = 0; i < n; ++i) {
       mp[i] = b1 * mp[i] + nb1 * g[i];
       vp[i] = b2 * vp[i] + nb2 * g[i] * g[i];
-      r[i] += a.c1 * mp[i] / (std::sqrt(vp[i]) * a.c2 + a.eps);
+      r[i] = std::clamp(r[i] + a.c1 * mp[i] / (std::sqrt(vp[i]) * a.c2 + a.eps), -a.cap, a.cap);
     }
   } else {
     const float c2sq = a.c2 * a.c2;
@@ -179,7 +179,7 @@ ChunkMoments adam_add_and_moments(std::span<float> m, std::span<float> v, const 
       mp[i] = b1 * mp[i] + nb1 * g[i];
       vp[i] = b2 * vp[i] + nb2 * g[i] * g[i];
       const float mh = a.c1 * mp[i];
-      r[i] += mh / adam_global_denominator(mh, vp[i] * c2sq, a);
+      r[i] = std::clamp(r[i] + mh / adam_global_denominator(mh, vp[i] * c2sq, a), -a.cap, a.cap);
     }
   }
   return chunk_moments(std::span<const float>(r, n));

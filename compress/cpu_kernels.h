@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -33,6 +34,7 @@ struct AdamStep {
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
   float c1 = 1, c2 = 1;
   float inv_workers = 1;  // 1 / W
+  float cap = std::numeric_limits<float>::infinity();  // the residual is clamped to [-cap, cap]
 };
 AdamStep adam_step(double beta1, double beta2, double eps, uint64_t t, int workers = 1);
 ChunkMoments adam_add_and_moments(std::span<float> m, std::span<float> v, const AdamStep& a,

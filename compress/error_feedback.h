@@ -38,6 +38,7 @@ struct AdamCorrection {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   int workers = 1;  // > 1: the second moment rescaled to the W workers' global batch (cpu_kernels.h)
   bool select_gradient = false;  // the inner codec selects by residual x Adam's denominator
+  float residual_cap = 0;        // > 0: |residual| <= this many steps of Adam's direction
 };
 
 class ErrorFeedback final : public Codec {

@@ -30,7 +30,8 @@ Result<std::unique_ptr<Codec>> CodecRegistry::make(const CodecConfig& config) co
     codec = std::make_unique<ErrorFeedback>(
         std::move(codec),
         AdamCorrection{config.adam_beta1, config.adam_beta2, config.adam_eps,
-                       config.adam_variance_workers(), config.adam_select_gradient});
+                       config.adam_variance_workers(), config.adam_select_gradient,
+                       float(config.adam_residual_cap)});
   } else if (config.error_feedback && codec->id() != CodecId::kNone) {
     codec = std::make_unique<ErrorFeedback>(std::move(codec), float(config.momentum),
                                             config.momentum_masking);

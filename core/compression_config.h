@@ -13,6 +13,8 @@ namespace psrt {
 inline constexpr double kLacoDensity = 0.0065;
 // ... with quant_bits 1 (ternary values, laco's default under Adam correction).
 inline constexpr double kLacoTernaryDensity = 0.011;
+// compression.adam_residual_cap's default under Adam correction: steps of Adam's direction.
+inline constexpr double kAdamResidualCap = 64;
 
 // Gradient compression (compress/README.md has the method). The servers decode and accumulate;
 // the parameter replies stay dense unless `compress_replies`.
@@ -42,6 +44,10 @@ struct CompressionConfig {
   // laco under Adam correction (YAML `adam_select: gradient`): select by the residual times
   // Adam's denominator (the residual in the gradient's units), send the residual's values.
   bool adam_select_gradient = false;
+  // Adam correction (YAML `adam_residual_cap`): each element's residual is clamped to +-this many
+  // steps of Adam's direction, so an element that waited long sends at most that much at once.
+  // 0: no cap (the default without Adam correction; with it kAdamResidualCap).
+  double adam_residual_cap = 0;
   // Servers send each update as the codec's encoding of (new values - what the workers hold),
   // the same payload to every worker; what was not sent stays in that difference.
   bool compress_replies = false;

@@ -160,6 +160,76 @@ TEST_CASE("Adam correction: t counts iterations, not chunks, config errors", "[c
   CHECK_FALSE(make_codec(bad).is_ok());
 }
 
+
+// adam_residual_cap: what an element owes is clamped to +-cap steps of Adam's direction, so one
+// that waited long (a steady small gradient, a unit step each iteration, a key too small to be
+// sent) sends at most cap steps at once when it is finally selected.
+TEST_CASE("Adam correction with a residual cap: residual + direction clamped, sent + residual exact",
+          "[compress][adam]") {
+  for (int workers : {1, 4}) {  // both branches of the kernel: clamp(uncapped) exactly
+    INFO("workers " << workers);
+    const size_t n = 3000;
+    std::vector<float> m(n, 0.0f), v(n, 0.0f), acc(n, 0.0f);
+    size_t at_cap = 0;
+    for (uint64_t t = 1; t <= 20; ++t) {
+      const auto g = testing::gaussian(n, 900 + t, 0.01f);
+      std::vector<float> m2 = m, v2 = v, free = acc;
+      adam_add_and_moments(m2, v2, adam_step(0.9, 0.999, 1e-8, t, workers), free, g);
+      AdamStep capped = adam_step(0.9, 0.999, 1e-8, t, workers);
+      capped.cap = 3.0f;
+      const ChunkMoments mo = adam_add_and_moments(m, v, capped, acc, g);
+      at_cap = 0;
+      for (size_t i = 0; i < n; ++i) {
+        REQUIRE(acc[i] == std::clamp(free[i], -3.0f, 3.0f));
+        at_cap += std::fabs(acc[i]) == 3.0f;
+      }
+      CHECK(mo.max_abs <= 3.0f);
+    }
+    CHECK(at_cap > n / 10);  // the clamp was exercised (a random walk of unit steps)
+  }
+  for (const char* name : {"laco", "topk"}) {
+    INFO(name);
+    CodecConfig c = adam_config(name);
+    c.adam_residual_cap = 2.5;
+    if (std::string(name) == "laco") {  // as under Adam by default: ternary, gradient's units
+      c.quant_bits = 1;
+      c.adam_select_gradient = true;
+    }
+    auto codec = testing::make(c);
+    REQUIRE(codec != nullptr);
+    const size_t n = 4000;
+    auto state = codec->make_state(TensorInfo{.num_elements = int64_t(n)});
+    std::vector<float> m(n, 0.0f), v(n, 0.0f);
+    size_t at_cap = 0;
+    for (int64_t t = 0; t < 15; ++t) {
+      auto g = testing::gaussian(n, 300 + uint64_t(t), 0.01f);
+      for (size_t i = 0; i < n / 2; ++i) g[i] = 1e-4f;  // steady: a unit step every iteration
+      const auto c1 = float(1.0 / (1.0 - std::pow(0.9, double(t + 1))));
+      const auto c2 = float(1.0 / std::sqrt(1.0 - std::pow(0.999, double(t + 1))));
+      const auto before = ErrorFeedback::residual(*state);
+      std::vector<float> corrected(n);
+      for (size_t k = 0; k < n; ++k) {
+        m[k] = 0.9f * m[k] + (1.0f - 0.9f) * g[k];
+        v[k] = 0.999f * v[k] + (1.0f - 0.999f) * g[k] * g[k];
+        const float d = c1 * m[k] / (std::sqrt(v[k]) * c2 + 1e-8f);
+        corrected[k] = std::clamp(before[k] + d, -2.5f, 2.5f);
+      }
+      const auto sent = testing::encode_chunk(*codec, *state, g, 0, n, t);
+      REQUIRE(sent.has_value());
+      const auto after = ErrorFeedback::residual(*state);
+      at_cap = 0;
+      for (size_t k = 0; k < n; ++k) {
+        // Ternary's residual subtraction rounds (compress/README.md, "Ternary values").
+        REQUIRE((*sent)[k] + after[k] == Approx(corrected[k]).epsilon(1e-5).margin(1e-6));
+        at_cap += std::fabs(after[k]) == 2.5f;
+      }
+    }
+    CHECK(at_cap > n / 4);  // most steady elements wait at the cap, not at 14 steps
+  }
+  CodecConfig bad = adam_config("laco");
+  bad.adam_residual_cap = -1;
+  CHECK_FALSE(make_codec(bad).is_ok());
+}
 }  // namespace psrt::compress
 
 namespace psrt::compress {

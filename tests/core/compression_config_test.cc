@@ -47,6 +47,12 @@ TEST_CASE("compression: codec laco under Adam correction: ternary values selecte
   CHECK(compress::reply_codec_config(log8_replies.compression).quant_bits == 8);
   CHECK_THAT(error_of("compression: {codec: laco, reply_quant_bits: 4}"),
              Catch::Contains("compression.reply_quant_bits"));
+  CHECK(log8_replies.compression.adam_residual_cap == kAdamResidualCap);
+  CHECK(parse_config("optimizer: {type: adam}\ncompression: {codec: laco, adam_residual_cap: 0}",
+                     "j").compression.adam_residual_cap == 0);
+  CHECK(parse_config("compression: {codec: laco}", "j").compression.adam_residual_cap == 0);
+  CHECK_THAT(error_of("compression: {codec: laco, adam_residual_cap: -1}"),
+             Catch::Contains("compression.adam_residual_cap"));
   CHECK_FALSE(compress::reply_codec_config(four.compression).adam_select_gradient);
   CHECK(parse_config("cluster: {workers: 4}\noptimizer: {type: adam}\n"
                      "compression: {codec: laco, reply_density: 0.02}", "j")
