@@ -17,23 +17,6 @@ float lads_threshold(const LadsParams& params, const LogCodebook& book, float rm
   return std::max(tau, std::max(floor, std::numeric_limits<float>::denorm_min()));
 }
 
-namespace {
-
-// The median |values[i]| over the kept indices (the upper middle for an even count), 0 for none.
-// The median, not the mean: an element that waited long carries a large residual, and a mean
-// dominated by a few of those overshoots every other element of the chunk.
-float median_magnitude(std::span<const float> values, std::span<const uint32_t> kept,
-                       std::vector<float>& magnitudes) {
-  if (kept.empty()) return 0.0f;
-  magnitudes.clear();
-  for (uint32_t i : kept) magnitudes.push_back(std::fabs(values[i]));
-  const auto middle = magnitudes.begin() + static_cast<std::ptrdiff_t>(magnitudes.size() / 2);
-  std::nth_element(magnitudes.begin(), middle, magnitudes.end());
-  return *middle;
-}
-
-}  // namespace
-
 Result<LadsResult> lads_encode(std::span<const float> values, const LadsParams& params,
                                const LogCodebook& book, LadsScratch& scratch,
                                std::vector<uint8_t>& payload, const ChunkMoments* moments,
@@ -50,10 +33,12 @@ Result<LadsResult> lads_encode(std::span<const float> values, const LadsParams& 
                          : static_cast<float>(std::sqrt(m.sum_squares / static_cast<double>(values.size())));
   r.threshold = lads_threshold(params, book, r.rms, r.scale);
   const auto length = static_cast<uint32_t>(values.size());
-  if (params.quant_bits == 1) {  // ternary: sign x the kept elements' median magnitude
+  if (params.quant_bits == 1) {  // ternary: sign x the kept elements' mean magnitude
     select_at_least(key, r.threshold, scratch.indices);
     r.kept = static_cast<uint32_t>(scratch.indices.size());
-    r.scale = median_magnitude(values, scratch.indices, scratch.magnitudes);
+    double sum = 0;
+    for (uint32_t i : scratch.indices) sum += std::fabs(values[i]);
+    r.scale = r.kept > 0 ? static_cast<float>(sum / r.kept) : 0.0f;
     write_sparse_signs(CodecId::kLaco, values, scratch.indices, r.scale, payload);
     return r;
   }

