@@ -9,5 +9,5 @@ set logscale x
 plot '/work/main/docs/convergence/runs/vgg-small-bytes.dat' index 0 with linespoints lw 2 pt 7 ps 0.5 title 'dense: 1x, mean final 92.45% (3 seeds)' noenhanced, \
      '/work/main/docs/convergence/runs/vgg-small-bytes.dat' index 1 with linespoints lw 2 pt 7 ps 0.5 title 'graddrop: 203x, mean final 92.15% (3 seeds)' noenhanced, \
      '/work/main/docs/convergence/runs/vgg-small-bytes.dat' index 2 with linespoints lw 2 pt 7 ps 0.5 title 'laco: 206x, mean final 92.57% (3 seeds)' noenhanced, \
-     '/work/main/docs/convergence/runs/vgg-small-bytes.dat' index 3 with linespoints lw 2 pt 7 ps 0.5 title 'laco-at-signsgd-bytes: 32x, mean final 92.47% (3 seeds)' noenhanced, \
+     '/work/main/docs/convergence/runs/vgg-small-bytes.dat' index 3 with linespoints lw 2 pt 7 ps 0.5 title 'laco-at-signsgd-bytes: 32x, mean final 92.56% (3 seeds)' noenhanced, \
      '/work/main/docs/convergence/runs/vgg-small-bytes.dat' index 4 with linespoints lw 2 pt 7 ps 0.5 title 'signsgd: 32x, mean final 92.61% (3 seeds)' noenhanced
