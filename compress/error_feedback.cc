@@ -70,7 +70,7 @@ Status ErrorFeedback::encode(CodecState& state, const ChunkInput& chunk,
     }
     AdamStep step = adam_step(adam_->beta1, adam_->beta2, adam_->eps, s->adam_steps_,
                                adam_->workers);
-    if (adam_->residual_cap > 0) step.cap = adam_->residual_cap;
+    step.cap = adam_->residual_cap;
     const std::span<float> v(s->second_.data() + chunk.offset, rs.size());
     moments = adam_add_and_moments(std::span<float>(u, rs.size()), v, step, rs, chunk.values);
     if (adam_->select_gradient) {

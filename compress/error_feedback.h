@@ -27,6 +27,7 @@
 // t counts the iterations this tensor has seen (kept in the state, so a resumed state goes on).
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -38,7 +39,8 @@ struct AdamCorrection {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   int workers = 1;  // > 1: the second moment rescaled to the W workers' global batch (cpu_kernels.h)
   bool select_gradient = false;  // the inner codec selects by residual x Adam's denominator
-  float residual_cap = 0;        // > 0: |residual| <= this many steps of Adam's direction
+  // |residual| <= this many steps of Adam's direction (infinity: no cap).
+  float residual_cap = std::numeric_limits<float>::infinity();
 };
 
 class ErrorFeedback final : public Codec {

@@ -1,5 +1,7 @@
 #include "compress/registry.h"
 
+#include <limits>
+
 #include "compress/error_feedback.h"
 #include "compress/graddrop_codec.h"
 #include "compress/laco_codec.h"
@@ -31,7 +33,8 @@ Result<std::unique_ptr<Codec>> CodecRegistry::make(const CodecConfig& config) co
         std::move(codec),
         AdamCorrection{config.adam_beta1, config.adam_beta2, config.adam_eps,
                        config.adam_variance_workers(), config.adam_select_gradient,
-                       float(config.adam_residual_cap)});
+                       config.adam_residual_cap > 0 ? float(config.adam_residual_cap)
+                                                    : std::numeric_limits<float>::infinity()});
   } else if (config.error_feedback && codec->id() != CodecId::kNone) {
     codec = std::make_unique<ErrorFeedback>(std::move(codec), float(config.momentum),
                                             config.momentum_masking);

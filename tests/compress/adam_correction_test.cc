@@ -160,7 +160,6 @@ TEST_CASE("Adam correction: t counts iterations, not chunks, config errors", "[c
   CHECK_FALSE(make_codec(bad).is_ok());
 }
 
-
 // adam_residual_cap: what an element owes is clamped to +-cap steps of Adam's direction, so one
 // that waited long (a steady small gradient, a unit step each iteration, a key too small to be
 // sent) sends at most cap steps at once when it is finally selected.
