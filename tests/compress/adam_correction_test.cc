@@ -24,13 +24,36 @@ CodecConfig adam_config(const char* name) {
   return c;
 }
 
+// Adam's moments and direction for every element, as the codecs' kernel computes them: single
+// precision, the bias corrections in double from the betas (adam_step), eps 1e-8.
+class ReferenceAdam {
+ public:
+  explicit ReferenceAdam(size_t n) : m_(n, 0.0f), v_(n, 0.0f) {}
+
+  void begin_step(int64_t t) {  // iteration t is Adam's step t + 1
+    const double step = double(t + 1);
+    c1_ = float(1.0 / (1.0 - std::pow(0.9, step)));
+    c2_ = float(1.0 / std::sqrt(1.0 - std::pow(0.999, step)));
+  }
+  float direction(size_t k, float g) {  // updates element k's moments
+    m_[k] = 0.9f * m_[k] + (1.0f - 0.9f) * g;
+    v_[k] = 0.999f * v_[k] + (1.0f - 0.999f) * g * g;
+    return c1_ * m_[k] / (std::sqrt(v_[k]) * c2_ + 1e-8f);
+  }
+  float m(size_t k) const { return m_[k]; }
+  float v(size_t k) const { return v_[k]; }
+
+ private:
+  std::vector<float> m_, v_;
+  float c1_ = 0.0f, c2_ = 0.0f;
+};
+
 }  // namespace
 
 TEST_CASE("each step: Adam's m, v and direction, residual += direction, sent + residual exact",
           "[compress][adam]") {
   const size_t n = 12000;
   const size_t half = 5000;  // two chunks of one tensor, encoded in turn
-  const float b1 = 0.9f, b2 = 0.999f, eps = 1e-8f;
   for (const char* name : {"laco", "topk", "graddrop", "signsgd"}) {
     INFO(name);
     auto codec = testing::make(adam_config(name));
@@ -39,21 +62,16 @@ TEST_CASE("each step: Adam's m, v and direction, residual += direction, sent + r
     REQUIRE(ef != nullptr);
     CHECK(ef->adam());
     auto state = codec->make_state(TensorInfo{.num_elements = int64_t(n)});
-    std::vector<float> m(n, 0.0f), v(n, 0.0f);  // the reference moments
+    ReferenceAdam ref(n);
     for (int64_t t = 0; t < 12; ++t) {
       const auto g = testing::gaussian(n, 700 + uint64_t(t), 0.01f);
-      const double step = double(t + 1);
-      // The bias corrections in double from the config's double betas, as adam_step does.
-      const auto c1 = float(1.0 / (1.0 - std::pow(0.9, step)));
-      const auto c2 = float(1.0 / std::sqrt(1.0 - std::pow(0.999, step)));
+      ref.begin_step(t);
       for (auto [offset, len] : {std::pair<size_t, size_t>{0, half}, {half, n - half}}) {
         const auto residual = ErrorFeedback::residual(*state);
         std::vector<float> corrected(len);
         for (size_t i = 0; i < len; ++i) {
           const size_t k = offset + i;
-          m[k] = b1 * m[k] + (1.0f - b1) * g[k];
-          v[k] = b2 * v[k] + (1.0f - b2) * g[k] * g[k];
-          corrected[i] = residual[k] + c1 * m[k] / (std::sqrt(v[k]) * c2 + eps);
+          corrected[i] = residual[k] + ref.direction(k, g[k]);
         }
         const auto decoded = testing::encode_chunk(*codec, *state, g, offset, len, t);
         REQUIRE(decoded.has_value());
@@ -62,8 +80,8 @@ TEST_CASE("each step: Adam's m, v and direction, residual += direction, sent + r
         const auto mom = ErrorFeedback::momentum_buffer(*state);
         const auto sec = ErrorFeedback::second_moment(*state);
         for (size_t i = 0; i < len; ++i) {
-          REQUIRE(mom[offset + i] == m[offset + i]);
-          REQUIRE(sec[offset + i] == v[offset + i]);
+          REQUIRE(mom[offset + i] == ref.m(offset + i));
+          REQUIRE(sec[offset + i] == ref.v(offset + i));
           if (std::string(name) == "signsgd") {  // v - scale rounds (compress/README.md)
             REQUIRE(sent[i] + after[offset + i] == Approx(corrected[i]).margin(1e-4));
           } else {
@@ -198,20 +216,16 @@ TEST_CASE("Adam correction with a residual cap: residual + direction clamped, se
     REQUIRE(codec != nullptr);
     const size_t n = 4000;
     auto state = codec->make_state(TensorInfo{.num_elements = int64_t(n)});
-    std::vector<float> m(n, 0.0f), v(n, 0.0f);
+    ReferenceAdam ref(n);
     size_t at_cap = 0;
     for (int64_t t = 0; t < 15; ++t) {
       auto g = testing::gaussian(n, 300 + uint64_t(t), 0.01f);
       for (size_t i = 0; i < n / 2; ++i) g[i] = 1e-4f;  // steady: a unit step every iteration
-      const auto c1 = float(1.0 / (1.0 - std::pow(0.9, double(t + 1))));
-      const auto c2 = float(1.0 / std::sqrt(1.0 - std::pow(0.999, double(t + 1))));
+      ref.begin_step(t);
       const auto before = ErrorFeedback::residual(*state);
       std::vector<float> corrected(n);
       for (size_t k = 0; k < n; ++k) {
-        m[k] = 0.9f * m[k] + (1.0f - 0.9f) * g[k];
-        v[k] = 0.999f * v[k] + (1.0f - 0.999f) * g[k] * g[k];
-        const float d = c1 * m[k] / (std::sqrt(v[k]) * c2 + 1e-8f);
-        corrected[k] = std::clamp(before[k] + d, -2.5f, 2.5f);
+        corrected[k] = std::clamp(before[k] + ref.direction(k, g[k]), -2.5f, 2.5f);
       }
       const auto sent = testing::encode_chunk(*codec, *state, g, 0, n, t);
       REQUIRE(sent.has_value());
@@ -229,9 +243,6 @@ TEST_CASE("Adam correction with a residual cap: residual + direction clamped, se
   bad.adam_residual_cap = -1;
   CHECK_FALSE(make_codec(bad).is_ok());
 }
-}  // namespace psrt::compress
-
-namespace psrt::compress {
 
 // The second moment rescaled to W workers' global batch: a steady gradient has no variance to
 // shrink (the same direction as W = 1); pure noise has nothing else, so v shrinks by W and the
