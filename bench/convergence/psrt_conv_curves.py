@@ -48,6 +48,7 @@ def plot_example(workdir, name, out_prefix):
         return []
     order = ["dense"] + sorted(v for v in runs if v != "dense")
     order = [v for v in order if v in runs]
+    os.makedirs(os.path.dirname(out_prefix) or ".", exist_ok=True)  # e.g. a new --plot-dir
     made = []
     for by_bytes in (False, True):
         kind = "bytes" if by_bytes else "iterations"

@@ -133,8 +133,6 @@ def examples(args, workdir):
         lines += report(args, name, results[name])
     for name in args.examples:
         lines += compare(workdir, name)
-    if args.plot_dir:
-        os.makedirs(args.plot_dir, exist_ok=True)  # a new folder is no reason to lose the lines
     for name in args.examples:
         for path in plot_example(workdir, name, os.path.join(args.plot_dir or workdir, name)):
             print("plot: " + path)
