@@ -60,6 +60,21 @@ def fmt_size(b):
 
 
 # ---------------------------------------------------------------- cleanup
+def reap(p):
+    """p's exit status, or None while it runs. Reaps with os.waitpid rather than p.poll():
+    inside a signal handler that interrupted p.wait(), Popen's lock is held and p.poll() would
+    say 'running' for ever (and p.wait() would deadlock)."""
+    if p.returncode is None:
+        try:
+            pid, status = os.waitpid(p.pid, os.WNOHANG)
+        except ChildProcessError:  # reaped by Popen already (its returncode is set just after)
+            return p.returncode if p.returncode is not None else 0
+        if pid == 0:
+            return None
+        p.returncode = os.waitstatus_to_exitcode(status)
+    return p.returncode
+
+
 def group_alive(pgid):
     """Whether any process of the group is left (a zombie counts until it is reaped)."""
     try:
@@ -89,7 +104,7 @@ class Cleanup:
 
     def kill_children(self):
         for p in self.children:
-            if p.poll() is None:
+            if reap(p) is None:
                 try:
                     os.killpg(p.pid, signal.SIGTERM)
                 except OSError:
@@ -97,14 +112,15 @@ class Cleanup:
         deadline = time.monotonic() + self.kill_timeout_s
         for p in self.children:
             # the whole group: a daemon under `emunet.sh exec` outlives its wrapper by a moment
-            while (p.poll() is None or group_alive(p.pid)) and time.monotonic() < deadline:
+            while (reap(p) is None or group_alive(p.pid)) and time.monotonic() < deadline:
                 time.sleep(0.05)
-            if p.poll() is None or group_alive(p.pid):
+            if reap(p) is None or group_alive(p.pid):
                 try:
                     os.killpg(p.pid, signal.SIGKILL)
                 except OSError:
                     pass
-                p.wait()
+                while reap(p) is None:
+                    time.sleep(0.01)
         self.children = []
 
     def run(self):
@@ -138,8 +154,16 @@ class Cleanup:
             self.pending = signum
             return
         log(self.prog, "signal %d: stopping" % signum + ("; " + self.note if self.note else ""))
-        self.run()
-        sys.exit(128 + signum)
+        try:
+            self.run()
+        finally:
+            # os._exit, not sys.exit: a SystemExit raised into whatever code the signal
+            # interrupted can be replaced by another exception there (and a driver that carries
+            # on after a failed cell would then run on without its network); nothing after the
+            # cleanup is wanted anyway
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(128 + signum)
 
     def install(self):
         for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):

@@ -101,6 +101,8 @@ def resume(driver, suite, tmp):
             break
     rest = p.communicate(timeout=60)[0]
     check(p.returncode == 130, "SIGINT during cell 3: exit 130 (got %s)" % p.returncode)
+    if p.returncode != 130:
+        print("the interrupted run's output, from cell 3 on:\n" + seen[-1] + rest[-3000:])
     check("the same command resumes" in rest, "the interrupted run says how to resume")
     procs, nss = leftovers(out, prefix)
     check(not procs, "no daemon left after SIGINT (%s)" % procs)
