@@ -251,3 +251,23 @@ TEST_CASE("the iteration is compute plus the forward's waits", "[sim]") {
     CHECK(r.iteration_ms == Approx(compute + waits).margin(1e-9));
   }
 }
+
+// psrt-sim reports steady_ms(): the mean of worker 0's iterations after the first, as a run's
+// steady state measures it; iteration_ms is the next to last alone.
+TEST_CASE("steady_ms is the mean of the iterations after the first", "[sim]") {
+  psrt::sim::SimResult r;
+  r.iteration_ms = 150;
+  r.iteration_start_ms = {0, 100, 250, 350, 500};  // 100, then 150, 100, 150
+  CHECK(r.steady_ms() == Approx(400.0 / 3));
+  r.iteration_start_ms = {0, 100};
+  CHECK(r.steady_ms() == 150);  // too few iterations for a mean: the prediction as it is
+  // A simulation whose iterations are all alike: the mean is each of them.
+  const auto model = make_model({{1, 1, {1024}}, {1, 1, {4096}}});
+  auto c = base(Mode::kFifo);
+  c.credit_bytes = 1 << 20;
+  c.iterations = 6;
+  const auto s = simulate(model, c);
+  REQUIRE(s.iteration_start_ms.size() == 6);
+  CHECK(s.steady_ms() == Approx(s.iteration_ms));
+  CHECK(s.steady_ms() == Approx((s.iteration_start_ms[5] - s.iteration_start_ms[1]) / 4));
+}

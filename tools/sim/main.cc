@@ -54,9 +54,10 @@ double bandwidth_arg(const std::string& flag, const std::string& text) {
 }
 
 void print_row(const char* mode, const psrt::sim::SimResult& r) {
-  std::printf("%-14s %10.3f %11.3f %9.3f %12.3f %9.3f  %-8s %6.3f\n", mode, r.iteration_ms,
+  const double ms = r.steady_ms();  // a run's steady state: the mean after the first iteration
+  std::printf("%-14s %10.3f %11.3f %9.3f %12.3f %9.3f  %-8s %6.3f\n", mode, ms,
               r.bounds.compute_ms, r.bounds.link_ms, r.bounds.critical_ms, r.bounds.max_ms(),
-              r.bounds.binding(), r.ratio_to_bound());
+              r.bounds.binding(), ms / r.bounds.max_ms());
 }
 
 void print_grouping(const psrt::ModelDesc& model, const std::string& spec,
@@ -122,7 +123,9 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option(
       "--aggregation", a.aggregation,
       "server aggregation throughput, gradient bytes read (e.g. 10GB/s; default instant)");
-  app.add_option("--iterations", a.iterations, "iterations to simulate; the last is reported")
+  app.add_option("--iterations", a.iterations,
+                 "iterations to simulate; iter_ms is the mean of those after the first (--waits: "
+                 "the next to last's waits); --grouping auto searches with 5, as the workers do")
       ->check(CLI::Range(2u, 1000u));
   app.add_flag("--all-modes", a.all_modes, "simulate every mode");
   app.add_option("--calibration", a.calibration,
@@ -258,6 +261,7 @@ void simulate_modes(const Args& a, Setup& st) {
     // scheduler.host_cores); the iteration is then simulated with --host-cores.
     psrt::sim::SimConfig as_job = st.config;
     as_job.host_cores = a.job_host_cores;
+    as_job.iterations = psrt::sim::SimConfig{}.iterations;
     const auto choice = psrt::sim::choose_grouping(st.model, as_job, spec);
     st.config.grouping = choice.grouping;
     // Horovod's groups leave on its cycle timer, in the runtime as here.
