@@ -62,9 +62,12 @@ Status validate(const CodecConfig& c) {
   }
   if (c.warmup_iters < 0) return bad("warmup_iters", std::to_string(c.warmup_iters), ">= 0");
   if (c.dense_below < 0) return bad("dense_below", std::to_string(c.dense_below), ">= 0");
-  if (c.quant_bits != 1 && c.quant_bits != 8 && c.quant_bits != 32) {
-    return bad("quant_bits", std::to_string(c.quant_bits),
-               "1 (ternary), 8 (log codes) or 32 (fp32)");
+  if (!is_quant_bits(c.quant_bits)) {
+    return bad("quant_bits", std::to_string(c.quant_bits), kQuantBitsAllowed);
+  }
+  if (c.reply_quant_bits != 0 && !is_quant_bits(c.reply_quant_bits)) {
+    return bad("reply_quant_bits", std::to_string(c.reply_quant_bits),
+               std::string("0 (quant_bits) or ") + kQuantBitsAllowed);
   }
   if (!(c.momentum >= 0.0 && c.momentum < 1.0)) {
     return bad("momentum", std::to_string(c.momentum), "in [0, 1)");

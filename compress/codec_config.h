@@ -29,6 +29,10 @@ struct CodecRuleInputs {
 // The first rule `config` breaks, in the order the YAML keys are documented; nullopt: none.
 std::optional<CodecProblem> first_problem(const CodecConfig& config, const CodecRuleInputs& in);
 
+// LACO's value encodings (quant_bits, reply_quant_bits): 1 (ternary), 8 (log codes), 32 (fp32).
+inline bool is_quant_bits(int bits) { return bits == 1 || bits == 8 || bits == 32; }
+inline constexpr const char* kQuantBitsAllowed = "1 (ternary), 8 (log codes) or 32 (fp32)";
+
 // For settings built in code: the ranges the YAML reader checks for a file, first_problem, and
 // the settings with no YAML key. Names the key, the value and what is allowed.
 Status validate(const CodecConfig& config);

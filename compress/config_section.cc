@@ -33,8 +33,8 @@ void read_encoding(const YamlReader& comp, bool adam, int workers, CompressionCo
   const bool laco = c.codec == "laco";
   const auto bits = [&](const char* key, int fallback) {
     const int b = int(comp.get_int(key, fallback, fallback == 0 ? 0 : 1, 32));
-    if (b != fallback && b != 1 && b != 8 && b != 32) {
-      comp.fail(key, std::to_string(b) + " is not one of: 1, 8, 32");
+    if (b != fallback && !is_quant_bits(b)) {
+      comp.fail(key, std::to_string(b) + " is not " + kQuantBitsAllowed);
     }
     return b;
   };

@@ -97,11 +97,18 @@ TEST_CASE("ternary LACO with error feedback: sent + residual == corrected gradie
   }
 }
 
-TEST_CASE("quant_bits accepts 1, 8 and 32 only", "[compress][laco][ternary]") {
+TEST_CASE("quant_bits and reply_quant_bits accept 1, 8 and 32 only", "[compress][laco][ternary]") {
   CodecConfig c = ternary_config();
   CHECK(make_codec(c).is_ok());
   c.quant_bits = 2;
   CHECK_THAT(make_codec(c).status().message(), Catch::Contains("compression.quant_bits"));
+  c = ternary_config();
+  for (const int ok : {0, 1, 8, 32}) {
+    c.reply_quant_bits = ok;
+    CHECK(make_codec(c).is_ok());
+  }
+  c.reply_quant_bits = 4;
+  CHECK_THAT(make_codec(c).status().message(), Catch::Contains("compression.reply_quant_bits"));
 }
 
 }  // namespace psrt::compress
