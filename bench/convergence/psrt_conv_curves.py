@@ -125,10 +125,11 @@ def compare(workdir, name):
         ba, bb = mean_of(runs[mine], "steady"), mean_of(runs[other], "steady")
         wa, wb = mean_of(runs[mine], "whole"), mean_of(runs[other], "whole")
         equal_bytes = ba <= BYTES_TOLERANCE * bb
+        verdict = "MET" if a >= b and equal_bytes else "MISSED"
         over = "" if equal_bytes else "; LACO sends %.1f%% more" % (100 * (ba / bb - 1))
         lines.append("%-6s %s: LACO (%s) at least as accurate as %s at equal bytes: %+.2f points "
                      "(%.4f vs %.4f; %.0f vs %.0f B per iteration per worker after the hot start"
                      "%s, %.0f vs %.0f over the whole run; seeds %d vs %d)" % (
-                         "MET" if a >= b and equal_bytes else "MISSED", name, mine, label, 100 * (a - b), a, b,
-                         ba, bb, over, wa, wb, len(runs[mine]), len(runs[other])))
+                         verdict, name, mine, label, 100 * (a - b), a, b, ba, bb, over, wa, wb,
+                         len(runs[mine]), len(runs[other])))
     return lines

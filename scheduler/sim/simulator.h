@@ -59,13 +59,13 @@ struct SimResult {
   // compute plus their sum. The runtime's timeline shows them as "wait LAYER".
   std::vector<double> forward_wait_ms;
 
-  double ratio_to_bound() const { return iteration_ms / bounds.max_ms(); }
   // The mean of worker 0's iterations after the first (iteration_ms with fewer than three).
   double steady_ms() const {
     const std::size_t n = iteration_start_ms.size();
     if (n < 3) return iteration_ms;
     return (iteration_start_ms[n - 1] - iteration_start_ms[1]) / double(n - 2);
   }
+  double ratio_to_bound() const { return steady_ms() / bounds.max_ms(); }
 };
 
 // Throws std::invalid_argument for a bad config or a model without tensors, std::logic_error if

@@ -97,7 +97,8 @@ TEST_CASE("ternary LACO with error feedback: sent + residual == corrected gradie
   }
 }
 
-TEST_CASE("quant_bits and reply_quant_bits accept 1, 8 and 32 only", "[compress][laco][ternary]") {
+TEST_CASE("quant_bits and reply_quant_bits accept 1, 8 and 32 only",
+          "[compress][laco][ternary]") {
   CodecConfig c = ternary_config();
   CHECK(make_codec(c).is_ok());
   c.quant_bits = 2;

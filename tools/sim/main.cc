@@ -53,11 +53,14 @@ double bandwidth_arg(const std::string& flag, const std::string& text) {
   return *v;
 }
 
+// The iterations the workers' grouping search simulates (its SimConfig's default).
+const uint32_t kSearchIterations = psrt::sim::SimConfig{}.iterations;
+
 void print_row(const char* mode, const psrt::sim::SimResult& r) {
-  const double ms = r.steady_ms();  // a run's steady state: the mean after the first iteration
-  std::printf("%-14s %10.3f %11.3f %9.3f %12.3f %9.3f  %-8s %6.3f\n", mode, ms,
+  // a run's steady state: the mean after the first iteration
+  std::printf("%-14s %10.3f %11.3f %9.3f %12.3f %9.3f  %-8s %6.3f\n", mode, r.steady_ms(),
               r.bounds.compute_ms, r.bounds.link_ms, r.bounds.critical_ms, r.bounds.max_ms(),
-              r.bounds.binding(), ms / r.bounds.max_ms());
+              r.bounds.binding(), r.ratio_to_bound());
 }
 
 void print_grouping(const psrt::ModelDesc& model, const std::string& spec,
@@ -261,7 +264,7 @@ void simulate_modes(const Args& a, Setup& st) {
     // scheduler.host_cores); the iteration is then simulated with --host-cores.
     psrt::sim::SimConfig as_job = st.config;
     as_job.host_cores = a.job_host_cores;
-    as_job.iterations = psrt::sim::SimConfig{}.iterations;
+    as_job.iterations = kSearchIterations;
     const auto choice = psrt::sim::choose_grouping(st.model, as_job, spec);
     st.config.grouping = choice.grouping;
     // Horovod's groups leave on its cycle timer, in the runtime as here.
@@ -271,8 +274,11 @@ void simulate_modes(const Args& a, Setup& st) {
     if (a.grouping != "none") print_grouping(st.model, a.grouping, choice, r, st.config.workers);
     // What GradOptimizer's search minimises, for comparing groupings as it does.
     if (a.jittered) {
+      psrt::sim::SimConfig priced = st.config;  // over the search's iterations, as it prices
+      priced.iterations = kSearchIterations;
+      const double nominal = priced.iterations == st.config.iterations ? r.iteration_ms : -1;
       std::printf("  jittered: %.3f ms (mean at the links' bandwidth x%.2f, x%.2f, x%.2f)\n",
-                  psrt::sim::jittered_ms(st.model, st.config, nullptr, r.iteration_ms),
+                  psrt::sim::jittered_ms(st.model, priced, nullptr, nominal),
                   psrt::sim::kJitter[0], psrt::sim::kJitter[1], psrt::sim::kJitter[2]);
     }
     if (a.waits) print_waits(st.model, r);
