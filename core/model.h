@@ -40,6 +40,9 @@ struct ModelDesc {
   std::string name;
   uint32_t batch_size = 0;   // the batch the layer times are for (0: not stated)
   double device_gflops = 0;  // the throughput the times were derived from (0: not stated)
+  // The factor a profile's tensor sizes and times were multiplied by (its `scale`, or
+  // model.scale): 1 for a full-size model. GradOptimizer scales its full-size baselines by it.
+  double scale = 1;
   std::vector<TensorDesc> tensors;
   std::vector<LayerDesc> layers;
 

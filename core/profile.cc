@@ -112,6 +112,7 @@ ModelDesc parse_profile(const std::string& yaml_text, const std::string& where, 
   model.device_gflops = root.get_double("device_gflops", 0, 0, 1e9);
   const double file_scale = root.get_double("scale", 1.0, 1e-9, 1e9);
   if (scale <= 0) scale = file_scale;
+  model.scale = scale;
   if (!root.has("layers") || !root.node()["layers"].IsSequence() ||
       root.node()["layers"].size() == 0) {
     root.fail("layers", "must be a non-empty list");

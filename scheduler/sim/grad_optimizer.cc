@@ -9,6 +9,24 @@
 
 namespace psrt::sim {
 
+std::vector<GroupingSpec> baseline_specs(double scale) {
+  std::vector<GroupingSpec> out;
+  for (const char* text : {"ddp:25MiB:1MiB", "horovod:64MiB:5", "horovod:128MiB:1"}) {
+    GroupingSpec s = *parse_grouping(text);
+    if (scale != 1.0) {
+      // As the bench scales them (bench/priority/psrt_grouping_bench.py): truncated, 4 at least.
+      const auto shrink = [scale](uint64_t b) {
+        return std::max<uint64_t>(4, static_cast<uint64_t>(double(b) * scale));
+      };
+      s.bytes = shrink(s.bytes);
+      if (s.first_bytes) s.first_bytes = shrink(s.first_bytes);
+      s.cycle_ms *= scale;
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
 Grouping mgwfbp_grouping(const ModelDesc& model, const SimConfig& config) {
   const auto n = static_cast<uint32_t>(model.tensors.size());
   const double fan = std::max(1.0, double(config.workers) / config.servers);
@@ -150,9 +168,8 @@ std::vector<Candidate> candidates(const ModelDesc& model, const SimConfig& confi
   const auto n = static_cast<uint32_t>(model.tensors.size());
   out.push_back({"none", Grouping::singletons(n), {}});
   out.push_back({"mgwfbp", mgwfbp_grouping(model, config), {}});
-  for (const char* text : {"ddp:25MiB:1MiB", "horovod:64MiB:5", "horovod:128MiB:1"}) {
-    const GroupingSpec s = *parse_grouping(text);
-    out.push_back({text, static_grouping(model, s), s});
+  for (const GroupingSpec& s : baseline_specs(model.scale)) {
+    out.push_back({s.text(), static_grouping(model, s), s});
   }
   // Even caps over the model's range, and DDP's shape at each: a model's size, not a full-size
   // network's, sets the scale. Factors of 2; the winner is refined between them (refine_cap).

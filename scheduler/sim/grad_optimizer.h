@@ -10,10 +10,10 @@
 //   1. candidates: no grouping, MG-WFBP's merge rule, size:B for B in a ladder of factors of
 //      2 from 4 KiB to twice the model's size and DDP's shape at each B (ddp:B:B/25, a first
 //      bucket 1/25 of the others, as 1 MiB to 25 MiB), PyTorch DDP's buckets (25 MiB, first
-//      1 MiB) and Horovod fusion (64 MiB / 5 ms, 128 MiB / 1 ms); all priced, whatever the
-//      budget, the cheapest kept (the model's own size sets the ladder's scale, not a
-//      full-size network's); a size or DDP winner is refined at its cap times and divided by
-//      sqrt(2), then 2^(1/4);
+//      1 MiB) and Horovod fusion (64 MiB / 5 ms, 128 MiB / 1 ms), those three scaled like the
+//      model (baseline_specs); all priced, whatever the budget, the cheapest kept (the model's
+//      own size sets the ladder's scale, not a full-size network's); a size or DDP winner is
+//      refined at its cap times and divided by sqrt(2), then 2^(1/4);
 //   2. local search from it: for each group boundary, in key order, try removing it (merging the
 //      two neighbours) and moving it one tensor either way; keep a change when the price is
 //      lower; repeat passes until one changes nothing or the evaluation budget is spent.
@@ -95,6 +95,14 @@ struct GroupingChoice {
   // its family) whose grouping differs from the choice and from each other.
   std::vector<NamedGrouping> alternatives;
 };
+
+// The baselines the search starts from, as their sources set them for full-size models: PyTorch
+// DDP's buckets (25 MiB, first 1 MiB) and Horovod fusion (64 MiB / 5 ms, 128 MiB / 1 ms). A
+// profile shrunk by `scale` (ModelDesc::scale: its sizes and times) gets their bytes and cycle
+// times shrunk alike, so the search prices the groupings they would make at full size, in
+// proportion. The bench scales its baselines' bytes the same way (its Horovod cycle times also
+// by the time factor of its derived profiles, which a ModelDesc does not record).
+std::vector<GroupingSpec> baseline_specs(double scale);
 
 // MG-WFBP (Shi, Chu, Li, INFOCOM 2019, theorem 1): walking tensors in backward order, merge the
 // next gradient into the current group when the time from the group's communication start to the

@@ -35,6 +35,15 @@ layers:
   CHECK(half.tensors[0].num_elements == 500);
   CHECK(half.tensors[1].num_elements == 5);
   CHECK(half.compute_ms() == Approx(7.5));
+  // The factor is recorded (GradOptimizer scales its full-size baselines by it): the argument's,
+  // or the file's where the argument is 0.
+  CHECK(m.scale == 1.0);
+  CHECK(half.scale == 0.5);
+  std::string quarter_text = text;
+  quarter_text.replace(quarter_text.find("scale: 1.0"), 10, "scale: 0.25");
+  const auto quarter = parse_profile(quarter_text, "tiny.yaml");
+  CHECK(quarter.scale == 0.25);
+  CHECK(quarter.tensors[0].num_elements == 250);
 }
 
 TEST_CASE("profile errors name the file and the key", "[core]") {

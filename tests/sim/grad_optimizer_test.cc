@@ -96,9 +96,12 @@ TEST_CASE("GradOptimizer's choice is never slower than a baseline it includes", 
     CHECK(best.evaluations % kJitter.size() == 0);  // every grouping priced in full
     c.grouping = best.grouping;
     CHECK(jittered_ms(model, c) == best.iteration_ms);
-    for (const char* base : {"none", "mgwfbp", "ddp:25MiB:1MiB", "horovod:64MiB:5"}) {
-      CAPTURE(base);
-      c.grouping = choose_grouping(model, c, *parse_grouping(base)).grouping;
+    // The baselines it starts from are the full-size ones scaled like the model.
+    std::vector<GroupingSpec> bases{*parse_grouping("none"), *parse_grouping("mgwfbp")};
+    for (const auto& s : baseline_specs(model.scale)) bases.push_back(s);
+    for (const auto& base : bases) {
+      CAPTURE(base.text());
+      c.grouping = choose_grouping(model, c, base).grouping;
       CHECK(best.iteration_ms <= jittered_ms(model, c));
     }
     // A budget too small for the local search still prices every candidate: never dearer than
@@ -112,6 +115,27 @@ TEST_CASE("GradOptimizer's choice is never slower than a baseline it includes", 
     std::printf("%s: auto %.2f ms (ungrouped %.2f), %u simulations in %.0f ms\n", name,
                 best.iteration_ms, best.ungrouped_ms, best.evaluations, best.search_ms);
   }
+}
+
+TEST_CASE("GradOptimizer's baselines are DDP's and Horovod's, scaled like the model",
+          "[sim][grouping]") {
+  const auto full = baseline_specs(1.0);
+  REQUIRE(full.size() == 3);
+  CHECK(full[0].text() == parse_grouping("ddp:25MiB:1MiB")->text());
+  CHECK(full[1].text() == parse_grouping("horovod:64MiB:5")->text());
+  CHECK(full[2].text() == parse_grouping("horovod:128MiB:1")->text());
+  // As the bench scales its own (psrt_grouping_bench.py: bytes truncated, at least 4).
+  const auto third = baseline_specs(1.0 / 3);
+  REQUIRE(third.size() == 3);
+  CHECK(third[0].kind == GroupingSpec::Kind::kDdp);
+  CHECK(third[0].bytes == 8738133);  // 25 MiB / 3
+  CHECK(third[0].first_bytes == 349525);
+  CHECK(third[1].kind == GroupingSpec::Kind::kHorovod);
+  CHECK(third[1].bytes == 22369621);
+  CHECK(third[1].cycle_ms == Approx(5.0 / 3));
+  CHECK(third[2].bytes == 44739242);
+  CHECK(third[2].cycle_ms == Approx(1.0 / 3));
+  CHECK(baseline_specs(1e-9)[0].first_bytes == 4);
 }
 
 TEST_CASE("GradOptimizer's runners-up: the cheapest distinct grouping of each other family",
