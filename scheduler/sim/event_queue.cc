@@ -6,7 +6,12 @@
 
 namespace psrt::sim {
 
-void EventQueue::push(double time, int phase, Action action) {
+void EventQueue::at(double time, Action action) {
+  if (time < now_) throw std::logic_error("EventQueue: an event in the past");
+  if (time == now_) {
+    changes_now_.push_back(std::move(action));
+    return;
+  }
   uint32_t slot = 0;
   if (free_slots_.empty()) {
     slot = static_cast<uint32_t>(slots_.size());
@@ -16,32 +21,41 @@ void EventQueue::push(double time, int phase, Action action) {
     free_slots_.pop_back();
     slots_[slot] = std::move(action);
   }
-  heap_.push_back(Event{time, phase, seq_++, slot});
+  heap_.push_back(Event{time, seq_++, slot});
   std::push_heap(heap_.begin(), heap_.end(), Later{});
 }
 
-void EventQueue::at(double time, Action action) {
-  if (time < now_) throw std::logic_error("EventQueue: an event in the past");
-  push(time, 0, std::move(action));
-}
+void EventQueue::decide(Action action) { decisions_.push_back(std::move(action)); }
 
-void EventQueue::decide(Action action) {
-  push(now_, 1, std::move(action));
+EventQueue::Action EventQueue::pop_heap() {
+  std::pop_heap(heap_.begin(), heap_.end(), Later{});
+  const Event e = heap_.back();
+  heap_.pop_back();
+  now_ = e.time;
+  Action action = std::move(slots_[e.slot]);
+  free_slots_.push_back(e.slot);
+  return action;
 }
 
 uint64_t EventQueue::run() {
   uint64_t n = 0;
-  while (!heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), Later{});
-    const Event e = heap_.back();
-    heap_.pop_back();
-    now_ = e.time;
-    Action action = std::move(slots_[e.slot]);
-    free_slots_.push_back(e.slot);
+  for (;; ++n) {
+    Action action;
+    if (!heap_.empty() && heap_.front().time == now_) {
+      action = pop_heap();  // scheduled before now() came: ahead of those scheduled at now()
+    } else if (!changes_now_.empty()) {
+      action = std::move(changes_now_.front());
+      changes_now_.pop_front();
+    } else if (!decisions_.empty()) {
+      action = std::move(decisions_.front());
+      decisions_.pop_front();
+    } else if (!heap_.empty()) {
+      action = pop_heap();
+    } else {
+      return n;
+    }
     action();
-    ++n;
   }
-  return n;
 }
 
 }  // namespace psrt::sim

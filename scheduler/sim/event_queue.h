@@ -5,14 +5,16 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <deque>
 #include <vector>
+
+#include "scheduler/sim/action.h"
 
 namespace psrt::sim {
 
 class EventQueue {
  public:
-  using Action = std::function<void()>;
+  using Action = sim::Action;
 
   double now() const { return now_; }
   // A state change at `time` (never before now()).
@@ -23,26 +25,29 @@ class EventQueue {
   uint64_t run();
 
  private:
-  // The heap holds small keys; the actions stay in slots (moving std::function through heap
-  // sifts was most of the simulator's time).
+  // Future state changes wait in a heap of small keys, their actions in slots (moving
+  // callables through heap sifts was most of the simulator's time). Those for now() and the
+  // decisions, most of the simulator's events, skip the heap: each instant's go into two FIFOs.
+  // The order is the same: a state change in the heap for now() was scheduled before now() came
+  // (an earlier sequence) than any in the FIFO, which were scheduled at now(); decisions are
+  // always for now(), after its state changes; time moves on only when both FIFOs are empty.
   struct Event {
     double time;
-    int phase;  // 0: state change, 1: decision
     uint64_t seq;
     uint32_t slot;  // in slots_
   };
   struct Later {
     bool operator()(const Event& a, const Event& b) const {
-      if (a.time != b.time) return a.time > b.time;
-      if (a.phase != b.phase) return a.phase > b.phase;
-      return a.seq > b.seq;
+      return a.time != b.time ? a.time > b.time : a.seq > b.seq;
     }
   };
-  void push(double time, int phase, Action action);
+  Action pop_heap();
 
   std::vector<Event> heap_;
   std::vector<Action> slots_;
   std::vector<uint32_t> free_slots_;
+  std::deque<Action> changes_now_;  // state changes for now(), scheduled at now()
+  std::deque<Action> decisions_;    // for now()
   double now_ = 0;
   uint64_t seq_ = 0;
 };

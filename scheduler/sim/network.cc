@@ -27,7 +27,7 @@ double Network::transfer_ms(uint64_t bytes, double bytes_per_s) {
 
 double Network::transfer_ms(uint64_t bytes) const { return transfer_ms(bytes, bytes_per_s_); }
 
-void Network::send(uint32_t from, uint32_t to, uint64_t bytes, std::function<void()> on_arrival) {
+void Network::send(uint32_t from, uint32_t to, uint64_t bytes, Action on_arrival) {
   if (from >= hosts_.size() || to >= hosts_.size() || from == to) {
     throw std::invalid_argument("Network: bad hosts for a message");
   }

@@ -15,7 +15,6 @@
 
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <vector>
 
 #include "scheduler/sim/event_queue.h"
@@ -27,7 +26,7 @@ class Network {
   Network(EventQueue& events, uint32_t hosts, double bytes_per_s, double latency_ms);
 
   // Hands a message to `from`'s uplink now; `on_arrival` runs when it has arrived at `to`.
-  void send(uint32_t from, uint32_t to, uint64_t bytes, std::function<void()> on_arrival);
+  void send(uint32_t from, uint32_t to, uint64_t bytes, Action on_arrival);
 
   // A slower link for `host` (both directions) than the others' (SimConfig::worker_weight).
   void set_bandwidth(uint32_t host, double bytes_per_s);
@@ -40,7 +39,7 @@ class Network {
   struct Message {
     uint32_t to;
     uint64_t bytes;
-    std::function<void()> on_arrival;
+    Action on_arrival;
   };
   struct Host {
     std::deque<Message> queue;  // handed over, not yet on the wire
