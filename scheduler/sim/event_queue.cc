@@ -7,7 +7,7 @@
 namespace psrt::sim {
 
 void EventQueue::at(double time, Action action) {
-  if (time < now_) throw std::logic_error("EventQueue: an event in the past");
+  if (!(time >= now_)) throw std::logic_error("EventQueue: an event in the past (or not a time)");
   if (time == now_) {
     changes_now_.push_back(std::move(action));
     return;

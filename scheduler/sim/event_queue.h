@@ -28,9 +28,9 @@ class EventQueue {
   // Future state changes wait in a heap of small keys, their actions in slots (moving
   // callables through heap sifts was most of the simulator's time). Those for now() and the
   // decisions, most of the simulator's events, skip the heap: each instant's go into two FIFOs.
-  // The order is the same: a state change in the heap for now() was scheduled before now() came
-  // (an earlier sequence) than any in the FIFO, which were scheduled at now(); decisions are
-  // always for now(), after its state changes; time moves on only when both FIFOs are empty.
+  // The order is the same: a state change in the heap for now() was scheduled before now() came,
+  // so before any in the FIFO, which were scheduled at now(); decisions are always for now(),
+  // after its state changes; time moves on only when both FIFOs are empty.
   struct Event {
     double time;
     uint64_t seq;

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <array>
+#include <cmath>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -28,6 +29,7 @@ TEST_CASE("the event queue runs by time, then in the order events were scheduled
   CHECK(log == "abb2cde");
   CHECK(q.now() == 2.0);
   CHECK_THROWS_AS(q.at(1.5, [] {}), std::logic_error);
+  CHECK_THROWS_AS(q.at(std::nan(""), [] {}), std::logic_error);
 }
 
 TEST_CASE("decisions run after every state change of their instant", "[sim]") {
