@@ -10,18 +10,17 @@
 namespace psrt::sim {
 
 std::vector<GroupingSpec> baseline_specs(double scale) {
+  // As the bench scales them (bench/priority/psrt_grouping_bench.py): truncated, 4 at least
+  // (exact at scale 1).
+  const auto shrink = [scale](uint64_t b) {
+    return std::max<uint64_t>(4, static_cast<uint64_t>(double(b) * scale));
+  };
   std::vector<GroupingSpec> out;
   for (const char* text : {"ddp:25MiB:1MiB", "horovod:64MiB:5", "horovod:128MiB:1"}) {
     GroupingSpec s = *parse_grouping(text);
-    if (scale != 1.0) {
-      // As the bench scales them (bench/priority/psrt_grouping_bench.py): truncated, 4 at least.
-      const auto shrink = [scale](uint64_t b) {
-        return std::max<uint64_t>(4, static_cast<uint64_t>(double(b) * scale));
-      };
-      s.bytes = shrink(s.bytes);
-      if (s.first_bytes) s.first_bytes = shrink(s.first_bytes);
-      s.cycle_ms *= scale;
-    }
+    s.bytes = shrink(s.bytes);
+    if (s.first_bytes) s.first_bytes = shrink(s.first_bytes);
+    s.cycle_ms *= scale;
     out.push_back(s);
   }
   return out;
