@@ -19,29 +19,7 @@ def run_replay(args, net, workdir, profile, codec, tag):
     # "laco+replies": LACO pushes and compressed parameter replies (compression.replies)
     replies = "compressed" if codec.endswith("+replies") else "dense"
     codec = codec.split("+")[0]
-    with open(cfg, "w") as f:
-        f.write("""job:
-  id: bench-e2e
-  iterations: %d
-  batch_size: 32
-  evaluate: false
-  log_every: 0
-cluster:
-  servers: %d
-  workers: %d
-  coordinator: tcp://%s:0
-  start_timeout_s: 30
-model:
-  backend: replay
-  profile: %s
-optimizer:
-  type: sgd
-  lr: 0.01
-scheduler:
-  mode: %s
-  chunk_bytes: %d
-  credit_bytes: %d
-compression:
+    tail = """compression:
   codec: %s
   density: %s
   calibration_iters: %d
@@ -49,21 +27,21 @@ compression:
   replies: %s
 timeline: %s
 log_level: warn
-""" % (args.iterations, args.servers, args.workers, net.addr(0), profile, args.mode,
-       args.chunk_bytes, args.credit_bytes, codec, repr(args.density), args.calibration_iters,
-       args.warmup_iters, replies, timeline))
+""" % (codec, repr(args.density), args.calibration_iters, args.warmup_iters, replies, timeline)
+    with open(cfg, "w") as f:
+        f.write(pb.replay_job_yaml("bench-e2e", args.iterations, args.servers, args.workers,
+                                   net.addr(0), profile, args.mode, args.chunk_bytes,
+                                   args.credit_bytes, (), tail))
     t0 = time.monotonic()
     try:
         readers = pb.run_daemons(net, args.bin_dir, cfg, logdir, args.servers, args.workers,
                                  args.run_timeout_s, tag, CLEANUP)
-        m = readers[0].find(r"PSRT_RESULT .*ms_per_iteration=([\d.]+)")
-        if not m:
-            raise RuntimeError("%s: worker 0 printed no PSRT_RESULT" % tag)
+        ms = pb.worker0_ms(readers, tag)
         got = readers[0].find(r"PSRT_RESULT .*received_bytes=(\d+)")
         received = int(got.group(1)) / float(args.iterations) if got else float("nan")
         wall = time.monotonic() - t0
         b = bytes_per_iteration(pushed_bytes(timeline, args.workers), steady_from(args))
-        return float(m.group(1)), b, wall, received
+        return ms, b, wall, received
     finally:
         CLEANUP.kill_children()
 
