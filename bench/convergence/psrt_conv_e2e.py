@@ -97,6 +97,14 @@ def e2e(args, workdir):
         log("%s: runs %s ms per iteration, best taken" % (
             codec, ", ".join("%.1f" % r[0] for r in runs)))
         rows.append((codec, best[0], best[1], best[3]))
+    print_rows(args, rows, compute_ms, link_ms)
+    if not net.netns:
+        print("\nWARNING: loopback run, nothing was shaped: functional check only")
+    return rows
+
+
+def print_rows(args, rows, compute_ms, link_ms):
+    """The table of codecs against none, and the bounds that limit the speedup."""
     base = rows[0]
     print("\n%-12s | %12s | %17s | %9s | %17s | %9s | %9s" % (
         "codec", "ms/iteration", "pushed B/iter/wkr", "ratio", "replies B/iter/wkr", "ratio",
@@ -123,8 +131,3 @@ def e2e(args, workdir):
                       compute_ms, link_ms, max(compute_ms, link_ms), codec, link_ms, link_ms,
                       base[1] / max(link_ms, compute_ms), base[1], link_ms * b / base[2],
                       base[1] / max(compute_ms, link_ms * b / base[2])))
-    if not net.netns:
-        print("\nWARNING: loopback run, nothing was shaped: functional check only")
-    return rows
-
-
