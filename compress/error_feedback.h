@@ -37,7 +37,8 @@ namespace psrt::compress {
 
 struct AdamCorrection {
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
-  int workers = 1;  // > 1: the second moment rescaled to the W workers' global batch (cpu_kernels.h)
+  // > 1: the second moment rescaled to the W workers' global batch (cpu_kernels.h)
+  int workers = 1;
   bool select_gradient = false;  // the inner codec selects by residual x Adam's denominator
   // |residual| <= this many steps of Adam's direction (infinity: no cap).
   float residual_cap = std::numeric_limits<float>::infinity();

@@ -49,7 +49,8 @@ Status GradDropCodec::encode(CodecState& state, const ChunkInput& chunk,
   s.indices_.clear();
   if (n > 0) {
     const size_t m = std::min(
-        n, std::max(kMinSample, static_cast<size_t>(std::ceil(sample_fraction_ * static_cast<double>(n)))));
+        n, std::max(kMinSample,
+                    static_cast<size_t>(std::ceil(sample_fraction_ * static_cast<double>(n)))));
     s.sample_.resize(m);
     if (m == n) {
       for (size_t i = 0; i < n; ++i) s.sample_[i] = std::fabs(g[i]);
@@ -59,7 +60,8 @@ Status GradDropCodec::encode(CodecState& state, const ChunkInput& chunk,
       for (size_t j = 0; j < m; ++j) s.sample_[j] = std::fabs(g[next(x) % n]);
     }
     // The (1 - density) quantile: the sample's ceil(density * m)-th largest.
-    const size_t rank = std::max<size_t>(1, static_cast<size_t>(std::ceil(density_ * static_cast<double>(m))));
+    const size_t rank =
+        std::max<size_t>(1, static_cast<size_t>(std::ceil(density_ * static_cast<double>(m))));
     std::nth_element(s.sample_.begin(), s.sample_.begin() + static_cast<ptrdiff_t>(rank - 1),
                      s.sample_.end(), std::greater<float>());
     const float threshold =

@@ -29,8 +29,9 @@ Result<LadsResult> lads_encode(std::span<const float> values, const LadsParams& 
   if (!m.finite) return Status::error("laco: gradient chunk holds a NaN or an infinity");
   LadsResult r;
   r.scale = m.max_abs;
-  r.rms = values.empty() ? 0.0f
-                         : static_cast<float>(std::sqrt(m.sum_squares / static_cast<double>(values.size())));
+  r.rms = values.empty()
+              ? 0.0f
+              : static_cast<float>(std::sqrt(m.sum_squares / static_cast<double>(values.size())));
   r.threshold = lads_threshold(params, book, r.rms, r.scale);
   const auto length = static_cast<uint32_t>(values.size());
   if (params.quant_bits == 1) {  // ternary: sign x the kept elements' mean magnitude

@@ -6,7 +6,8 @@
 // the same RMS, threshold and payload). With n8 = n rounded down to a multiple of 8:
 //   block b   = elements [1024 b, min(1024 (b + 1), n8)); its fp32 sum is taken in 8 lanes, lane l
 //               summing v*v (product rounded, then sum rounded; no FMA) of elements 8 j + l in
-//               order, and then (L0 + L4) + (L1 + L5) and (L2 + L6) + (L3 + L7) added in that order;
+//               order, and then (L0 + L4) + (L1 + L5) and (L2 + L6) + (L3 + L7) added in that
+//               order;
 //   group g   = blocks [32 g, 32 g + 32): the block sums, as doubles, added in order from 0.0;
 //   super s   = groups [64 s, 64 s + 64): the group sums added in order from 0.0;
 //   total     = the super sums added in order from 0.0, then double(v) * double(v) of each element

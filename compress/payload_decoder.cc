@@ -49,14 +49,16 @@ Status accumulate_payload(std::span<const uint8_t> payload, std::span<float> out
         for (uint32_t i = 0; i < h.count; ++i) dst[i] += weight * get_f32(values + 4 * size_t{i});
       } else {
         uint32_t j = 0;
-        for_each_index(view, [&](uint32_t i) { dst[i] += weight * get_f32(values + 4 * size_t{j++}); });
+        for_each_index(view,
+                       [&](uint32_t i) { dst[i] += weight * get_f32(values + 4 * size_t{j++}); });
       }
       break;
     }
     case ValueMode::kLog8: {
       const LogCodebook& book = options.codebooks->get(h.log_range);
       uint32_t j = 0;
-      for_each_index(view, [&](uint32_t i) { dst[i] += weight * book.decode(values[j++], view.scale); });
+      for_each_index(view,
+                     [&](uint32_t i) { dst[i] += weight * book.decode(values[j++], view.scale); });
       break;
     }
     case ValueMode::kSign: {

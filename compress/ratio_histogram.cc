@@ -36,7 +36,8 @@ void RatioHistogram::add(std::span<const float> values, float inv_rms) {
   }
   std::vector<uint32_t> sub(kWays * kBins);
   for (size_t start = 0; start < values.size(); start += kBlock) {
-    const std::span<const float> block = values.subspan(start, std::min(kBlock, values.size() - start));
+    const std::span<const float> block =
+        values.subspan(start, std::min(kBlock, values.size() - start));
     std::fill(sub.begin(), sub.end(), 0u);
     size_t i = 0;
     for (; i + kWays <= block.size(); i += kWays) {

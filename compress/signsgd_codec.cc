@@ -19,7 +19,8 @@ Status SignSgdCodec::encode(CodecState& state, const ChunkInput& chunk,
   if (!checked) return checked.status();
   const std::span<const float> g = chunk.values;
   const double total = sum_abs(g);
-  if (!std::isfinite(total)) return Status::error("signsgd: gradient chunk holds a NaN or an infinity");
+  if (!std::isfinite(total))
+    return Status::error("signsgd: gradient chunk holds a NaN or an infinity");
   const float scale = g.empty() ? 0.0f : static_cast<float>(total / static_cast<double>(g.size()));
   write_signs(id(), g, scale, payload);
   count(**checked, g.size(), g.size(), payload.size());

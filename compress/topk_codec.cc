@@ -37,7 +37,8 @@ Status TopKCodec::encode(CodecState& state, const ChunkInput& chunk,
     s.magnitudes_.resize(n);
     for (size_t i = 0; i < n; ++i) {
       s.magnitudes_[i] = std::fabs(g[i]);
-      if (!std::isfinite(g[i])) return Status::error("topk: gradient chunk holds a NaN or an infinity");
+      if (!std::isfinite(g[i]))
+        return Status::error("topk: gradient chunk holds a NaN or an infinity");
     }
     std::nth_element(s.magnitudes_.begin(), s.magnitudes_.begin() + static_cast<ptrdiff_t>(k - 1),
                      s.magnitudes_.end(), std::greater<float>());

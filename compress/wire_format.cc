@@ -77,14 +77,14 @@ Result<PayloadView> parse_payload(std::span<const uint8_t> payload) {
     case IndexMode::kVarint:
       // Each index takes 1..5 bytes.
       if (uint64_t{h.index_bytes} < h.count || uint64_t{h.index_bytes} > 5ull * h.count) {
-        return fail("varint index bytes " + std::to_string(h.index_bytes) + " impossible for count " +
-                    std::to_string(h.count));
+        return fail("varint index bytes " + std::to_string(h.index_bytes) +
+                    " impossible for count " + std::to_string(h.count));
       }
       break;
   }
   const bool has_scale = h.value_mode != ValueMode::kFp32;
-  const uint64_t need = kHeaderBytes + uint64_t{h.index_bytes} + value_bytes(h.value_mode, h.count) +
-                        (has_scale ? 4 : 0);
+  const uint64_t need = kHeaderBytes + uint64_t{h.index_bytes} +
+                        value_bytes(h.value_mode, h.count) + (has_scale ? 4 : 0);
   if (payload.size() != need) {
     return fail((payload.size() < need ? "truncated: " : "trailing bytes: ") +
                 std::to_string(payload.size()) + " bytes, header says " + std::to_string(need));

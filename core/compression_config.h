@@ -39,7 +39,7 @@ struct CompressionConfig {
   // the same learning rate and schedule. Needs error_feedback; excludes momentum correction.
   bool adam = false;
   double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_eps = 1e-8, adam_weight_decay = 0;
-  int adam_workers = 1;               // data-parallel replicas (cluster.workers / partitions), for ...
+  int adam_workers = 1;  // data-parallel replicas (cluster.workers / partitions), for ...
   bool adam_global_variance = true;   // ... v rescaled from the local batch to the global one
   // laco under Adam correction (YAML `adam_select: gradient`): select by the residual times
   // Adam's denominator (the residual in the gradient's units), send the residual's values.

@@ -232,8 +232,9 @@ std::string read_config_file(const std::string& path) {
   if (!in) throw ConfigError(path + ": cannot open config file");
   const auto size = std::filesystem::file_size(path, ec);
   if (!ec && size > kMaxConfigBytes) {
-    throw ConfigError(path + ": " + std::to_string(size) + " bytes; a config file may hold at most " +
-                      std::to_string(kMaxConfigBytes) + " bytes");
+    throw ConfigError(path + ": " + std::to_string(size) +
+                      " bytes; a config file may hold at most " + std::to_string(kMaxConfigBytes) +
+                      " bytes");
   }
   std::string text(kMaxConfigBytes + 1, '\0');  // bounded, also for a pipe or a device
   in.read(text.data(), std::streamsize(text.size()));

@@ -32,7 +32,8 @@ PlacementConfig parse_placement(const YamlReader& r,
 void check_split(const Config& c, const YamlReader& r) {
   const PlacementConfig& p = c.placement;
   if (!p.split()) {
-    if (p.partitions != 1) r.fail("partitions", "must be 1 with placement.mode data (or set mode model or hybrid)");
+    if (p.partitions != 1)
+      r.fail("partitions", "must be 1 with placement.mode data (or set mode model or hybrid)");
     return;
   }
   if (p.partitions < 2) r.fail("partitions", "must be at least 2 with placement.mode " + p.mode);
@@ -58,9 +59,9 @@ void check_split(const Config& c, const YamlReader& r) {
                       "is not built yet); use grouping none");
   }
   if (int64_t(p.micro_batches) > c.job.batch_size) {
-    r.fail("micro_batches", std::to_string(p.micro_batches) + " micro-batches need job.batch_size >= " +
-                                std::to_string(p.micro_batches) + ", not " +
-                                std::to_string(c.job.batch_size));
+    r.fail("micro_batches",
+           std::to_string(p.micro_batches) + " micro-batches need job.batch_size >= " +
+               std::to_string(p.micro_batches) + ", not " + std::to_string(c.job.batch_size));
   }
 }
 

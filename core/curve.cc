@@ -109,7 +109,8 @@ uint64_t ZapHandler::handle() {
     socket_.send(zmq::buffer(std::string("1.0")), zmq::send_flags::sndmore);
     socket_.send(zmq::buffer(id), zmq::send_flags::sndmore);
     socket_.send(zmq::buffer(std::string(ok ? "200" : "400")), zmq::send_flags::sndmore);
-    socket_.send(zmq::buffer(std::string(ok ? "OK" : "not this job's key")), zmq::send_flags::sndmore);
+    socket_.send(zmq::buffer(std::string(ok ? "OK" : "not this job's key")),
+                 zmq::send_flags::sndmore);
     socket_.send(zmq::buffer(std::string(ok ? "psrt" : "")), zmq::send_flags::sndmore);
     socket_.send(zmq::const_buffer(nullptr, 0), zmq::send_flags::none);
   }

@@ -25,7 +25,8 @@ void init_logging(const std::string& role, int rank, const std::string& level) {
   auto logger = spdlog::stderr_color_mt(role + std::to_string(rank));
   // Under psrt-launch every line already carries the role and rank.
   const char* launched = std::getenv("PSRT_LAUNCHED");
-  const std::string who = launched && *launched ? "" : "[" + role + " " + std::to_string(rank) + "] ";
+  const std::string who =
+      launched && *launched ? "" : "[" + role + " " + std::to_string(rank) + "] ";
   logger->set_pattern("%H:%M:%S.%e %^%L%$ " + who + "%v");
   logger->set_level(spdlog::level::from_str(level));
   logger->flush_on(spdlog::level::info);

@@ -66,9 +66,13 @@ void Messenger::otherwise(LinkId link, Handler handler) {
   links_.at(link).fallback = std::move(handler);
 }
 
-void Messenger::on_bad(LinkId link, BadHandler handler) { links_.at(link).bad = std::move(handler); }
+void Messenger::on_bad(LinkId link, BadHandler handler) {
+  links_.at(link).bad = std::move(handler);
+}
 
-void Messenger::admit(LinkId link, Admit check) { links_.at(link).admits.push_back(std::move(check)); }
+void Messenger::admit(LinkId link, Admit check) {
+  links_.at(link).admits.push_back(std::move(check));
+}
 
 void Messenger::expect_sender(LinkId link, wire::Role role, uint32_t rank) {
   admit(link, [this, link, role, rank](Inbound& m) {

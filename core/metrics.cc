@@ -78,7 +78,8 @@ Metrics Metrics::serve(const MetricsConfig& config, const std::string& role, int
     }
   }
   auto histogram = [&](const char* name, const char* help) {
-    return &BuildHistogram().Name(name).Help(help).Labels(who).Register(reg).Add({}, time_buckets());
+    return &BuildHistogram().Name(name).Help(help).Labels(who).Register(reg).Add({},
+                                                                                 time_buckets());
   };
   impl->round_trip = histogram("psrt_chunk_round_trip_seconds",
                                "A pushed chunk from its send to the server's acknowledgement");

@@ -38,8 +38,9 @@ uint32_t optimizer_state_copies(OptimizerKind o) {
   return o == OptimizerKind::kSgd ? 0 : o == OptimizerKind::kMomentum ? 1 : 2;
 }
 
-std::vector<MemoryUse> memory_use(const ModelDesc& model, const std::vector<uint32_t>& device_of_layer,
-                                  uint32_t devices, const TrainingSetup& setup) {
+std::vector<MemoryUse> memory_use(const ModelDesc& model,
+                                  const std::vector<uint32_t>& device_of_layer, uint32_t devices,
+                                  const TrainingSetup& setup) {
   std::vector<MemoryUse> use(devices);
   const uint64_t m = setup.micro_batch_size();
   const uint64_t k = optimizer_state_copies(setup.optimizer);
@@ -84,7 +85,8 @@ uint64_t cut_bytes(const ModelDesc& model, const std::vector<uint32_t>& device_o
   std::set<std::pair<uint32_t, uint32_t>> sent;  // (producer, consuming device)
   for (uint32_t l = 0; l < model.layers.size(); ++l) {
     for (uint32_t in : model.layers[l].inputs) {
-      if (device_of_layer[in] != device_of_layer[l] && sent.emplace(in, device_of_layer[l]).second) {
+      if (device_of_layer[in] != device_of_layer[l] &&
+          sent.emplace(in, device_of_layer[l]).second) {
         elements += model.layers[in].activation_elements;
       }
     }

@@ -2,7 +2,8 @@
 // training setup (batch, micro-batches, optimizer). Shared by NetPlacer (placement/), which makes
 // plans, the simulator (scheduler/sim), which prices them, and the runtime, which executes them.
 //
-// Memory model (bytes on device d holding the layer set S; B batch, M micro-batches, m = ceil(B/M)):
+// Memory model (bytes on device d holding the layer set S; B batch, M micro-batches, m =
+// ceil(B/M)):
 //   params     P   = 4 * sum_{l in S} parameter elements of l
 //   gradients      = P
 //   optimizer      = k * P,  k = 0 (sgd), 1 (momentum), 2 (adam)
@@ -67,8 +68,9 @@ struct MemoryUse {
 };
 
 // Memory of each device under `device_of_layer` (one entry per layer of `model`).
-std::vector<MemoryUse> memory_use(const ModelDesc& model, const std::vector<uint32_t>& device_of_layer,
-                                  uint32_t devices, const TrainingSetup& setup);
+std::vector<MemoryUse> memory_use(const ModelDesc& model,
+                                  const std::vector<uint32_t>& device_of_layer, uint32_t devices,
+                                  const TrainingSetup& setup);
 
 // How much longer the profile's times take on `device`: model.device_gflops / device.gflops (1 when
 // either is not stated).

@@ -56,7 +56,8 @@ DeviceSet read_devices(const YamlReader& r) {
   DeviceSet set;
   r.mark_used("devices");
   const YAML::Node list = r.node()["devices"];
-  if (!list || !list.IsSequence() || list.size() == 0) r.fail("devices", "must be a non-empty list");
+  if (!list || !list.IsSequence() || list.size() == 0)
+    r.fail("devices", "must be a non-empty list");
   if (list.size() > 4096) r.fail("devices", "more than 4096 devices");
   for (std::size_t i = 0; i < list.size(); ++i) {
     YamlReader dr(list[i], r.full("devices[" + std::to_string(i) + "]"), r.where());
@@ -90,7 +91,8 @@ TrainingSetup read_setup(const YamlReader& r) {
   return s;
 }
 
-std::vector<Stage> plan_stages(const ModelDesc& model, const std::vector<uint32_t>& device_of_layer) {
+std::vector<Stage> plan_stages(const ModelDesc& model,
+                               const std::vector<uint32_t>& device_of_layer) {
   std::vector<Stage> stages;
   std::map<uint32_t, std::size_t> stage_of_device;
   for (uint32_t l : topological_order(model, model.name)) {

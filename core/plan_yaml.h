@@ -41,6 +41,7 @@ struct Stage {
   uint32_t device = 0;
   std::vector<uint32_t> layers;
 };
-std::vector<Stage> plan_stages(const ModelDesc& model, const std::vector<uint32_t>& device_of_layer);
+std::vector<Stage> plan_stages(const ModelDesc& model,
+                               const std::vector<uint32_t>& device_of_layer);
 
 }  // namespace psrt

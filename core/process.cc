@@ -132,8 +132,8 @@ int ms_left(Clock::time_point deadline) {
 
 std::optional<std::string> Process::wait_line(const MatchFn& match, double seconds,
                                               const LineFn& on_other) {
-  const auto deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(seconds));
   std::optional<std::string> found;
   const auto take = [&](const std::string& line, bool) {
     if (found) {
@@ -151,8 +151,8 @@ std::optional<std::string> Process::wait_line(const MatchFn& match, double secon
 }
 
 std::optional<int> Process::wait_exit(double seconds, const LineFn& on_line) {
-  const auto deadline =
-      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                           std::chrono::duration<double>(seconds));
   const auto take = [&](const std::string& line, bool) {
     if (on_line) on_line(line);
   };

@@ -13,7 +13,8 @@ class LogLimiter {
  public:
   using Clock = std::chrono::steady_clock;
   // At most `lines_per_s` lines (at least one) per kind in each one-second window.
-  explicit LogLimiter(double lines_per_s) : per_window_(lines_per_s < 1 ? 1 : uint64_t(lines_per_s)) {}
+  explicit LogLimiter(double lines_per_s)
+      : per_window_(lines_per_s < 1 ? 1 : uint64_t(lines_per_s)) {}
 
   // Logs `line` at warn level, or counts it when `kind` has had its lines in this window.
   void warn(const std::string& kind, const std::string& line, Clock::time_point now = Clock::now());

@@ -65,8 +65,9 @@ ShardMap::ShardMap(const ModelDesc& model, uint32_t num_servers, uint64_t chunk_
     const uint64_t hi = *std::max_element(load.begin(), load.end());
     const uint64_t lo = *std::min_element(load.begin(), load.end());
     if (double(hi) <= kTolerance * double(lo)) break;
-    auto big = std::max_element(chunks.begin(), chunks.end(),
-                                [](const ChunkDesc& a, const ChunkDesc& b) { return a.length < b.length; });
+    auto big = std::max_element(
+        chunks.begin(), chunks.end(),
+        [](const ChunkDesc& a, const ChunkDesc& b) { return a.length < b.length; });
     if (big->length < 2 * kMinSplitElements) break;
     ChunkDesc second = *big;
     big->length /= 2;

@@ -94,7 +94,8 @@ void Timeline::flight(const char* category, const std::string& name, uint64_t id
                              json_escape(name) + "\",\"pid\":" + std::to_string(pid_) +
                              ",\"tid\":" + std::to_string(int(kChunks)) + ",\"id\":" +
                              std::to_string(id);
-  add("{\"ph\":\"b\"," + common + ",\"ts\":" + std::to_string(micros(start)) + args(args_json) + "}");
+  add("{\"ph\":\"b\"," + common + ",\"ts\":" + std::to_string(micros(start)) + args(args_json) +
+      "}");
   add("{\"ph\":\"e\"," + common + ",\"ts\":" + std::to_string(micros(end)) + "}");
 }
 

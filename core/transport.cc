@@ -84,9 +84,12 @@ bool send_envelope(zmq::socket_t& socket, const std::string* identity, const wir
     zmq::message_t head = encode_header(header);
     const auto more = [](bool m) { return m ? zmq::send_flags::sndmore : zmq::send_flags::none; };
     const bool sent =
-        identity ? socket.send(zmq::buffer(*identity),
-                               zmq::send_flags::sndmore | zmq::send_flags::dontwait).has_value()
-                 : socket.send(head, more(!payload.empty()) | zmq::send_flags::dontwait).has_value();
+        identity
+            ? socket
+                  .send(zmq::buffer(*identity),
+                        zmq::send_flags::sndmore | zmq::send_flags::dontwait)
+                  .has_value()
+            : socket.send(head, more(!payload.empty()) | zmq::send_flags::dontwait).has_value();
     if (!sent) {
       if (full) *full = true;
       return false;
@@ -103,7 +106,9 @@ bool send_envelope(zmq::socket_t& socket, const std::string* identity, const wir
 }
 
 namespace {
-void release_owner(void* /*data*/, void* hint) { delete static_cast<std::shared_ptr<const void>*>(hint); }
+void release_owner(void* /*data*/, void* hint) {
+  delete static_cast<std::shared_ptr<const void>*>(hint);
+}
 }  // namespace
 
 zmq::message_t shared_frame(std::shared_ptr<const void> owner, const void* data, std::size_t size) {

@@ -46,8 +46,8 @@ zmq::socket_t make_dealer(zmq::context_t& ctx, const std::string& identity,
 // Binds and returns the endpoint actually bound (port 0 or * becomes the OS-chosen port).
 std::string bind_endpoint(zmq::socket_t& socket, const std::string& endpoint);
 
-// Receives one whole multipart message; false if none is waiting. ROUTER sockets set `with_identity`.
-// A message of fewer frames than a header is returned with an empty header frame.
+// Receives one whole multipart message; false if none is waiting. ROUTER sockets set
+// `with_identity`. A message of fewer frames than a header is returned with an empty header frame.
 bool recv_envelope(zmq::socket_t& socket, Envelope& out, bool with_identity);
 
 // Sends header + payload frames (moved, so zero-copy frames stay zero-copy) without blocking.

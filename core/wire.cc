@@ -172,8 +172,8 @@ bool check_group(const wire::Header& h, const std::vector<zmq::message_t>& paylo
   }
   if (h.num_elements() != elements) {
     return fail(error, ErrorCode::kMalformed,
-                "the group's members hold " + std::to_string(elements) + " elements, the header says " +
-                    std::to_string(h.num_elements()));
+                "the group's members hold " + std::to_string(elements) +
+                    " elements, the header says " + std::to_string(h.num_elements()));
   }
   return true;
 }
@@ -217,7 +217,8 @@ bool check_chunk(const wire::Header& h, uint64_t bytes, WireError& error) {
                     std::to_string(kMaxChunkElements) + "]");
   }
   if (h.offset() > kMaxTensorElements) {
-    return fail(error, ErrorCode::kMalformed, "offset " + std::to_string(h.offset()) + " is absurd");
+    return fail(error, ErrorCode::kMalformed,
+                "offset " + std::to_string(h.offset()) + " is absurd");
   }
   if (!wire::Codec_IsValid(h.codec())) {
     return fail(error, ErrorCode::kMalformed, "codec " + std::to_string(h.codec()) + " is unknown");
@@ -228,8 +229,8 @@ bool check_chunk(const wire::Header& h, uint64_t bytes, WireError& error) {
   }
   if (h.payload_bytes() != bytes) {
     return fail(error, ErrorCode::kBadSize,
-                "header claims " + std::to_string(h.payload_bytes()) + " payload bytes, frames hold " +
-                    std::to_string(bytes));
+                "header claims " + std::to_string(h.payload_bytes()) +
+                    " payload bytes, frames hold " + std::to_string(bytes));
   }
   return true;
 }

@@ -66,7 +66,8 @@ struct ListScheduler {
   Assignment run(bool sct) {
     const auto n = static_cast<uint32_t>(p.model.layers.size());
     std::vector<uint32_t> pending(n), favourite_parent(n, UINT32_MAX);
-    for (uint32_t l = 0; l < n; ++l) pending[l] = static_cast<uint32_t>(p.model.layers[l].inputs.size());
+    for (uint32_t l = 0; l < n; ++l)
+      pending[l] = static_cast<uint32_t>(p.model.layers[l].inputs.size());
     for (uint32_t u = 0; u < n; ++u) {
       uint32_t fav = UINT32_MAX;
       for (uint32_t v : consumers[u]) {

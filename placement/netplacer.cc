@@ -79,8 +79,9 @@ Split min_bottleneck(const CostModel& cost, const ChainView& chain,
     return std::max(before, st.load());
   };
   for (double cap = 1.5 * balanced; cap < chain.ms(0, n) * 4 && cap > 0; cap *= 2) {
-    Split s = chain_dp(cost, order, n, max_load,
-                       [cap](double compute, double best) { return compute >= std::min(best, cap); });
+    Split s = chain_dp(cost, order, n, max_load, [cap](double compute, double best) {
+      return compute >= std::min(best, cap);
+    });
     if (s.value < cap) return s;
   }
   return chain_dp(cost, order, n, max_load,

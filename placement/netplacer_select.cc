@@ -86,7 +86,8 @@ bool move_cuts(Runs& runs, double& current, const Price& price) {
         if (d1 == 0 || !try_at(b + 1, was1 + d1)) continue;
         runs.cuts[b + 1] = static_cast<std::size_t>(was1 + d1);
         const double t = price(runs);
-        if (t < current * (1 - 1e-9)) current = t, best0 = was0 + d0, best1 = was1 + d1, improved = true;
+        if (t < current * (1 - 1e-9))
+          current = t, best0 = was0 + d0, best1 = was1 + d1, improved = true;
       }
     }
     runs.cuts[b] = static_cast<std::size_t>(best0);

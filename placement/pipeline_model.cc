@@ -103,7 +103,8 @@ bool PipelineModel::build(const std::vector<uint32_t>& dev, Layout& out) const {
       if (e == a || std::find(seen.begin(), seen.end(), e) != seen.end()) continue;
       seen.push_back(e);
       if (stage_of[e] < stage_of[a]) return false;
-      const double bytes = act_bytes_per_element_ * static_cast<double>(m.layers[u].activation_elements);
+      const double bytes =
+          act_bytes_per_element_ * static_cast<double>(m.layers[u].activation_elements);
       const Link& there = devs.between(a, e);
       const Link& back = devs.between(e, a);
       out.out_f[stage_of[a]].push_back({stage_of[e], channel(a, e),

@@ -9,14 +9,17 @@ namespace psrt::placement {
 std::string plan_table(const Plan& plan, const ModelDesc& model) {
   std::string out;
   char line[512];
-  std::snprintf(line, sizeof line, "| stage | device | GFLOPS | layers | first .. last | compute ms | memory GB / of |\n"
-                                   "| --- | --- | ---: | ---: | --- | ---: | ---: |\n");
+  std::snprintf(
+      line, sizeof line,
+      "| stage | device | GFLOPS | layers | first .. last | compute ms | memory GB / of |\n"
+      "| --- | --- | ---: | ---: | --- | ---: | ---: |\n");
   out += line;
   const auto stages = plan_stages(model, plan.device_of_layer);
   for (std::size_t s = 0; s < stages.size(); ++s) {
     const auto& st = stages[s];
     const auto& dev = plan.devices.devices[st.device];
-    const double ms = st.device < plan.device_compute_ms.size() ? plan.device_compute_ms[st.device] : 0;
+    const double ms =
+        st.device < plan.device_compute_ms.size() ? plan.device_compute_ms[st.device] : 0;
     const double mem = st.device < plan.device_memory_bytes.size()
                            ? static_cast<double>(plan.device_memory_bytes[st.device]) / 1e9
                            : 0;

@@ -1,6 +1,7 @@
 // The push scheduler's queue: which chunk goes to the transport next, as the mode's
-// SchedulePolicy orders it, within byte credit. Not thread-safe and free of I/O, so that the worker's I/O thread, the server's reply
-// path and the simulator all use the same rules and tests drive it with a fake transport.
+// SchedulePolicy orders it, within byte credit. Not thread-safe and free of I/O, so that the
+// worker's I/O thread, the server's reply path and the simulator all use the same rules and tests
+// drive it with a fake transport.
 //
 // Order is (priority, sequence) with a strict comparator; sequence is the order in which tensors
 // were added, so equal priorities keep arrival order.

@@ -41,7 +41,8 @@ std::optional<WireError> Coordinator::on_register(PeerId peer, const std::string
                                          " is already registered by another process: check "
                                          "that no two processes were started with this rank");
   }
-  if (membership_) return refuse(ErrorCode::kNotRegistered, "registration after the membership was sent");
+  if (membership_)
+    return refuse(ErrorCode::kNotRegistered, "registration after the membership was sent");
   if (reg.address().size() > limits_.max_string) {
     return refuse(ErrorCode::kLimit, "address of " + std::to_string(reg.address().size()) +
                                          " bytes; at most " + std::to_string(limits_.max_string));
@@ -65,7 +66,8 @@ std::optional<WireError> Coordinator::check_worker(PeerId peer, const wire::Regi
   auto refuse = [](ErrorCode code, std::string why) {
     return std::optional<WireError>(WireError{code, std::move(why)});
   };
-  if (reg.tensors_size() == 0) return refuse(ErrorCode::kNotRegistered, describe(peer) + " registered no tensors");
+  if (reg.tensors_size() == 0)
+    return refuse(ErrorCode::kNotRegistered, describe(peer) + " registered no tensors");
   if (reg.tensors_size() > kMaxTensors) {
     return refuse(ErrorCode::kLimit, describe(peer) + " registered " +
                                          std::to_string(reg.tensors_size()) + " tensors; at most " +
@@ -142,7 +144,8 @@ std::optional<WireError> Coordinator::check_worker(PeerId peer, const wire::Regi
 std::optional<WireError> Coordinator::check_stage(PeerId peer, const wire::Register& reg,
                                                   const wire::StageInfo* stage) const {
   auto refuse = [&](std::string why) {
-    return std::optional<WireError>(WireError{ErrorCode::kNotRegistered, describe(peer) + " " + why});
+    return std::optional<WireError>(
+        WireError{ErrorCode::kNotRegistered, describe(peer) + " " + why});
   };
   const bool others = std::any_of(registrations_.begin(), registrations_.end(),
                                   [](const auto& r) { return r.first.role == wire::WORKER; });
@@ -159,7 +162,8 @@ std::optional<WireError> Coordinator::check_stage(PeerId peer, const wire::Regis
   }
   if (stage->address().size() > limits_.max_string) return refuse("sent a stage address too long");
   for (int i = 0; i < stage->keys_size(); ++i) {
-    if (int64_t(stage->keys(i)) >= reg.tensors_size() || (i > 0 && stage->keys(i) <= stage->keys(i - 1))) {
+    if (int64_t(stage->keys(i)) >= reg.tensors_size() ||
+        (i > 0 && stage->keys(i) <= stage->keys(i - 1))) {
       return refuse("holds tensor keys that are not ascending keys of its model");
     }
   }
@@ -184,7 +188,8 @@ const wire::Membership& Coordinator::membership() {
   for (int s = 0; s < servers_; ++s) {
     m.add_server_addresses(registrations_.at({wire::SERVER, uint32_t(s)}).address());
   }
-  for (int w = 0; w < workers_; ++w) m.add_worker_identities(identities_.at({wire::WORKER, uint32_t(w)}));
+  for (int w = 0; w < workers_; ++w)
+    m.add_worker_identities(identities_.at({wire::WORKER, uint32_t(w)}));
   const wire::Register& w0 = registrations_.at({wire::WORKER, 0});
   *m.mutable_layer_times() = w0.layer_times();
   ModelDesc model;

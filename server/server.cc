@@ -36,8 +36,8 @@ Server::Server(const Config& config, uint32_t rank, zmq::context_t* shared)
       log_(config.limits.log_lines_per_s),
       metrics_(Metrics::serve(config.metrics, "server", int(rank), int(rank))),
       curve_(curve_keys(config)),
-      messenger_(config.job.id, socket_options(config.limits, curve_ ? &*curve_ : nullptr), metrics_,
-                 log_, shared),
+      messenger_(config.job.id, socket_options(config.limits, curve_ ? &*curve_ : nullptr),
+                 metrics_, log_, shared),
       zap_(zap_handler(messenger_.context(), curve_)),
       router_(messenger_.add_router("a peer")),
       optimizer_(make_optimizer(config.optimizer)),
@@ -85,7 +85,8 @@ Server::Server(const Config& config, uint32_t rank, zmq::context_t* shared)
     // Bound to the empty identity, which no connection can have: nobody else speaks as server 0.
     (void)coordinator_->on_register(Coordinator::self(), "", reg, liveness_.started_at());
   } else {
-    const auto link = messenger_.add_dealer("the coordinator", process_identity(wire::SERVER, rank));
+    const auto link =
+        messenger_.add_dealer("the coordinator", process_identity(wire::SERVER, rank));
     messenger_.socket(link).connect(config.cluster.coordinator);
     control_.emplace(messenger_, link, self_, config.cluster,
                      std::size_t(config.limits.max_string_bytes), member_events());

@@ -29,8 +29,9 @@ void Server::on_control(const std::string& identity, PeerId from, const wire::He
         return;
       }
       if (was_complete) return;  // a repeat
-      spdlog::info("{} registered{}", describe(from),
-                   h.register_().address().empty() ? "" : " at " + printable(h.register_().address(), 256));
+      spdlog::info(
+          "{} registered{}", describe(from),
+          h.register_().address().empty() ? "" : " at " + printable(h.register_().address(), 256));
       if (coordinator_->all_registered()) {
         wire::Header out = make_header(self_, wire::MEMBERSHIP);
         try {
@@ -101,7 +102,8 @@ void Server::on_membership(const wire::Membership& m, const wire::StageMap& stag
   if (const uint64_t cap = server_memory_cap(config_.limits);
       cap > 0 && elements * bytes_per_element() > double(cap)) {
     char buf[160];
-    std::snprintf(buf, sizeof buf, "its share of the model needs %.1f MiB, over the cap of %.1f MiB",
+    std::snprintf(buf, sizeof buf,
+                  "its share of the model needs %.1f MiB, over the cap of %.1f MiB",
                   elements * bytes_per_element() / (1 << 20), double(cap) / (1 << 20));
     abort_job("server " + std::to_string(rank_) + ": " + buf +
               " (limits.server_memory_bytes, or 80% of the memory available)");
@@ -113,7 +115,8 @@ void Server::on_membership(const wire::Membership& m, const wire::StageMap& stag
               "share of the model");
   }
   if (m.resume()) {
-    if (Status st = checkpointer_.restore(chunks_, m.resume_iteration()); !st) abort_job(st.message());
+    if (Status st = checkpointer_.restore(chunks_, m.resume_iteration()); !st)
+      abort_job(st.message());
     resumed_ = true;
     if (reply_codec_) {
       for (uint32_t i = 0; i < chunks_.size(); ++i) publish_restored(chunks_.at(i));
@@ -125,9 +128,10 @@ void Server::on_membership(const wire::Membership& m, const wire::StageMap& stag
   }
   have_membership_ = true;
   arrive("membership");
-  spdlog::info("membership: {} servers, {} workers, {} tensors; this server holds {} chunks, {:.1f} MiB",
-               m.num_servers(), m.num_workers(), m.tensors_size(), chunks_.size(),
-               double(chunks_.bytes()) / (1 << 20));
+  spdlog::info(
+      "membership: {} servers, {} workers, {} tensors; this server holds {} chunks, {:.1f} MiB",
+      m.num_servers(), m.num_workers(), m.tensors_size(), chunks_.size(),
+      double(chunks_.bytes()) / (1 << 20));
   arrive("start");
 }
 

@@ -36,7 +36,8 @@ void Server::flush_replies() {
 
 void Server::pump_replies(uint32_t worker) {
   ReplyLink& link = replies_[worker];
-  // Consecutive small single-chunk replies of one iteration go as one batch (scheduler.batch_bytes).
+  // Consecutive small single-chunk replies of one iteration go as one batch
+  // (scheduler.batch_bytes).
   std::vector<uint32_t>& batch = reply_batch_;
   batch.clear();
   uint64_t batch_bytes = 0;

@@ -108,7 +108,8 @@ std::optional<double> GpuBackend::loss() const {
 }
 
 std::optional<double> GpuBackend::evaluate() {
-  for (const auto& t : net_->desc().tensors) net_->upload_param_async(t.key, staging_[t.key].span());
+  for (const auto& t : net_->desc().tensors)
+    net_->upload_param_async(t.key, staging_[t.key].span());
   const data::Dataset& test = source_.test_set();
   return net_->evaluate(test.images.data(), test.labels.data(), test.n, BatchSource::kEvalBatch);
 }

@@ -11,8 +11,7 @@
 namespace psrt {
 
 PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, ParamAccess params,
-                   Timeline* timeline, std::optional<StageRole> stage,
-                   zmq::context_t* shared)
+                   Timeline* timeline, std::optional<StageRole> stage, zmq::context_t* shared)
     : config_(config),
       rank_(rank),
       self_{wire::WORKER, rank, config.job.id},
@@ -22,12 +21,14 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
       encoder_(config.compression, model),
       encoder_ckpt_(config, rank),
       replies_(config.compression),
-      metrics_(Metrics::serve(config.metrics, "worker", int(rank), config.cluster.servers + int(rank))),
-      curve_(config.security.curve ? std::optional(load_curve_keys(config.security)) : std::nullopt),
+      metrics_(
+          Metrics::serve(config.metrics, "worker", int(rank), config.cluster.servers + int(rank))),
+      curve_(config.security.curve ? std::optional(load_curve_keys(config.security))
+                                   : std::nullopt),
       identity_(process_identity(wire::WORKER, rank)),
       log_(config.limits.log_lines_per_s),
-      messenger_(config.job.id, socket_options(config.limits, curve_ ? &*curve_ : nullptr), metrics_,
-                 log_, shared),
+      messenger_(config.job.id, socket_options(config.limits, curve_ ? &*curve_ : nullptr),
+                 metrics_, log_, shared),
       queue_(config.scheduler.mode, config.scheduler.credit_bytes),
       stage_(std::move(stage)) {
   if (int64_t(rank) >= config.cluster.workers) {
@@ -258,12 +259,12 @@ void PsClient::enqueue(Command cmd) {
 }
 
 StageMessage PsClient::wait_stage(StageDir dir, uint64_t iteration, uint32_t micro_batch) {
-  return wait_inbox(stage_inbox_[int(dir)], {iteration, micro_batch},
-                    std::string(dir == StageDir::kForward ? "activations" : "activation gradients") +
-                        " of iteration " + std::to_string(iteration) + " micro-batch " +
-                        std::to_string(micro_batch) + " from " +
-                        stage_peer(dir == StageDir::kForward ? StageDir::kBackward
-                                                             : StageDir::kForward));
+  return wait_inbox(
+      stage_inbox_[int(dir)], {iteration, micro_batch},
+      std::string(dir == StageDir::kForward ? "activations" : "activation gradients") +
+          " of iteration " + std::to_string(iteration) + " micro-batch " +
+          std::to_string(micro_batch) + " from " +
+          stage_peer(dir == StageDir::kForward ? StageDir::kBackward : StageDir::kForward));
 }
 
 StageMessage PsClient::wait_eval(uint64_t done, uint32_t batch) {

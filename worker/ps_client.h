@@ -70,7 +70,8 @@ struct StageRole {
 struct StageMessage {
   uint64_t iteration = 0;
   uint32_t micro_batch = 0, samples = 0;
-  uint32_t eval_batches = 0;  // an evaluation pass's batch count (micro_batch: the batch); 0: training
+  uint32_t eval_batches =
+      0;                  // an evaluation pass's batch count (micro_batch: the batch); 0: training
   zmq::message_t values;  // samples x width floats
   zmq::message_t labels;  // forward only: samples int32 labels
 };
@@ -253,7 +254,8 @@ class PsClient {
   void take_stage(StageDir dir, const wire::Header& h, std::vector<zmq::message_t>& payload);
   void pump_stage(StageDir dir);
   // Sends toward the next stage (kForward) or the previous one (kBackward).
-  bool send_stage_frame(StageDir dir, const wire::Header& h, std::vector<zmq::message_t> payload = {});
+  bool send_stage_frame(StageDir dir, const wire::Header& h,
+                        std::vector<zmq::message_t> payload = {});
   std::string stage_peer(StageDir dir) const;  // "worker 3 (stage 1)"
   uint32_t stage_peer_rank(StageDir dir) const;
 

@@ -105,7 +105,8 @@ void PsClient::register_server(std::size_t server) {
   if (server > 0) {
     messenger_.expect_sender(link, wire::SERVER, uint32_t(server));
     messenger_.on(link, wire::HEARTBEAT, [](Inbound&) {});
-    messenger_.on(link, wire::ERROR, [this, server](Inbound& m) { on_server_error(server, m.header); });
+    messenger_.on(link, wire::ERROR,
+                  [this, server](Inbound& m) { on_server_error(server, m.header); });
   }
   messenger_.on(link, wire::ACK, [this](Inbound& m) {
     on_ack(m.header.seq());

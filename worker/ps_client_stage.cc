@@ -138,7 +138,8 @@ void PsClient::pump_stage(StageDir dir) {
 
 bool PsClient::send_stage_frame(StageDir dir, const wire::Header& h,
                                 std::vector<zmq::message_t> payload) {
-  if (dir == StageDir::kForward) return messenger_.send(*stage_out_, nullptr, h, std::move(payload));
+  if (dir == StageDir::kForward)
+    return messenger_.send(*stage_out_, nullptr, h, std::move(payload));
   return messenger_.send(*stage_in_, &prev_identity_, h, std::move(payload));
 }
 

@@ -1,7 +1,7 @@
 // The `replay` backend: a model profile (bench/profiles/*.yaml) replayed without real compute.
 // Each layer's forward and backward take the profile's time, spent waiting on an emulated device
-// (worker/emulated_device.h: layers back to back on the device's clock); gradients have the real sizes and fixed values, so the
-// servers' traffic, aggregation and optimizer work are real.
+// (worker/emulated_device.h: layers back to back on the device's clock); gradients have the real
+// sizes and fixed values, so the servers' traffic, aggregation and optimizer work are real.
 #pragma once
 
 #include <vector>

@@ -73,8 +73,9 @@ class NativeStage final : public StageCompute {
 // A profile's layers replayed (as the replay backend does): each micro-batch's forward and
 // backward of a layer take the profile's time over the micro-batch count, spent waiting; the
 // activations and their gradients have the real sizes (the profile's activation elements per
-// sample of every output that crosses the cut, crossing_width), with zeros in them; the gradients are the replay backend's fixed values. A stage on a
-// slower plan device waits longer (StageLayout::slowdown).
+// sample of every output that crosses the cut, crossing_width), with zeros in them; the gradients
+// are the replay backend's fixed values. A stage on a slower plan device waits longer
+// (StageLayout::slowdown).
 class ReplayStage final : public StageCompute {
  public:
   ReplayStage(const Config& config, const StageLayout& layout, uint32_t stage, uint32_t rank)

@@ -46,9 +46,9 @@ class StageWorker {
   // Micro-batch `mb` of iteration `t` through this stage's layers.
   void forward(PsClient& client, Timeline* tl, uint64_t t, uint32_t mb);
   void backward(PsClient& client, Timeline* tl, uint64_t t, uint32_t mb);
-  // The test-set pass after `done` iterations when one is due (StageLayout::evaluates_after, replica
-  // 0): the first stage reads the test set and sends it on batch by batch, the others pass it on,
-  // the last counts the correct answers and returns the accuracy (the others: none).
+  // The test-set pass after `done` iterations when one is due (StageLayout::evaluates_after,
+  // replica 0): the first stage reads the test set and sends it on batch by batch, the others pass
+  // it on, the last counts the correct answers and returns the accuracy (the others: none).
   std::optional<double> evaluate(PsClient& client, Timeline* tl, uint64_t done);
   // One batch of that pass through this stage: sent on, or counted into `correct` (last stage).
   void eval_batch(PsClient& client, uint64_t done, uint32_t batch, uint32_t batches,

@@ -101,7 +101,8 @@ int bench_codecs(const Options& opt) {
       std::vector<uint8_t> payload;
       int64_t t = 0;
       auto encode = [&] {
-        const Status s = codec.encode(*state, ChunkInput{.values = gradient(t), .iteration = t}, payload);
+        const Status s =
+            codec.encode(*state, ChunkInput{.values = gradient(t), .iteration = t}, payload);
         if (!s) std::fprintf(stderr, "encode: %s\n", s.message().c_str());
         ++t;
       };
@@ -155,9 +156,11 @@ int bench_hierarchy(const Options& opt) {
       per_tensor[h].push_back(static_cast<double>(view->header.count) / static_cast<double>(n));
     }
   }
-  std::printf("%-8s %10s %8s %12s %12s\n", "tensor", "elements", "depth", "flat dens.", "hier. dens.");
+  std::printf("%-8s %10s %8s %12s %12s\n", "tensor", "elements", "depth", "flat dens.",
+              "hier. dens.");
   for (int l : {0, 2, 4, layers / 2, layers - 4, layers - 2, layers - 1}) {
-    std::printf("%-8d %10lld %8.2f %12.4f %12.4f\n", l, static_cast<long long>(tensors[static_cast<size_t>(l)]),
+    std::printf("%-8d %10lld %8.2f %12.4f %12.4f\n", l,
+                static_cast<long long>(tensors[static_cast<size_t>(l)]),
                 static_cast<double>(l) / (layers - 1), per_tensor[0][static_cast<size_t>(l)],
                 per_tensor[1][static_cast<size_t>(l)]);
   }
@@ -166,7 +169,8 @@ int bench_hierarchy(const Options& opt) {
   std::printf("%-14s %12s %12s %10s\n", "rule", "payload B", "ratio", "density");
   for (int h = 0; h < 2; ++h) {
     std::printf("%-14s %12lld %12.1f %10.4f\n", h ? "hierarchical" : "flat",
-                static_cast<long long>(out[h]), static_cast<double>(in) / static_cast<double>(out[h]),
+                static_cast<long long>(out[h]),
+                static_cast<double>(in) / static_cast<double>(out[h]),
                 static_cast<double>(sent[h]) / static_cast<double>(elements));
   }
   return 0;
@@ -190,7 +194,9 @@ int main(int argc, char** argv) {
     } else if (a == "--codecs" && i + 1 < argc) {
       opt.codecs = psrt::compress::split_commas(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: psrt-bench-compress [--smoke] [--elements N] [--reps R] [--codecs a,b,...]\n");
+      std::fprintf(
+          stderr,
+          "usage: psrt-bench-compress [--smoke] [--elements N] [--reps R] [--codecs a,b,...]\n");
       return 2;
     }
   }

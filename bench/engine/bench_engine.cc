@@ -197,10 +197,12 @@ Measure measure_torch(const std::string& arch, const Options& o, const std::stri
 // The GPU network beside PyTorch on CUDA, same models and batch. Targets (issue 16): psrt's step
 // within 1.2x of PyTorch's.
 void print_gpu_column(const Options& o) {
-  std::printf("\nGPU: psrt GpuNetwork step (no optimizer step) beside PyTorch on CUDA (with SGD)\n");
+  std::printf(
+      "\nGPU: psrt GpuNetwork step (no optimizer step) beside PyTorch on CUDA (with SGD)\n");
   std::printf("%-10s %12s %12s %8s %10s\n", "model", "psrt gpu ms", "torch ms", "ratio", "<= 1.2x");
   for (const std::string& arch : o.models) {
-    const psrt::bench::GpuStep ours = psrt::bench::measure_gpu_step(arch, o.batch, o.steps, o.warmup);
+    const psrt::bench::GpuStep ours =
+        psrt::bench::measure_gpu_step(arch, o.batch, o.steps, o.warmup);
     if (!ours.note.empty()) {
       std::printf("%-10s %s\n", arch.c_str(), ours.note.c_str());
       continue;

@@ -78,7 +78,9 @@ int main(int argc, char** argv) {
   placement::PlacerOptions options;
   options.servers = 8;  // one server per device at most: each device's server link in full
   app.add_flag("--smoke", smoke, "a few small cases (seconds), for the test suite");
-  app.add_option("--out", out, "folder for placement.csv, placement_scaling.dat, placement_chart.dat, placement.gp");
+  app.add_option(
+      "--out", out,
+      "folder for placement.csv, placement_scaling.dat, placement_chart.dat, placement.gp");
   app.add_option("--profiles", profiles, "bench/profiles");
   app.add_option("--memory-gib", memory_gib, "memory of a full device (heterogeneous: half)")
       ->check(CLI::PositiveNumber);

@@ -31,7 +31,8 @@ std::vector<Case> cases(const std::vector<Row>& rows) {
 const Row* best_of(const Case& c, bool baselines_only) {
   const Row* best = nullptr;
   for (const Row* r : c) {
-    if (!r->feasible || (baselines_only && (r->placer == "netplacer" || r->placer == "exhaustive"))) {
+    if (!r->feasible ||
+        (baselines_only && (r->placer == "netplacer" || r->placer == "exhaustive"))) {
       continue;
     }
     if (!best || r->step_ms < best->step_ms) best = r;
@@ -167,16 +168,16 @@ void print_targets(const std::vector<Row>& rows,
     if (np->step_ms > base->step_ms * 1.001) {
       large_ok = false;
       char line[512];
-      std::snprintf(line, sizeof line,
-                    "%s: %s %.3f ms beats NetPlacer %.3f ms (+%.1f%%); it cuts %.1f MB vs %.1f MB"
-                    "%s",
-                    case_name(*np).c_str(), base->placer.c_str(), base->step_ms, np->step_ms,
-                    (np->step_ms / base->step_ms - 1) * 100, base->cut_bytes / 1e6,
-                    np->cut_bytes / 1e6,
-                    base->placer == "annealing"
-                        ? " and was found by the simulator itself, whose pipeline timing NetPlacer's "
-                          "closed-form estimate only approximates"
-                        : "; NetPlacer's closed-form estimate ranked its own split first");
+      std::snprintf(
+          line, sizeof line,
+          "%s: %s %.3f ms beats NetPlacer %.3f ms (+%.1f%%); it cuts %.1f MB vs %.1f MB"
+          "%s",
+          case_name(*np).c_str(), base->placer.c_str(), base->step_ms, np->step_ms,
+          (np->step_ms / base->step_ms - 1) * 100, base->cut_bytes / 1e6, np->cut_bytes / 1e6,
+          base->placer == "annealing"
+              ? " and was found by the simulator itself, whose pipeline timing NetPlacer's "
+                "closed-form estimate only approximates"
+              : "; NetPlacer's closed-form estimate ranked its own split first");
       why.push_back(line);
     }
   }

@@ -49,8 +49,8 @@ std::string write_job(const std::string& dir, const RigOptions& o) {
                "optimizer: {type: sgd, lr: 0.000001, momentum: 0}\n"
                "scheduler: {mode: %s, chunk_bytes: %llu, credit_bytes: %llu, grouping: '%s'%s}\n"
                "log_level: warn\n",
-               o.mode.c_str(), (unsigned long long)o.chunk_bytes, (unsigned long long)o.credit_bytes,
-               o.grouping.c_str(), batch.c_str());
+               o.mode.c_str(), (unsigned long long)o.chunk_bytes,
+               (unsigned long long)o.credit_bytes, o.grouping.c_str(), batch.c_str());
   if (o.socket_buffer_bytes >= 0) {
     std::fprintf(f, "limits: {socket_buffer_bytes: %lld}\n", (long long)o.socket_buffer_bytes);
   }

@@ -59,9 +59,10 @@ void print_two_in_flight(const std::vector<Row>& rows) {
 }
 
 void print_many_small(const ManySmall& many) {
-  std::printf("\n100 tensors of 4 KB in one iteration: %.1f us (%.1f messages), one 400 KB tensor: "
-              "%.1f us; ratio %.2fx (the defaults: adaptive batching, scheduler.batch_bytes 64 KiB)\n",
-              many.many_us, many.many_messages, many.one_us, many.many_us / many.one_us);
+  std::printf(
+      "\n100 tensors of 4 KB in one iteration: %.1f us (%.1f messages), one 400 KB tensor: "
+      "%.1f us; ratio %.2fx (the defaults: adaptive batching, scheduler.batch_bytes 64 KiB)\n",
+      many.many_us, many.many_messages, many.one_us, many.many_us / many.one_us);
   std::printf("the same without batching (batch_bytes 0, a message per tensor as before): %.1f us "
               "(%.1f messages); ratio %.2fx\n",
               many.unbatched_us, many.unbatched_messages, many.unbatched_us / many.one_us);

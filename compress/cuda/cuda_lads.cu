@@ -324,8 +324,8 @@ Result<LadsResult> CudaLads::encode_update(float* d_r, const float* d_g, float* 
   return impl_->encode(d_r, n, params, book, payload, d_g, d_u, mu);
 }
 
-Result<std::vector<LadsResult>> CudaLads::encode_batch(std::span<const LadsBatchItem> items,
-                                                       std::vector<std::vector<uint8_t>>& payloads) {
+Result<std::vector<LadsResult>> CudaLads::encode_batch(
+    std::span<const LadsBatchItem> items, std::vector<std::vector<uint8_t>>& payloads) {
   return impl_->encode_batch(items, payloads);
 }
 
@@ -370,7 +370,8 @@ Result<double> CudaLads::time_encode_batch(std::span<const std::vector<float>> c
   std::vector<LadsBatchItem> items;
   size_t at = 0;
   for (const std::vector<float>& c : chunks) {
-    if (at + c.size() > impl_->cap) return Status::error("cuda lads: batch larger than the buffers");
+    if (at + c.size() > impl_->cap)
+      return Status::error("cuda lads: batch larger than the buffers");
     PSRT_CUDA(cudaMemcpyAsync(impl_->x + at, c.data(), 4 * c.size(), cudaMemcpyHostToDevice,
                               impl_->stream));
     items.push_back(LadsBatchItem{impl_->x + at, c.size(), params, &book});

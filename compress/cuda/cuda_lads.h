@@ -17,7 +17,8 @@
 #include "compress/log_quant.h"
 #include "core/status.h"
 
-// cudaStream_t is a CUstream_st*: declaring the struct lets stream() be typed without a CUDA header.
+// cudaStream_t is a CUstream_st*: declaring the struct lets stream() be typed without a CUDA
+// header.
 struct CUstream_st;
 
 namespace psrt::compress::cuda {

@@ -66,7 +66,8 @@ __device__ void finish_moments(const Scratch& sc, int si, const Segment& seg, un
   __syncthreads();
   if (threadIdx.x == 0) {
     double total = 0.0;
-    for (uint32_t s = 0; s < supers; ++s) total = __dadd_rn(total, sc.super_sum[seg.group_begin + s]);
+    for (uint32_t s = 0; s < supers; ++s)
+      total = __dadd_rn(total, sc.super_sum[seg.group_begin + s]);
     unsigned mx = 0;
     for (int w = 0; w < kWarps; ++w) mx = max(mx, warp_max[w]);
     for (uint32_t i = seg.n & ~7u; i < seg.n; ++i) {
@@ -237,7 +238,8 @@ __global__ void __launch_bounds__(kTileThreads)
   const Summary mine = summarize_kept(v, kTileItems, first, seg.n, tau, &mask);
   // The bitmap: word w holds elements 32 w .. 32 w + 31, bit b for element 32 w + b.
   const uint32_t upper = __shfl_down_sync(kAll, mask, 1);
-  if (threadIdx.x % 2 == 0 && first < seg.n) sc.bitmap[seg.out / 32 + first / 32] = mask | upper << 16;
+  if (threadIdx.x % 2 == 0 && first < seg.n)
+    sc.bitmap[seg.out / 32 + first / 32] = mask | upper << 16;
 
   Summary excl, aggregate;
   TileScan(temp.scan).ExclusiveScan(mine, excl, Summary{0, 0, 0, 0}, Combine{}, aggregate);

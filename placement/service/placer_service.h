@@ -1,7 +1,7 @@
-// psrt-placer's service: a ROUTER socket on a Messenger answering PLACE_REQUEST with PLACE_REPLY (the plan) or
-// ERROR (what was wrong), one request at a time on the I/O thread, until SIGINT or SIGTERM.
-// Nothing a peer sends stops it: every header is checked (core/wire.h), every request validated
-// (request.h), and every failure is a reply, a log line and a counter.
+// psrt-placer's service: a ROUTER socket on a Messenger answering PLACE_REQUEST with PLACE_REPLY
+// (the plan) or ERROR (what was wrong), one request at a time on the I/O thread, until SIGINT or
+// SIGTERM. Nothing a peer sends stops it: every header is checked (core/wire.h), every request
+// validated (request.h), and every failure is a reply, a log line and a counter.
 #pragma once
 
 #include <zmq.hpp>

@@ -14,7 +14,8 @@ bool finite_in(double v, double lo, double hi) { return std::isfinite(v) && v >=
 
 Status check_link(const wire::LinkInfo& l, const std::string& what) {
   if (!finite_in(l.bytes_per_s(), 1, 1e15) || !finite_in(l.latency_ms(), 0, 1e6)) {
-    return Status::error(what + ": bandwidth must be in [1, 1e15] bytes/s and latency in [0, 1e6] ms");
+    return Status::error(what +
+                         ": bandwidth must be in [1, 1e15] bytes/s and latency in [0, 1e6] ms");
   }
   return Status::ok();
 }

@@ -181,8 +181,9 @@ TEST_CASE("Adam correction: t counts iterations, not chunks, config errors", "[c
 // adam_residual_cap: what an element owes is clamped to +-cap steps of Adam's direction, so one
 // that waited long (a steady small gradient, a unit step each iteration, a key too small to be
 // sent) sends at most cap steps at once when it is finally selected.
-TEST_CASE("Adam correction with a residual cap: residual + direction clamped, sent + residual exact",
-          "[compress][adam]") {
+TEST_CASE(
+    "Adam correction with a residual cap: residual + direction clamped, sent + residual exact",
+    "[compress][adam]") {
   for (int workers : {1, 4}) {  // both branches of the kernel: clamp(uncapped) exactly
     INFO("workers " << workers);
     const size_t n = 3000;
@@ -247,7 +248,8 @@ TEST_CASE("Adam correction with a residual cap: residual + direction clamped, se
 // The second moment rescaled to W workers' global batch: a steady gradient has no variance to
 // shrink (the same direction as W = 1); pure noise has nothing else, so v shrinks by W and the
 // direction grows by nearly sqrt(W).
-TEST_CASE("Adam correction with W workers: the variance part of v shrinks by W", "[compress][adam]") {
+TEST_CASE("Adam correction with W workers: the variance part of v shrinks by W",
+          "[compress][adam]") {
   const size_t n = 4000;
   auto run = [&](int workers, float mean, float sigma) {
     std::vector<float> m(n, 0.0f), v(n, 0.0f), acc(n, 0.0f);

@@ -170,12 +170,23 @@ TEST_CASE("every chunk's payload decodes alone, in any order", "[compress][chunk
     std::vector<uint8_t> dummy;
     for (size_t off = 0; off < n; off += chunk) {  // iteration 0: calibration for laco
       const size_t len = std::min(chunk, n - off);
-      REQUIRE(codec->encode(*state, ChunkInput{.offset = static_cast<int64_t>(off), .values = std::span(g).subspan(off, len)}, dummy).is_ok());
+      REQUIRE(codec
+                  ->encode(*state,
+                           ChunkInput{.offset = static_cast<int64_t>(off),
+                                      .values = std::span(g).subspan(off, len)},
+                           dummy)
+                  .is_ok());
     }
     for (size_t off = 0; off < n; off += chunk) {
       const size_t len = std::min(chunk, n - off);
       payloads.emplace_back();
-      REQUIRE(codec->encode(*state, ChunkInput{.offset = static_cast<int64_t>(off), .values = std::span(g).subspan(off, len), .iteration = 1}, payloads.back()).is_ok());
+      REQUIRE(codec
+                  ->encode(*state,
+                           ChunkInput{.offset = static_cast<int64_t>(off),
+                                      .values = std::span(g).subspan(off, len),
+                                      .iteration = 1},
+                           payloads.back())
+                  .is_ok());
     }
     // Reference: each chunk alone into its own buffer.
     std::vector<float> alone(n, 0.0f);
@@ -189,7 +200,10 @@ TEST_CASE("every chunk's payload decodes alone, in any order", "[compress][chunk
     std::vector<float> out(n, 0.0f);
     for (size_t j = payloads.size(); j-- > 0;) {
       const size_t off = j * chunk;
-      REQUIRE(codec->decode_accumulate(payloads[j], std::span(out).subspan(off, std::min(chunk, n - off))).is_ok());
+      REQUIRE(codec
+                  ->decode_accumulate(payloads[j],
+                                      std::span(out).subspan(off, std::min(chunk, n - off)))
+                  .is_ok());
     }
     CHECK(out == alone);
     // A payload decoded into a slice of the wrong length is refused.

@@ -68,7 +68,8 @@ TEST_CASE("momentum_add_and_moments equals u = m*u + g, r += u, then chunk_momen
 }
 
 TEST_CASE("add_and_moments reports a NaN or an infinity in the sums", "[compress][kernels]") {
-  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+  for (float bad :
+       {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     for (size_t at : {size_t{3}, size_t{1500}}) {  // in the vector body and in the tail
       std::vector<float> acc(1503, 0.5f);
       std::vector<float> g(1503, 0.25f);
@@ -117,7 +118,8 @@ double documented_sum_of_squares(const std::vector<float>& v) {
 
 }  // namespace
 
-TEST_CASE("chunk_moments sums the squares in moments.h's order, bit for bit", "[compress][kernels]") {
+TEST_CASE("chunk_moments sums the squares in moments.h's order, bit for bit",
+          "[compress][kernels]") {
   // Sizes around every boundary of the order: lanes, blocks, groups (32 blocks), super groups
   // (64 groups = 2,097,152 elements) and the tail.
   for (size_t n : {size_t{0}, size_t{5}, size_t{8}, size_t{1023}, size_t{1024}, size_t{1031},

@@ -70,8 +70,15 @@ TEST_CASE("over many iterations: sum sent + residual == sum of gradients exactly
       // Two chunks, as the worker would push them.
       for (size_t off : {size_t{0}, n / 2}) {
         const auto part = std::span<const float>(g).subspan(off, n / 2);
-        REQUIRE(codec->encode(*state, ChunkInput{.offset = static_cast<int64_t>(off), .values = part, .iteration = t}, payload).is_ok());
-        REQUIRE(codec->decode_accumulate(payload, std::span(total_sent).subspan(off, n / 2)).is_ok());
+        REQUIRE(
+            codec
+                ->encode(
+                    *state,
+                    ChunkInput{.offset = static_cast<int64_t>(off), .values = part, .iteration = t},
+                    payload)
+                .is_ok());
+        REQUIRE(
+            codec->decode_accumulate(payload, std::span(total_sent).subspan(off, n / 2)).is_ok());
       }
     }
     const auto residual = ErrorFeedback::residual(*state);
@@ -102,7 +109,8 @@ TEST_CASE("signsgd with error feedback conserves within fp32 rounding", "[compre
   }
   const auto residual = ErrorFeedback::residual(*state);
   for (size_t i = 0; i < n; ++i) {
-    REQUIRE(std::fabs(total_sent[i] + residual[i] - total_g[i]) <= 1e-4 * (1 + std::fabs(total_g[i])));
+    REQUIRE(std::fabs(total_sent[i] + residual[i] - total_g[i]) <=
+            1e-4 * (1 + std::fabs(total_g[i])));
   }
 }
 

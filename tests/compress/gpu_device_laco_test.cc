@@ -3,10 +3,10 @@
 // and re-checks. [gpu]: skipped without a device.
 //
 // How it compares: per chunk, the payloads must be byte-identical, and per tensor and iteration
-// the residuals (bit patterns: +0.0 and -0.0 differ) and the stats. CudaLads sums the squares in the
-// CPU's order (moments.h), so no difference is allowed any more (the old cuBLAS RMS let an element
-// within a relative 1e-5 of the threshold fall on either side): a differing chunk is still checked
-// element by element, to say where, and then fails the test. The device run is also checked
+// the residuals (bit patterns: +0.0 and -0.0 differ) and the stats. CudaLads sums the squares in
+// the CPU's order (moments.h), so no difference is allowed any more (the old cuBLAS RMS let an
+// element within a relative 1e-5 of the threshold fall on either side): a differing chunk is still
+// checked element by element, to say where, and then fails the test. The device run is also checked
 // against itself: sent + new residual == old residual + gradient, bit for bit, each step. With
 // momentum correction the same, the gradient being the momentum u = m*u + g, and u must match the
 // CPU's bit for bit throughout. Sparse chunks take CudaLads' fused path (r += g in its first pass).
@@ -275,7 +275,8 @@ TEST_CASE("encode_batch gives what encode gives chunk by chunk: payloads, residu
       for (size_t k = 0; k < specs.size(); ++k) {
         const auto n = static_cast<size_t>(specs[k].n);
         grads.push_back(std::make_unique<DeviceVector>(n));
-        grads.back()->upload(testing::gaussian(n, 77 * static_cast<uint64_t>(t) + k, specs[k].sigma));
+        grads.back()->upload(
+            testing::gaussian(n, 77 * static_cast<uint64_t>(t) + k, specs[k].sigma));
         for (int64_t off = 0; off < specs[k].n; off += specs[k].chunk) {
           chunks.push_back({.key = k,
                             .offset = off,

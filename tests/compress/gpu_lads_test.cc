@@ -81,7 +81,8 @@ TEST_CASE("CUDA LADS encodes a batch of chunks in one launch sequence, each as t
     params.push_back(LadsParams{.alpha = j % 3 == 0 ? 2.576f : 1.0f,
                                 .quant_bits = j % 4 == 3 ? 32 : 8,
                                 .log_range = j % 2 == 0 ? 12 : 20});
-    items.push_back({dev + at, chunks[j].size(), params[j], &codec.codebooks().get(params[j].log_range)});
+    items.push_back(
+        {dev + at, chunks[j].size(), params[j], &codec.codebooks().get(params[j].log_range)});
     at += chunks[j].size();
   }
   for (int round = 0; round < 2; ++round) {  // twice: the counters and tile states start over

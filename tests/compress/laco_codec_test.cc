@@ -66,7 +66,8 @@ TEST_CASE("calibration iterations are sent dense and exact", "[compress][laco]")
   std::vector<uint8_t> payload;
   for (int64_t t = 0; t < 3; ++t) {
     const auto g = testing::gaussian(8192, 10 + static_cast<uint64_t>(t));
-    REQUIRE(flat_codec.encode(*flat_state, ChunkInput{.values = g, .iteration = t}, payload).is_ok());
+    REQUIRE(
+        flat_codec.encode(*flat_state, ChunkInput{.values = g, .iteration = t}, payload).is_ok());
   }
   // Warm-up of 20 iterations by default: at the last stage the target 1% applies.
   CHECK(flat_codec.alpha(*flat_state, 3 + 20) == Approx(2.576).epsilon(0.03));
@@ -109,7 +110,8 @@ TEST_CASE("laco payload is one to two orders of magnitude smaller than fp32", "[
   auto codec = testing::make(c);
   auto state = codec->make_state(TensorInfo{.num_elements = n});
   Encoded e{};
-  for (int64_t t = 0; t < 20; ++t) e = encode_once(*codec, *state, testing::gaussian(n, 50 + static_cast<uint64_t>(t)), t);
+  for (int64_t t = 0; t < 20; ++t)
+    e = encode_once(*codec, *state, testing::gaussian(n, 50 + static_cast<uint64_t>(t)), t);
   const double ratio = static_cast<double>(n * 4) / static_cast<double>(e.bytes);
   CHECK(ratio > 100.0);  // ~1% kept at ~2-3 bytes each (varint index + code)
 }
@@ -125,7 +127,8 @@ TEST_CASE("hierarchical rule: small and input-side tensors get more density", "[
   CHECK(layer_density(c, big_last, 5) == Approx(0.01));
   CHECK(layer_density(c, big_first, 5) == Approx(0.02));
   CHECK(layer_density(c, small_last, 5) == Approx(0.04));
-  CHECK(hierarchy_factor(TensorInfo{.num_elements = 10, .layer = 0, .num_layers = 10}) == Approx(8.0));
+  CHECK(hierarchy_factor(TensorInfo{.num_elements = 10, .layer = 0, .num_layers = 10}) ==
+        Approx(8.0));
   c.hierarchical = false;
   CHECK(layer_density(c, small_last, 5) == 0.01);
 }

@@ -67,7 +67,8 @@ TEST_CASE("truncated payloads are rejected at every length", "[compress][malform
     auto codec = codec_named(name);
     const auto payload = valid_payload(*codec);
     for (size_t len = 0; len < payload.size(); len += 1 + len / 64) {
-      expect_rejected(*codec, std::vector<uint8_t>(payload.begin(), payload.begin() + static_cast<ptrdiff_t>(len)));
+      expect_rejected(*codec, std::vector<uint8_t>(payload.begin(),
+                                                   payload.begin() + static_cast<ptrdiff_t>(len)));
     }
     auto longer = payload;
     longer.push_back(0);

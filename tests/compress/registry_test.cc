@@ -8,7 +8,8 @@ namespace psrt::compress {
 
 TEST_CASE("the registry builds every codec by name, with its wire id", "[compress][registry]") {
   const CodecRegistry registry = default_registry();
-  REQUIRE(registry.names() == std::vector<std::string>{"graddrop", "laco", "none", "signsgd", "topk"});
+  REQUIRE(registry.names() ==
+          std::vector<std::string>{"graddrop", "laco", "none", "signsgd", "topk"});
   const std::pair<const char*, CodecId> expected[] = {{"none", CodecId::kNone},
                                                       {"laco", CodecId::kLaco},
                                                       {"signsgd", CodecId::kSignSgd},

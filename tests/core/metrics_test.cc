@@ -44,7 +44,8 @@ std::string http_get(int port, const std::string& path) {
 
 TEST_CASE("the metrics endpoint answers GET /metrics and nothing else", "[metrics]") {
   int renders = 0;
-  MetricsHttpServer http("127.0.0.1", 0, [&] { return "psrt_x " + std::to_string(++renders) + "\n"; });
+  MetricsHttpServer http("127.0.0.1", 0,
+                         [&] { return "psrt_x " + std::to_string(++renders) + "\n"; });
   REQUIRE(http.port() > 0);
   const std::string ok = http_get(http.port(), "/metrics");
   CHECK(ok.rfind("HTTP/1.1 200 OK", 0) == 0);

@@ -18,7 +18,8 @@ ModelDesc vgg16_params() {
   int i = 0;
   for (const auto& c : convs) {
     const std::string n = "conv" + std::to_string(i++);
-    m.add_layer({n, "conv2d", {}}, {{n + ".weight", uint64_t(c[0]) * c[1] * 9}, {n + ".bias", uint64_t(c[1])}});
+    m.add_layer({n, "conv2d", {}},
+                {{n + ".weight", uint64_t(c[0]) * c[1] * 9}, {n + ".bias", uint64_t(c[1])}});
   }
   m.add_layer({"fc6", "linear", {}}, {{"fc6.weight", 25088ull * 4096}, {"fc6.bias", 4096}});
   m.add_layer({"fc7", "linear", {}}, {{"fc7.weight", 4096ull * 4096}, {"fc7.bias", 4096}});

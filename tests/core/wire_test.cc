@@ -308,8 +308,9 @@ TEST_CASE("routing ids name role and rank and parse back", "[wire]") {
   }
   wire::Role r{};
   uint32_t k = 0;
-  for (const std::string& bad : std::vector<std::string>{"", "w", "x3", "w-1", "w3x", "w 3", "W3", "w4294967296",
-                                "w99999999999", std::string("w3\0", 3), "garbage!", "w06", "s00", "w+6"}) {
+  for (const std::string& bad : std::vector<std::string>{
+           "", "w", "x3", "w-1", "w3x", "w 3", "W3", "w4294967296", "w99999999999",
+           std::string("w3\0", 3), "garbage!", "w06", "s00", "w+6"}) {
     INFO("'" << bad << "'");
     CHECK_FALSE(parse_routing_id(bad, r, k));
   }

@@ -104,7 +104,8 @@ TEST_CASE("GPU Conv2d matches the CPU layer", "[gpu][engine]") {
 
 // The forward the GPU network runs where a ReLU follows: GEMM, then bias and ReLU in one pass.
 // (Outputs only: a ReLU input near zero moves an output by rounding, not by a flip's jump.)
-TEST_CASE("GPU Linear and Conv2d with the ReLU fused match the CPU layer and ReLU", "[gpu][engine]") {
+TEST_CASE("GPU Linear and Conv2d with the ReLU fused match the CPU layer and ReLU",
+          "[gpu][engine]") {
   if (!have_gpu()) return;
   gpu::GpuContext ctx;
   {

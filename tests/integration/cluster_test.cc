@@ -106,7 +106,8 @@ std::vector<std::vector<float>> run_cluster(const std::string& optimizer, const 
   REQUIRE(rc == 0);
   if (output) *output = launch.output();
   std::vector<std::vector<float>> out;
-  for (int w = 0; w < 3; ++w) out.push_back(test::read_floats(dir + "/params-" + std::to_string(w) + ".bin"));
+  for (int w = 0; w < 3; ++w)
+    out.push_back(test::read_floats(dir + "/params-" + std::to_string(w) + ".bin"));
   return out;
 }
 
@@ -118,13 +119,15 @@ void compare(const std::vector<std::vector<float>>& workers, const std::vector<f
     double worst = 0;
     std::size_t worst_at = 0;
     for (std::size_t i = 0; i < got.size(); ++i) {
-      const double err = std::abs(double(got[i]) - expected[i]) / std::max(1e-6, std::abs(double(expected[i])));
+      const double err =
+          std::abs(double(got[i]) - expected[i]) / std::max(1e-6, std::abs(double(expected[i])));
       if (err > worst) worst_at = i;
       worst = std::max(worst, err);
       if (err > 1e-5) ++bad;
     }
     INFO("worker " << w << " worst relative error " << worst << " at element " << worst_at << ": "
-                   << got[worst_at] << " vs " << expected[worst_at] << "; " << bad << " elements off");
+                   << got[worst_at] << " vs " << expected[worst_at] << "; " << bad
+                   << " elements off");
     CHECK(bad == 0);
   }
 }

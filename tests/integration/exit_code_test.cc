@@ -41,8 +41,8 @@ void check_config_error(const Outcome& o, const std::vector<std::string>& names)
 
 std::string replay_yaml(const std::string& extra = "") {
   return "job: {id: ec, iterations: 1}\n"
-         "model: {backend: replay, profile: '" + source("tests/integration/data/tiny_profile.yaml") +
-         "'}\n" + extra;
+         "model: {backend: replay, profile: '" +
+         source("tests/integration/data/tiny_profile.yaml") + "'}\n" + extra;
 }
 
 }  // namespace
@@ -137,13 +137,16 @@ TEST_CASE("duplicate keys, empty ids, negative ranks, oversize values and a dire
       {{"--config", dir + "/ok.yaml", "--set", "job.id="}, {"job.id: has no value"}},
       {{"--config", dir + "/noid.yaml"}, {"job.id: has no value"}},
       {{"--config", dir + "/ok.yaml", "--set", "job.id=''"}, {"job.id: must not be empty"}},
-      {{"--config", dir + "/ok.yaml", "--set", "job.id='a b'"}, {"job.id: may hold printable ASCII"}},
+      {{"--config", dir + "/ok.yaml", "--set", "job.id='a b'"},
+       {"job.id: may hold printable ASCII"}},
       {{"--config", dir + "/ok.yaml", "--rank", "-1"}, {"--rank -1: must be a non-negative"}},
       {{"--config", dir + "/longid.yaml"}, {"job.id: is 300 bytes; at most 128"}},
-      {{"--config", dir + "/hugeid.yaml"}, {"hugeid.yaml", "a config file may hold at most 1048576"}},
+      {{"--config", dir + "/hugeid.yaml"},
+       {"hugeid.yaml", "a config file may hold at most 1048576"}},
       {{"--config", dir + "/hidden.yaml"}, {"model.hidden[0]", "[1, 65536]"}},
       {{"--config", dir + "/hidden2.yaml"}, {"model.hidden: these layer sizes make"}},
-      {{"--config", dir + "/list.yaml"}, {"scheduler.priority: a list of 5001 entries; at most 4096"}},
+      {{"--config", dir + "/list.yaml"},
+       {"scheduler.priority: a list of 5001 entries; at most 4096"}},
       {{"--config", dir + "/biglist.yaml"}, {"biglist.yaml", "at most 1048576"}},
       {{"--config", dir}, {dir + ": is a directory, not a config file"}},
   };

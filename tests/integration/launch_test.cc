@@ -43,7 +43,8 @@ TEST_CASE("psrt-launch stops the job when one process dies and exits non-zero", 
   INFO(launch.output());
   REQUIRE(rc);
   CHECK(*rc != 0);
-  CHECK_THAT(launch.output(), Catch::Contains("worker 1 exited with code 137; stopping the others"));
+  CHECK_THAT(launch.output(),
+             Catch::Contains("worker 1 exited with code 137; stopping the others"));
   CHECK_THAT(launch.output(), !Catch::Contains("SIGKILL"));  // the others ended on SIGTERM
   CHECK(test::processes_with(cfg).empty());
 }

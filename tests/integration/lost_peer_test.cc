@@ -22,7 +22,8 @@ std::string job_yaml() {
   return "job: {id: lost, iterations: 1000000, log_every: 0}\n"
          "cluster: {servers: 2, workers: 2, start_timeout_s: 60, heartbeat_s: 0.2, "
          "peer_timeout_s: 1.5}\n"
-         "model: {backend: replay, profile: '" + source("tests/integration/data/tiny_profile.yaml") +
+         "model: {backend: replay, profile: '" +
+         source("tests/integration/data/tiny_profile.yaml") +
          "'}\n"
          "optimizer: {type: sgd, lr: 0.01}\n"
          "scheduler: {mode: preemptive, chunk_bytes: 4096}\n";

@@ -77,8 +77,9 @@ TEST_CASE("a repeated push (same worker, iteration, key, range) is counted once"
   shutdown_and_exit({&w0, &w1}, s);
 }
 
-TEST_CASE("a completing push is acknowledged by its reply, and one ACK acknowledges several replies",
-          "[integration]") {
+TEST_CASE(
+    "a completing push is acknowledged by its reply, and one ACK acknowledges several replies",
+    "[integration]") {
   ServerProc s(yaml(1, ""));
   zmq::context_t ctx(1);
   RawClient w(ctx, s.endpoint, "w0", {wire::WORKER, 0, "rules"});

@@ -20,7 +20,8 @@ RawClient::RawClient(zmq::context_t& ctx, const std::string& endpoint, const std
 
 void RawClient::send_frames(std::vector<zmq::message_t> frames) {
   for (std::size_t i = 0; i < frames.size(); ++i) {
-    socket_.send(frames[i], i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    socket_.send(frames[i],
+                 i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
   }
 }
 
@@ -43,7 +44,8 @@ std::optional<Reply> RawClient::recv(double seconds) {
       r.payload = std::move(env.payload);
       return r;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (left.count() <= 0) return std::nullopt;
     zmq::pollitem_t item{socket_.handle(), 0, ZMQ_POLLIN, 0};
     zmq::poll(&item, 1, left);

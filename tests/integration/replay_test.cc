@@ -23,7 +23,8 @@ constexpr int kWorkers = 2;
 
 std::vector<float> reference(const Config& c) {
   std::vector<std::unique_ptr<ReplayBackend>> ranks;
-  for (int w = 0; w < kWorkers; ++w) ranks.push_back(std::make_unique<ReplayBackend>(c, uint32_t(w)));
+  for (int w = 0; w < kWorkers; ++w)
+    ranks.push_back(std::make_unique<ReplayBackend>(c, uint32_t(w)));
   const auto opt = make_optimizer(c.optimizer);
   std::vector<float> all;
   for (const auto& t : ranks[0]->desc().tensors) {
@@ -89,7 +90,8 @@ TEST_CASE("the replay backend runs a small profile end to end (Adam bigdl)",
 }
 
 // A credit of two 4 KiB chunks (or less than one whole fifo tensor) must only slow the job down;
-// it hangs at the first iteration instead (reported to the lead; the limit keeps the failure short).
+// it hangs at the first iteration instead (reported to the lead; the limit keeps the failure
+// short).
 TEST_CASE("a small byte credit still finishes the job", "[integration][replay]") {
   run("{type: sgd, lr: 0.1}", "preemptive", 8192, 30);
 }

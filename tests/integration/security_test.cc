@@ -22,12 +22,14 @@ std::string job_yaml(int iterations, double peer_timeout, const std::string& clu
                      uint64_t credit) {
   return "job: {id: sec, iterations: " + std::to_string(iterations) + ", log_every: 0}\n" +
          "cluster: {servers: 2, workers: 2, start_timeout_s: 60, heartbeat_s: 0.2, "
-         "peer_timeout_s: " + std::to_string(peer_timeout) + cluster_extra + "}\n" +
-         "model: {backend: replay, profile: '" + source("tests/integration/data/tiny_profile.yaml") +
+         "peer_timeout_s: " +
+         std::to_string(peer_timeout) + cluster_extra + "}\n" +
+         "model: {backend: replay, profile: '" +
+         source("tests/integration/data/tiny_profile.yaml") +
          "'}\n"
          "optimizer: {type: sgd, lr: 0.01}\n"
-         "scheduler: {mode: preemptive, chunk_bytes: 4096, credit_bytes: " + std::to_string(credit) +
-         "}\n";
+         "scheduler: {mode: preemptive, chunk_bytes: 4096, credit_bytes: " +
+         std::to_string(credit) + "}\n";
 }
 
 std::string listening(Proc& p) {

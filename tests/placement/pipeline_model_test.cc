@@ -136,7 +136,8 @@ TEST_CASE("runs of an assignment along the chain, and polishing under the model"
   CHECK(before == Approx(18 - 1.5));  // 5 | 1: the last micro-batch's backward of l5 overlaps
   CHECK(after == Approx(12));
   CHECK(after == Approx(model.step_ms(chain.assignment(runs.cuts, runs.devices))));
-  CHECK(after == Approx(placement::simulated_step_ms(p, chain.assignment(runs.cuts, runs.devices))));
+  CHECK(after ==
+        Approx(placement::simulated_step_ms(p, chain.assignment(runs.cuts, runs.devices))));
 }
 
 TEST_CASE("pipeline model: a later gradient preempts the push at a piece boundary",

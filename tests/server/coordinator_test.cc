@@ -65,7 +65,8 @@ TEST_CASE("registration of a rank outside the job is refused", "[coordinator]") 
   for (const PeerId p : {PeerId{wire::SERVER, 2}, PeerId{wire::WORKER, 2},
                          PeerId{wire::WORKER, 4000000000u}, PeerId{wire::TOOL, 0},
                          PeerId{wire::ROLE_UNSPECIFIED, 0}}) {
-    const Status st = c.on_register(p, p.role == wire::SERVER ? server_reg(9) : worker_reg(kModel), t0);
+    const Status st =
+        c.on_register(p, p.role == wire::SERVER ? server_reg(9) : worker_reg(kModel), t0);
     INFO(describe(p));
     CHECK_FALSE(st);
     CHECK_THAT(st.message(), Catch::Contains("not part of this job"));
@@ -78,7 +79,14 @@ TEST_CASE("registrations that lack what the role needs are refused", "[coordinat
   const auto t0 = Clock::now();
   Coordinator c(2, 2, SchedulerConfig{});
   CHECK_FALSE(c.on_register(kS1, wire::Register{}, t0));
-  CHECK_FALSE(c.on_register(kS1, [] { wire::Register r; r.set_address("ipc:///x"); return r; }(), t0));
+  CHECK_FALSE(c.on_register(
+      kS1,
+      [] {
+        wire::Register r;
+        r.set_address("ipc:///x");
+        return r;
+      }(),
+      t0));
   const Status none = c.on_register(kW0, wire::Register{}, t0);
   CHECK_FALSE(none);
   CHECK_THAT(none.message(), Catch::Contains("worker 0"));

@@ -63,7 +63,8 @@ struct Worker {
   Worker(const Config& c, uint32_t rank, const ModelDesc& m, zmq::context_t& ctx, float init) {
     for (const auto& t : m.tensors) {
       params.emplace_back(t.num_elements);
-      for (std::size_t i = 0; i < params.back().size(); ++i) params.back()[i] = init + 0.01f * float(i);
+      for (std::size_t i = 0; i < params.back().size(); ++i)
+        params.back()[i] = init + 0.01f * float(i);
     }
     client = std::make_unique<PsClient>(
         c, rank, m, [this](uint32_t key) { return std::span<float>(params.at(key)); }, nullptr,
@@ -72,7 +73,8 @@ struct Worker {
 };
 
 float grad(uint32_t worker, uint32_t key, std::size_t i, uint64_t iteration) {
-  return 0.1f * float(worker + 1) + 0.001f * float(i) - 0.05f * float(key) + 0.02f * float(iteration);
+  return 0.1f * float(worker + 1) + 0.001f * float(i) - 0.05f * float(key) +
+         0.02f * float(iteration);
 }
 
 void push_iteration(Worker& w, uint32_t rank, const ModelDesc& m, uint64_t it) {

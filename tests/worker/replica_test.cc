@@ -12,7 +12,8 @@ using namespace psrt;
 
 TEST_CASE("replicas share initial values but not dropout masks", "[worker][backend]") {
   const Config config = parse_config("job: {seed: 3}\nmodel: {arch: vgg-small}", "job.yaml");
-  auto r0 = build_replica(config, 0), r1 = build_replica(config, 1), again = build_replica(config, 1);
+  auto r0 = build_replica(config, 0), r1 = build_replica(config, 1),
+       again = build_replica(config, 1);
   for (const auto& t : r0->desc().tensors) {
     const auto a = r0->param(t.key), b = r1->param(t.key);
     REQUIRE(std::equal(a.begin(), a.end(), b.begin()));

@@ -92,8 +92,10 @@ class Launcher {
     }
     if (!stopping_) {
       const std::vector<std::string> extra{"--set", "cluster.coordinator=" + endpoint_};
-      for (int s = 1; s < config.cluster.servers; ++s) spawn(dir + "/psrt-server", "server", s, extra);
-      for (int w = 0; w < config.cluster.workers; ++w) spawn(dir + "/psrt-worker", "worker", w, extra);
+      for (int s = 1; s < config.cluster.servers; ++s)
+        spawn(dir + "/psrt-server", "server", s, extra);
+      for (int w = 0; w < config.cluster.workers; ++w)
+        spawn(dir + "/psrt-worker", "worker", w, extra);
     }
     while (!all_done()) step(kill_at_ ? 100 : 1000);
     return rc_;
@@ -144,7 +146,8 @@ class Launcher {
       Process* c = owners[i].first;
       const bool err = owners[i].second == c->err_fd();
       for (const auto& line : c->read_lines(owners[i].second)) {
-        if (endpoint_.empty() && c == children_.front().get() && line.rfind("PSRT_LISTENING ", 0) == 0) {
+        if (endpoint_.empty() && c == children_.front().get() &&
+            line.rfind("PSRT_LISTENING ", 0) == 0) {
           endpoint_ = line.substr(15);
           continue;
         }
@@ -174,7 +177,8 @@ class Launcher {
     if (kill_at_ && Clock::now() > *kill_at_) {
       for (auto& c : children_) {
         if (c->exit_code()) continue;
-        std::fprintf(stderr, "psrt-launch: %s still running %.1f s after SIGTERM; sending SIGKILL\n",
+        std::fprintf(stderr,
+                     "psrt-launch: %s still running %.1f s after SIGTERM; sending SIGKILL\n",
                      c->name().c_str(), grace_s_);
         c->signal(SIGKILL);
       }
@@ -207,8 +211,9 @@ int main(int argc, char** argv) {
   app.add_option("-s,--set", sets, "override a config key: a.b=value (repeatable)");
   app.add_option("--grace", grace, "seconds between SIGTERM and SIGKILL when stopping")
       ->check(CLI::Range(0.0, 3600.0));
-  app.add_flag("--check", check_only,
-               "validate the job file and print its cluster size; start nothing (cluster scripts use it)");
+  app.add_flag(
+      "--check", check_only,
+      "validate the job file and print its cluster size; start nothing (cluster scripts use it)");
   app.add_flag("--resume", resume,
                "restart the job from the newest checkpoint every server has (checkpoint.dir)");
   try {

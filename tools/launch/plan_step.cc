@@ -22,7 +22,8 @@ void echo(const Process& c, const std::string& line) {
 }
 
 std::string exited_early(Process& c, double seconds) {
-  if (const auto code = c.poll_exit()) return c.name() + " exited with code " + std::to_string(*code);
+  if (const auto code = c.poll_exit())
+    return c.name() + " exited with code " + std::to_string(*code);
   return c.name() + " did not finish within " + std::to_string(int(seconds)) + " s";
 }
 

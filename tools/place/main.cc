@@ -86,7 +86,8 @@ int main(int argc, char** argv) {
   app.add_option("-s,--set", sets, "override a key of the job YAML: a.b=value (repeatable)");
   app.add_option("--profile", profile, "model profile (instead of the job's model)");
   app.add_option("--arch", arch, "native network: lenet5 or vgg-small (times from FLOPs)");
-  app.add_option("--devices", devices_path, "YAML with devices, link, server_link, batch_size, ...");
+  app.add_option("--devices", devices_path,
+                 "YAML with devices, link, server_link, batch_size, ...");
   app.add_option("--placer", placer, "netplacer (default) or a baseline");
   app.add_option("--placer-address", address, "ask this running psrt-placer");
   app.add_option("--job-id", job_id, "job id for the placer");
@@ -128,7 +129,8 @@ int main(int argc, char** argv) {
     if (batch) r.setup.batch_size = batch;
     if (micro_batches) r.setup.micro_batches = micro_batches;
     if (!placer.empty()) r.placer = placer;
-    if (profile.empty() == arch.empty()) throw ConfigError("give one model: --profile, --arch or --config");
+    if (profile.empty() == arch.empty())
+      throw ConfigError("give one model: --profile, --arch or --config");
     r.model = profile.empty() ? native_model(arch, r.setup.batch_size) : load_profile(profile);
     if (!write_profile.empty()) {
       std::ofstream f(write_profile);
@@ -137,7 +139,8 @@ int main(int argc, char** argv) {
       std::printf("profile of %s written to %s\n", r.model.name.c_str(), write_profile.c_str());
       return 0;
     }
-    if (r.devices.devices.empty()) throw ConfigError("no devices: give --devices or --config with placement.devices");
+    if (r.devices.devices.empty())
+      throw ConfigError("no devices: give --devices or --config with placement.devices");
     const auto m = parse_mode(mode);
     if (!m) throw ConfigError("--mode: '" + mode + "' is not a push mode");
     r.options.mode = *m;
