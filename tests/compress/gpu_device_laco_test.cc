@@ -91,128 +91,155 @@ void expect_near_threshold(const Codec& codec, std::span<const float> corrected,
   }
 }
 
-void run_side_by_side(int quant_bits, float momentum) {
+CodecConfig side_by_side_config(int quant_bits, float momentum) {
   CodecConfig c = testing::config_for("laco");  // with error feedback
   c.quant_bits = quant_bits;
   c.momentum = momentum;  // momentum correction when > 0 (without masking)
-  const bool mc = momentum > 0;
   c.calibration_iters = 3;  // 0..2 dense
   c.warmup_iters = 10;      // 3..12: five stages, each re-checked at its start
   c.recheck_every = 25;     // then re-checks at 13 and 38
   c.dense_below = 1024;
   c.density = 0.01;
-  const std::vector<Spec> specs = {
+  return c;
+}
+
+// The CPU codec and the device encoder fed the same gradients, tensor by tensor.
+class SideBySide {
+ public:
+  SideBySide(int quant_bits, float momentum)
+      : quant_bits_(quant_bits), momentum_(momentum), mc_(momentum > 0) {
+    const CodecConfig c = side_by_side_config(quant_bits, momentum);
+    const int num_layers = static_cast<int>(specs_.size());
+    std::vector<TensorInfo> infos;
+    for (int k = 0; k < num_layers; ++k) {
+      infos.push_back({.num_elements = specs_[k].n, .layer = k, .num_layers = num_layers});
+    }
+    cpu_ = testing::make(c);
+    REQUIRE(cpu_ != nullptr);
+    for (const TensorInfo& info : infos) cpu_states_.push_back(cpu_->make_state(info));
+    Result<std::unique_ptr<cuda::DeviceLacoEncoder>> made =
+        cuda::DeviceLacoEncoder::create(c, infos);
+    REQUIRE(made.is_ok());
+    gpu_ = std::move(*made);
+  }
+
+  void run() {
+    for (int64_t t = 0; t < 40; ++t) {
+      for (int k = static_cast<int>(specs_.size()) - 1; k >= 0; --k) step(t, k);  // backward order
+    }
+    if (mc_) {
+      for (size_t k = 0; k < specs_.size(); ++k) {
+        REQUIRE(same_bits(momentum_of(*gpu_, k), ErrorFeedback::momentum_buffer(*cpu_states_[k])));
+      }
+    }
+    INFO("bits " << quant_bits_ << " momentum " << momentum_ << ": " << near_
+                 << " chunk(s) differed at near-threshold elements");
+    CHECK(near_ == 0);
+    CHECK(identical_ >= 40 * 16 / 2);
+  }
+
+ private:
+  void step(int64_t t, int k) {
+    INFO("bits " << quant_bits_ << " momentum " << momentum_ << " iteration " << t << " tensor "
+                 << k);
+    const Spec& spec = specs_[k];
+    const auto n = static_cast<size_t>(spec.n);
+    const uint64_t seed = 1000 * static_cast<uint64_t>(t) + static_cast<uint64_t>(k) +
+                          100000 * static_cast<uint64_t>(quant_bits_);
+    std::vector<float> g = testing::gaussian(n, seed, spec.sigma);
+    if (t % 7 == 0) {
+      for (size_t i = 0; i < n; i += 97) g[i] = -0.0f;  // signed zeros through both paths
+    }
+    // What the residual takes: g, or with momentum correction u = m*u + g (alike on both sides).
+    std::vector<float> added = g;
+    if (mc_) {
+      const std::vector<float> u = momentum_of(*gpu_, static_cast<size_t>(k));
+      REQUIRE(same_bits(u, ErrorFeedback::momentum_buffer(*cpu_states_[k])));
+      for (size_t i = 0; i < n; ++i) added[i] = momentum_ * u[i] + g[i];
+    }
+    const std::vector<float> gpu_before = residual_of(*gpu_, static_cast<size_t>(k));
+    std::vector<float> gpu_corrected(n), gpu_sent(n, 0.0f);
+    for (size_t i = 0; i < n; ++i) gpu_corrected[i] = gpu_before[i] + added[i];
+    const std::span<const float> cpu_before = cpu_residual(*cpu_states_[k], mc_);
+    std::vector<float> cpu_corrected(n);
+    for (size_t i = 0; i < n; ++i) cpu_corrected[i] = cpu_before[i] + added[i];
+    encode_chunks(t, k, g, cpu_corrected, gpu_sent);
+    check_residuals(k, gpu_sent, gpu_corrected);
+  }
+
+  // Every chunk of tensor k through both encoders; the device's payloads decoded into `sent`.
+  void encode_chunks(int64_t t, int k, const std::vector<float>& g,
+                     const std::vector<float>& cpu_corrected, std::vector<float>& sent) {
+    const Spec& spec = specs_[k];
+    DeviceVector d_grad(g.size());
+    d_grad.upload(g);
+    for (int64_t off = 0; off < spec.n; off += spec.chunk) {
+      const int64_t len = std::min(spec.chunk, spec.n - off);
+      const auto o = static_cast<size_t>(off), l = static_cast<size_t>(len);
+      ChunkInput in{
+          .offset = off, .values = std::span<const float>(g).subspan(o, l), .iteration = t};
+      REQUIRE(cpu_->encode(*cpu_states_[k], in, cpu_payload_).is_ok());
+      LadsResult lads;
+      lads.threshold = NAN;
+      const cuda::DeviceChunk chunk{.key = static_cast<size_t>(k),
+                                    .offset = off,
+                                    .length = len,
+                                    .grad = d_grad.get(),
+                                    .iteration = t};
+      REQUIRE(gpu_->encode(chunk, gpu_payload_, &lads).is_ok());
+      REQUIRE(cpu_->decode(gpu_payload_, std::span<float>(sent).subspan(o, l)).is_ok());
+      if (diverged_[k]) continue;
+      if (cpu_payload_ == gpu_payload_) {
+        ++identical_;
+        continue;
+      }
+      REQUIRE(!std::isnan(lads.threshold));  // only LADS' threshold may differ: not dense
+      expect_near_threshold(*cpu_, std::span<const float>(cpu_corrected).subspan(o, l),
+                            cpu_payload_, gpu_payload_, lads.threshold);
+      ++near_;
+      diverged_[k] = true;
+    }
+  }
+
+  // The device run against itself: what was sent plus the new residual is the corrected
+  // gradient, bit for bit; and, until a chunk differed, against the CPU.
+  void check_residuals(int k, const std::vector<float>& sent,
+                       const std::vector<float>& gpu_corrected) {
+    const std::vector<float> gpu_after = residual_of(*gpu_, static_cast<size_t>(k));
+    for (size_t i = 0; i < sent.size(); ++i) {
+      if (sent[i] + gpu_after[i] != gpu_corrected[i]) {
+        FAIL("element " << i << ": sent " << sent[i] << " + residual " << gpu_after[i]
+                        << " != " << gpu_corrected[i]);
+      }
+    }
+    const EncodeStats cs = cpu_->stats(*cpu_states_[k]);
+    const EncodeStats gs = gpu_->stats(static_cast<size_t>(k));
+    CHECK(gs.elements == cs.elements);
+    if (!diverged_[k]) {
+      // The same residual as the CPU's, bit for bit, and the same counters.
+      REQUIRE(same_bits(gpu_after, cpu_residual(*cpu_states_[k], mc_)));
+      CHECK(gs.sent == cs.sent);
+      CHECK(gs.bytes == cs.bytes);
+    }
+  }
+
+  const int quant_bits_;
+  const float momentum_;
+  const bool mc_;
+  const std::vector<Spec> specs_ = {
       {600, 256, 1.0f},          // dense_below: always dense, chunks at 0, 256, 512
       {5000, 5000, 1.0f},        // one chunk
       {70001, 30000, 1e-3f},     // small values, a short last chunk
       {300007, 65536, 1.0f},     // five chunks
       {1 << 20, 1 << 18, 4.0f},  // four full chunks
   };
-  const int num_layers = static_cast<int>(specs.size());
-  std::vector<TensorInfo> infos;
-  for (int k = 0; k < num_layers; ++k) {
-    infos.push_back({.num_elements = specs[k].n, .layer = k, .num_layers = num_layers});
-  }
-  auto cpu = testing::make(c);
-  REQUIRE(cpu != nullptr);
-  std::vector<std::unique_ptr<CodecState>> cpu_states;
-  for (const TensorInfo& info : infos) cpu_states.push_back(cpu->make_state(info));
-  Result<std::unique_ptr<cuda::DeviceLacoEncoder>> made = cuda::DeviceLacoEncoder::create(c, infos);
-  REQUIRE(made.is_ok());
-  cuda::DeviceLacoEncoder& gpu = **made;
-
-  std::vector<bool> diverged(specs.size(), false);
-  int identical = 0, near = 0;
-  std::vector<uint8_t> cpu_payload, gpu_payload;
-  for (int64_t t = 0; t < 40; ++t) {
-    for (int k = num_layers - 1; k >= 0; --k) {  // backward order, as a worker pushes
-      INFO("bits " << quant_bits << " momentum " << momentum << " iteration " << t << " tensor "
-                    << k);
-      const Spec& spec = specs[k];
-      const auto n = static_cast<size_t>(spec.n);
-      std::vector<float> g =
-          testing::gaussian(n,
-                            1000 * static_cast<uint64_t>(t) + static_cast<uint64_t>(k) +
-                                100000 * static_cast<uint64_t>(quant_bits),
-                            spec.sigma);
-      if (t % 7 == 0) {
-        for (size_t i = 0; i < n; i += 97) g[i] = -0.0f;  // signed zeros through both paths
-      }
-      DeviceVector d_grad(n);
-      d_grad.upload(g);
-
-      // What the residual takes: g, or with momentum correction u = m*u + g (the same on both
-      // sides: it depends on the gradients only).
-      std::vector<float> added = g;
-      if (mc) {
-        const std::vector<float> u = momentum_of(gpu, static_cast<size_t>(k));
-        REQUIRE(same_bits(u, ErrorFeedback::momentum_buffer(*cpu_states[k])));
-        for (size_t i = 0; i < n; ++i) added[i] = momentum * u[i] + g[i];
-      }
-      const std::vector<float> gpu_before = residual_of(gpu, static_cast<size_t>(k));
-      std::vector<float> gpu_corrected(n), gpu_sent(n, 0.0f);
-      for (size_t i = 0; i < n; ++i) gpu_corrected[i] = gpu_before[i] + added[i];
-      const std::span<const float> cpu_before = cpu_residual(*cpu_states[k], mc);
-      std::vector<float> cpu_corrected(n);
-      for (size_t i = 0; i < n; ++i) cpu_corrected[i] = cpu_before[i] + added[i];
-
-      for (int64_t off = 0; off < spec.n; off += spec.chunk) {
-        const int64_t len = std::min(spec.chunk, spec.n - off);
-        const auto o = static_cast<size_t>(off), l = static_cast<size_t>(len);
-        ChunkInput in{
-            .offset = off, .values = std::span<const float>(g).subspan(o, l), .iteration = t};
-        REQUIRE(cpu->encode(*cpu_states[k], in, cpu_payload).is_ok());
-        LadsResult lads;
-        lads.threshold = NAN;
-        const cuda::DeviceChunk chunk{.key = static_cast<size_t>(k),
-                                      .offset = off,
-                                      .length = len,
-                                      .grad = d_grad.get(),
-                                      .iteration = t};
-        REQUIRE(gpu.encode(chunk, gpu_payload, &lads).is_ok());
-        REQUIRE(cpu->decode(gpu_payload, std::span<float>(gpu_sent).subspan(o, l)).is_ok());
-        if (diverged[k]) continue;
-        if (cpu_payload == gpu_payload) {
-          ++identical;
-          continue;
-        }
-        REQUIRE(!std::isnan(lads.threshold));  // only LADS' threshold may differ: not dense
-        expect_near_threshold(*cpu, std::span<const float>(cpu_corrected).subspan(o, l),
-                              cpu_payload, gpu_payload, lads.threshold);
-        ++near;
-        diverged[k] = true;
-      }
-
-      // The device run against itself: what was sent plus the new residual is the corrected
-      // gradient, bit for bit.
-      const std::vector<float> gpu_after = residual_of(gpu, static_cast<size_t>(k));
-      for (size_t i = 0; i < n; ++i) {
-        if (gpu_sent[i] + gpu_after[i] != gpu_corrected[i]) {
-          FAIL("element " << i << ": sent " << gpu_sent[i] << " + residual " << gpu_after[i]
-                          << " != " << gpu_corrected[i]);
-        }
-      }
-      const EncodeStats cs = cpu->stats(*cpu_states[k]);
-      const EncodeStats gs = gpu.stats(static_cast<size_t>(k));
-      CHECK(gs.elements == cs.elements);
-      if (!diverged[k]) {
-        // And against the CPU: the same residual, bit for bit, and the same counters.
-        REQUIRE(same_bits(gpu_after, cpu_residual(*cpu_states[k], mc)));
-        CHECK(gs.sent == cs.sent);
-        CHECK(gs.bytes == cs.bytes);
-      }
-    }
-  }
-  if (mc) {
-    for (size_t k = 0; k < specs.size(); ++k) {
-      REQUIRE(same_bits(momentum_of(gpu, k), ErrorFeedback::momentum_buffer(*cpu_states[k])));
-    }
-  }
-  INFO("bits " << quant_bits << " momentum " << momentum << ": " << near
-                << " chunk(s) differed at near-threshold elements");
-  CHECK(near == 0);
-  CHECK(identical >= 40 * 16 / 2);
-}
+  std::unique_ptr<Codec> cpu_;
+  std::vector<std::unique_ptr<CodecState>> cpu_states_;
+  std::unique_ptr<cuda::DeviceLacoEncoder> gpu_;
+  std::vector<bool> diverged_ = std::vector<bool>(specs_.size(), false);
+  int identical_ = 0, near_ = 0;
+  std::vector<uint8_t> cpu_payload_, gpu_payload_;
+};
 
 }  // namespace
 
@@ -222,7 +249,7 @@ TEST_CASE("LACO with error feedback on the device gives the CPU's payloads and r
     WARN("SKIPPED: no CUDA device");
     return;
   }
-  for (int bits : {8, 32}) run_side_by_side(bits, 0.0f);
+  for (int bits : {8, 32}) SideBySide(bits, 0.0f).run();
 }
 
 TEST_CASE("with momentum correction too: the device keeps u = m*u + g as the CPU does",
@@ -231,7 +258,7 @@ TEST_CASE("with momentum correction too: the device keeps u = m*u + g as the CPU
     WARN("SKIPPED: no CUDA device");
     return;
   }
-  run_side_by_side(8, 0.9f);
+  SideBySide(8, 0.9f).run();
   CodecConfig masking = testing::config_for("laco");
   masking.momentum = 0.9;
   masking.momentum_masking = true;

@@ -154,6 +154,10 @@ TEST_CASE("a bad configuration is a ConfigError naming the key and the value", "
     CHECK_THAT(b, Catch::Contains("model.backend") && Catch::Contains("tpu") &&
                       Catch::Contains("native") && Catch::Contains("gpu"));
   }
+}
+
+TEST_CASE("a bad device, list element or pair of values, or no YAML, is a ConfigError",
+          "[config]") {
   SECTION("a negative device index") {
     CHECK_THAT(error_of("model: {backend: gpu, device: -1}"),
                Catch::Contains("model.device") && Catch::Contains("-1"));

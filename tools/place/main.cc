@@ -72,94 +72,118 @@ int print_plan(const Plan& plan, const ModelDesc& model, const std::string& out)
   return 0;
 }
 
+// What the command line says.
+struct Args {
+  std::string config_path, profile, arch, devices_path, out, address, placer, calibration;
+  std::string job_id = "psrt", mode = "preemptive", write_profile;
+  uint32_t servers = 0, micro_batches = 0, batch = 0, host_cores = 0;
+  std::vector<std::string> sets;
+  double timeout_s = 60;
+};
+
+void add_options(CLI::App& app, Args& a) {
+  app.add_option("--config", a.config_path, "job YAML: model and placement section");
+  app.add_option("-s,--set", a.sets, "override a key of the job YAML: a.b=value (repeatable)");
+  app.add_option("--profile", a.profile, "model profile (instead of the job's model)");
+  app.add_option("--arch", a.arch, "native network: lenet5 or vgg-small (times from FLOPs)");
+  app.add_option("--devices", a.devices_path,
+                 "YAML with devices, link, server_link, batch_size, ...");
+  app.add_option("--placer", a.placer, "netplacer (default) or a baseline");
+  app.add_option("--placer-address", a.address, "ask this running psrt-placer");
+  app.add_option("--job-id", a.job_id, "job id for the placer");
+  app.add_option("--mode", a.mode, "push mode the plan is priced in");
+  app.add_option("--servers", a.servers, "parameter servers (default: one per device)")
+      ->check(CLI::Range(0, kMaxServers));
+  app.add_option("--calibration", a.calibration,
+                 "price the plan with the runtime's I/O costs (bench/calibration/*.yaml)");
+  app.add_option("--host-cores", a.host_cores,
+                 "the processes share this many cores when priced (0: a machine each)")
+      ->check(CLI::Range(0u, psrt::kMaxHostCores));
+  app.add_option("--micro-batches", a.micro_batches, "override micro_batches");
+  app.add_option("--batch", a.batch, "override batch_size");
+  app.add_option("--timeout", a.timeout_s, "seconds to wait for the placer");
+  app.add_option("--out", a.out, "write the plan as YAML here");
+  app.add_option("--write-profile", a.write_profile,
+                 "write the model as a profile (native: times from FLOPs at 10 TFLOPS) and exit");
+}
+
+// The job's model and placement section, where --config names one (the flags override it).
+void read_job(Args& a, placement::Request& r) {
+  const Config c = load_config(a.config_path, a.sets);
+  r.setup.batch_size = static_cast<uint32_t>(c.job.batch_size);
+  r.setup.micro_batches = c.placement.micro_batches;
+  r.setup.optimizer = c.optimizer.type == "adam"  ? OptimizerKind::kAdam
+                      : c.optimizer.momentum > 0 ? OptimizerKind::kMomentum
+                                                  : OptimizerKind::kSgd;
+  r.devices = c.placement.devices;
+  r.placer = c.placement.placer;
+  if (a.address.empty() && !c.placement.address.empty()) a.address = c.placement.address;
+  a.job_id = c.job.id;
+  if (a.profile.empty() && a.arch.empty()) {
+    if (c.model.backend == "replay") a.profile = c.model.profile;
+    else a.arch = c.model.arch;
+  }
+}
+
+// The request the arguments make; throws ConfigError (and the loaders' errors) on a bad one.
+placement::Request make_request(Args& a) {
+  placement::Request r;
+  if (!a.config_path.empty()) read_job(a, r);
+  if (!a.devices_path.empty()) read_devices_file(a.devices_path, r);
+  if (a.batch) r.setup.batch_size = a.batch;
+  if (a.micro_batches) r.setup.micro_batches = a.micro_batches;
+  if (!a.placer.empty()) r.placer = a.placer;
+  if (a.profile.empty() == a.arch.empty()) {
+    throw ConfigError("give one model: --profile, --arch or --config");
+  }
+  r.model = a.profile.empty() ? native_model(a.arch, r.setup.batch_size) : load_profile(a.profile);
+  if (!a.write_profile.empty()) return r;
+  if (r.devices.devices.empty()) {
+    throw ConfigError("no devices: give --devices or --config with placement.devices");
+  }
+  const auto m = parse_mode(a.mode);
+  if (!m) throw ConfigError("--mode: '" + a.mode + "' is not a push mode");
+  r.options.mode = *m;
+  r.options.servers = a.servers ? a.servers : static_cast<uint32_t>(r.devices.devices.size());
+  if (!a.calibration.empty()) r.options.calibration = sim::load_calibration(a.calibration);
+  r.options.host_cores = a.host_cores;
+  if ((!a.calibration.empty() || a.host_cores) && !a.address.empty()) {
+    throw ConfigError("--calibration and --host-cores price a plan made here, not a placer's");
+  }
+  return r;
+}
+
+void write_model_profile(const ModelDesc& model, const std::string& path) {
+  std::ofstream f(path);
+  f << profile_yaml(model);
+  if (!f) throw ConfigError("cannot write " + path);
+  std::printf("profile of %s written to %s\n", model.name.c_str(), path.c_str());
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"psrt-place: a model-parallel plan as a table and YAML"};
-  std::string config_path, profile, arch, devices_path, out, address, placer, job_id = "psrt",
-                                                                            mode = "preemptive";
-  uint32_t servers = 0, micro_batches = 0, batch = 0, host_cores = 0;
-  std::string calibration;
-  std::vector<std::string> sets;
-  double timeout_s = 60;
-  app.add_option("--config", config_path, "job YAML: model and placement section");
-  app.add_option("-s,--set", sets, "override a key of the job YAML: a.b=value (repeatable)");
-  app.add_option("--profile", profile, "model profile (instead of the job's model)");
-  app.add_option("--arch", arch, "native network: lenet5 or vgg-small (times from FLOPs)");
-  app.add_option("--devices", devices_path,
-                 "YAML with devices, link, server_link, batch_size, ...");
-  app.add_option("--placer", placer, "netplacer (default) or a baseline");
-  app.add_option("--placer-address", address, "ask this running psrt-placer");
-  app.add_option("--job-id", job_id, "job id for the placer");
-  app.add_option("--mode", mode, "push mode the plan is priced in");
-  app.add_option("--servers", servers, "parameter servers (default: one per device)")
-      ->check(CLI::Range(0, kMaxServers));
-  app.add_option("--calibration", calibration,
-                 "price the plan with the runtime's I/O costs (bench/calibration/*.yaml)");
-  app.add_option("--host-cores", host_cores,
-                 "the processes share this many cores when priced (0: a machine each)")
-      ->check(CLI::Range(0u, psrt::kMaxHostCores));
-  app.add_option("--micro-batches", micro_batches, "override micro_batches");
-  app.add_option("--batch", batch, "override batch_size");
-  app.add_option("--timeout", timeout_s, "seconds to wait for the placer");
-  app.add_option("--out", out, "write the plan as YAML here");
-  std::string write_profile;
-  app.add_option("--write-profile", write_profile,
-                 "write the model as a profile (native: times from FLOPs at 10 TFLOPS) and exit");
+  Args a;
+  add_options(app, a);
   if (const auto rc = psrt::parse_command_line(app, argc, argv, "psrt-place")) return *rc;
   placement::Request r;
   try {
-    if (!config_path.empty()) {
-      const Config c = load_config(config_path, sets);
-      r.setup.batch_size = static_cast<uint32_t>(c.job.batch_size);
-      r.setup.micro_batches = c.placement.micro_batches;
-      r.setup.optimizer = c.optimizer.type == "adam"  ? OptimizerKind::kAdam
-                          : c.optimizer.momentum > 0 ? OptimizerKind::kMomentum
-                                                      : OptimizerKind::kSgd;
-      r.devices = c.placement.devices;
-      r.placer = c.placement.placer;
-      if (address.empty() && !c.placement.address.empty()) address = c.placement.address;
-      job_id = c.job.id;
-      if (profile.empty() && arch.empty()) {
-        if (c.model.backend == "replay") profile = c.model.profile;
-        else arch = c.model.arch;
-      }
-    }
-    if (!devices_path.empty()) read_devices_file(devices_path, r);
-    if (batch) r.setup.batch_size = batch;
-    if (micro_batches) r.setup.micro_batches = micro_batches;
-    if (!placer.empty()) r.placer = placer;
-    if (profile.empty() == arch.empty())
-      throw ConfigError("give one model: --profile, --arch or --config");
-    r.model = profile.empty() ? native_model(arch, r.setup.batch_size) : load_profile(profile);
-    if (!write_profile.empty()) {
-      std::ofstream f(write_profile);
-      f << profile_yaml(r.model);
-      if (!f) throw ConfigError("cannot write " + write_profile);
-      std::printf("profile of %s written to %s\n", r.model.name.c_str(), write_profile.c_str());
+    r = make_request(a);
+    if (!a.write_profile.empty()) {
+      write_model_profile(r.model, a.write_profile);
       return 0;
-    }
-    if (r.devices.devices.empty())
-      throw ConfigError("no devices: give --devices or --config with placement.devices");
-    const auto m = parse_mode(mode);
-    if (!m) throw ConfigError("--mode: '" + mode + "' is not a push mode");
-    r.options.mode = *m;
-    r.options.servers = servers ? servers : static_cast<uint32_t>(r.devices.devices.size());
-    if (!calibration.empty()) r.options.calibration = sim::load_calibration(calibration);
-    r.options.host_cores = host_cores;
-    if ((!calibration.empty() || host_cores) && !address.empty()) {
-      throw ConfigError("--calibration and --host-cores price a plan made here, not a placer's");
     }
   } catch (const std::exception& e) {
     std::cerr << "psrt-place: " << e.what() << "\n";
     return 2;
   }
   const Result<Plan> plan =
-      address.empty() ? placement::place(r.placer, {r.model, r.devices, r.setup, r.options})
-                      : placement::ask_placer(address, job_id, r, timeout_s);
+      a.address.empty() ? placement::place(r.placer, {r.model, r.devices, r.setup, r.options})
+                        : placement::ask_placer(a.address, a.job_id, r, a.timeout_s);
   if (!plan) {
     std::cerr << "psrt-place: " << plan.status().message() << "\n";
     return 1;
   }
-  return print_plan(*plan, r.model, out);
+  return print_plan(*plan, r.model, a.out);
 }
