@@ -112,7 +112,8 @@ ModelDesc parse_profile(const std::string& yaml_text, const std::string& where, 
   model.device_gflops = root.get_double("device_gflops", 0, 0, 1e9);
   const double file_scale = root.get_double("scale", 1.0, 1e-9, 1e9);
   if (scale <= 0) scale = file_scale;
-  model.scale = scale;
+  // A written profile's sizes are already scaled by this (profile_yaml): recorded, not applied.
+  model.scale = scale * root.get_double("scaled_by", 1.0, 1e-12, 1e12);
   if (!root.has("layers") || !root.node()["layers"].IsSequence() ||
       root.node()["layers"].size() == 0) {
     root.fail("layers", "must be a non-empty list");
@@ -150,6 +151,7 @@ std::string profile_yaml(const ModelDesc& model) {
   out << YAML::Key << "batch_size" << YAML::Value << model.batch_size;
   out << YAML::Key << "device_gflops" << YAML::Value << model.device_gflops;
   out << YAML::Key << "scale" << YAML::Value << 1.0;
+  if (model.scale != 1.0) out << YAML::Key << "scaled_by" << YAML::Value << model.scale;
   out << YAML::Key << "layers" << YAML::Value << YAML::BeginSeq;
   for (const LayerDesc& l : model.layers) {
     out << YAML::BeginMap << YAML::Key << "name" << YAML::Value << l.name;

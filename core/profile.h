@@ -5,6 +5,9 @@
 //   batch_size: 32            # informational: the batch the times are for
 //   device_gflops: 15000      # informational: the throughput the times were derived from
 //   scale: 1.0                # default scale; model.scale in the job config overrides it
+//   scaled_by: 0.01           # optional (profile_yaml writes it): the sizes and times below
+//                             # are already a full-size model's times this; not applied again,
+//                             # only recorded (ModelDesc::scale = scale x scaled_by)
 //   layers:
 //     - name: conv1_1
 //       kind: conv2d
@@ -28,7 +31,8 @@ namespace psrt {
 // Throws ConfigError naming the file and key on a bad profile. scale <= 0 keeps the file's own.
 ModelDesc load_profile(const std::string& path, double scale = 0);
 ModelDesc parse_profile(const std::string& yaml_text, const std::string& where, double scale = 0);
-// `model` as a profile (scale 1, every layer's inputs spelled out): parse_profile gives it back.
+// `model` as a profile (scale 1, scaled_by its ModelDesc::scale when not 1, every layer's inputs
+// spelled out): parse_profile gives it back, its scale included.
 std::string profile_yaml(const ModelDesc& model);
 
 }  // namespace psrt

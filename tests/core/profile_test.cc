@@ -193,3 +193,28 @@ TEST_CASE("a model written as a profile reads back the same", "[core]") {
     }
   }
 }
+
+TEST_CASE("a scaled model written as a profile keeps its scale without scaling again", "[core]") {
+  const std::string dir = std::string(PSRT_SOURCE_DIR) + "/bench/profiles/";
+  const psrt::ModelDesc m = psrt::load_profile(dir + "resnet50.yaml", 0.01);
+  const std::string text = psrt::profile_yaml(m);
+  CHECK_THAT(text, Catch::Contains("scaled_by"));
+  const psrt::ModelDesc back = parse_profile(text, "written");
+  CHECK(back.scale == m.scale);  // GradOptimizer's baselines are scaled alike
+  REQUIRE(back.tensors.size() == m.tensors.size());
+  for (std::size_t k = 0; k < m.tensors.size(); ++k) {
+    CHECK(back.tensors[k].num_elements == m.tensors[k].num_elements);
+  }
+  CHECK(back.layers[0].forward_ms == m.layers[0].forward_ms);
+  // A further scale applies to the written sizes, and the record is the product.
+  const psrt::ModelDesc half = parse_profile(text, "written", 0.5);
+  CHECK(half.scale == 0.5 * m.scale);
+  CHECK(half.layers[0].forward_ms == 0.5 * m.layers[0].forward_ms);
+  // A full-size model writes no scaled_by, and a bad one is refused.
+  CHECK_THAT(psrt::profile_yaml(psrt::load_profile(dir + "lenet5.yaml")),
+             !Catch::Contains("scaled_by"));
+  CHECK_THROWS_WITH(parse_profile("scaled_by: -1\nlayers: [{name: a, tensors: [{elements: 4}]}]\n",
+                                  "p.yaml"),
+                    Catch::Contains("scaled_by"));
+}
+
