@@ -72,19 +72,6 @@ double jittered_ms(const ModelDesc& model, const SimConfig& config, uint64_t* mo
 
 namespace {
 
-// The cluster the search simulates: at most `most` workers, each standing for workers / most of
-// them (SimConfig::worker_weight), so that the search's cost does not grow with the cluster
-// (grad_optimizer.h).
-SimConfig search_config(const SimConfig& config, uint32_t most) {
-  SimConfig c = config;
-  most = std::max<uint32_t>(most, 1);
-  if (c.workers > most) {
-    c.worker_weight = config.worker_weight * double(config.workers) / most;
-    c.workers = most;
-  }
-  return c;
-}
-
 class Search {
  public:
   Search(const ModelDesc& model, const SimConfig& config, uint32_t budget)
@@ -265,7 +252,7 @@ std::vector<NamedGrouping> runners_up(std::vector<NamedGrouping> priced, const G
 
 void search_grouping(const ModelDesc& model, const SimConfig& config, uint32_t max_evaluations,
                      uint32_t simulated_workers, GroupingChoice& choice) {
-  const SimConfig searched = search_config(config, simulated_workers);
+  const SimConfig searched = reduced_cluster(config, simulated_workers);
   Search search(model, searched, std::max<uint32_t>(max_evaluations, 1));
   // Every candidate priced, whatever the budget (the ladder is short: a step per doubling).
   double best_ms = 0;

@@ -1,5 +1,6 @@
 #include "scheduler/sim/sim_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
@@ -33,6 +34,16 @@ void validate(const SimConfig& c) {
   if (c.batch_bytes > kMaxGroupBytes) {
     fail("batch_bytes must be at most kMaxGroupBytes (2 MiB)");
   }
+}
+
+SimConfig reduced_cluster(const SimConfig& config, uint32_t most) {
+  SimConfig c = config;
+  most = std::max<uint32_t>(most, 1);
+  if (c.workers > most) {
+    c.worker_weight = config.worker_weight * double(config.workers) / most;
+    c.workers = most;
+  }
+  return c;
 }
 
 ShardMap shard_map_for(const ModelDesc& model, const SimConfig& config) {

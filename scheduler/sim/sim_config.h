@@ -48,6 +48,13 @@ struct SimConfig {
 // Throws std::invalid_argument naming the field that is out of range.
 void validate(const SimConfig& config);
 
+// The cluster with at most `most` (>= 1) simulated workers, each standing for workers / most of
+// them (worker_weight, times any weight already given): the servers carry the whole cluster's
+// load, a worker's own link and I/O thread one worker's. Unchanged with at most `most` workers.
+// Data-parallel workers are identical, so this prices a large cluster at a small one's cost;
+// it is pessimistic (grad_optimizer.h gives the measured error).
+SimConfig reduced_cluster(const SimConfig& config, uint32_t most);
+
 // The most chunks the simulator takes (about a 16 TiB model at 4 MiB chunks).
 constexpr uint64_t kMaxSimChunks = 4u << 20;
 

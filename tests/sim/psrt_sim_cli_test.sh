@@ -33,6 +33,26 @@ awk '/^  io: / { seen = 1; ok = $2 > 0 && $2 <= 2 * 6 } END { exit !(seen && ok)
 "$sim" --profile "$profiles/mlp.yaml" --grouping auto --host-cores 2 --job-host-cores 2 \
   >/dev/null || fail "--job-host-cores 2 exited $?"
 
+# A large cluster through --simulated-workers: 16 workers standing for 20000, said in the header,
+# and no slower to simulate than 16 (the full cluster would take minutes); never below the full
+# simulation of a cluster small enough to check (the reduced one is pessimistic).
+out=$("$sim" --profile "$profiles/resnet50.yaml" --workers 20000 --servers 8 \
+  --simulated-workers 16) || fail "--simulated-workers exited $?"
+grep -q "20000 workers (simulated as 16, each standing for 1250)" <<<"$out" ||
+  fail "--simulated-workers: no note in the header: $out"
+full=$("$sim" --profile "$profiles/resnet50.yaml" --workers 64 --servers 8 |
+  awk '$1 == "preemptive" {print $2}')
+reduced=$("$sim" --profile "$profiles/resnet50.yaml" --workers 64 --servers 8 \
+  --simulated-workers 16 | awk '$1 == "preemptive" {print $2}')
+awk -v f="$full" -v r="$reduced" 'BEGIN {exit !(f > 0 && r >= f)}' ||
+  fail "--simulated-workers 16 of 64: $reduced ms, the full cluster $full ms"
+# At most as many as there are: the same figure as without the flag.
+same=$("$sim" --profile "$profiles/resnet50.yaml" --workers 8 --servers 2 --simulated-workers 16 |
+  awk '$1 == "preemptive" {print $2}')
+plain=$("$sim" --profile "$profiles/resnet50.yaml" --workers 8 --servers 2 |
+  awk '$1 == "preemptive" {print $2}')
+[ "$same" = "$plain" ] || fail "--simulated-workers above --workers changed $plain to $same"
+
 expect_2() {
   local err rc
   err=$("$sim" "$@" 2>&1 >/dev/null)
@@ -54,6 +74,7 @@ expect_2 --profile "$p" --iterations 1
 expect_2 --profile "$p" --host-cores 5000
 expect_2 --profile "$p" --host-cores -1
 expect_2 --profile "$p" --job-host-cores 5000
+expect_2 --profile "$p" --simulated-workers -1
 expect_2 --profile "$p" --no-such-flag
 expect_2 --profile /nonexistent/profile.yaml
 expect_2 --bandwidth 1Gbit

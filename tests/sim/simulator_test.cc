@@ -271,3 +271,22 @@ TEST_CASE("steady_ms is the mean of the iterations after the first", "[sim]") {
   CHECK(s.steady_ms() == Approx(s.iteration_ms));
   CHECK(s.steady_ms() == Approx((s.iteration_start_ms[5] - s.iteration_start_ms[1]) / 4));
 }
+
+TEST_CASE("a reduced cluster: at most N workers, each standing for W / N, weights compounding",
+          "[sim]") {
+  SimConfig c;
+  c.workers = 64;
+  c.servers = 8;
+  const SimConfig r = reduced_cluster(c, 16);
+  CHECK(r.workers == 16);
+  CHECK(r.worker_weight == 4.0);
+  CHECK(r.servers == 8);
+  c.worker_weight = 2;  // already standing for two each
+  CHECK(reduced_cluster(c, 16).worker_weight == 8.0);
+  c.worker_weight = 1;
+  c.workers = 12;  // no more than asked: unchanged
+  CHECK(reduced_cluster(c, 16).workers == 12);
+  CHECK(reduced_cluster(c, 16).worker_weight == 1.0);
+  CHECK(reduced_cluster(c, 0).workers == 1);  // at least one simulated worker
+  CHECK(reduced_cluster(c, 0).worker_weight == 12.0);
+}

@@ -89,7 +89,7 @@ struct Args {
   std::string batch = "64KiB";
   uint32_t host_cores = 0, job_host_cores = 0;
   std::string aggregation, calibration, grouping = "none";
-  uint32_t workers = 4, servers = 2, iterations = 5;
+  uint32_t workers = 4, servers = 2, iterations = 5, simulated_workers = 0;
   double scale = 0, latency_ms = 0, ack_latency_ms = 0;
   bool all_modes = false, jittered = false, waits = false;
   std::string placement;
@@ -99,6 +99,11 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--profile", a.profile, "model profile YAML (bench/profiles/*.yaml)")->required();
   app.add_option("--workers", a.workers, "number of workers")->check(CLI::Range(1u, 100000u));
   app.add_option("--servers", a.servers, "number of servers")->check(CLI::Range(1u, 100000u));
+  app.add_option("--simulated-workers", a.simulated_workers,
+                 "simulate at most this many workers, each standing for workers / N (their "
+                 "servers carry the whole load: fast for large clusters, a few % pessimistic; "
+                 "default 0: every worker)")
+      ->check(CLI::Range(0u, 100000u));
   app.add_option("--bandwidth", a.bandwidth,
                  "per-host link bandwidth, each direction "
                  "(1Gbit, 100Mbit, 125MB/s)");
@@ -202,6 +207,12 @@ Setup setup(const Args& a) {
   return out;
 }
 
+// The cluster as simulated: all of it, or --simulated-workers standing for it.
+psrt::sim::SimConfig simulated(const Args& a, const psrt::sim::SimConfig& config) {
+  return a.simulated_workers == 0 ? config
+                                  : psrt::sim::reduced_cluster(config, a.simulated_workers);
+}
+
 void print_header(const Args& a, const Setup& st) {
   const psrt::ModelDesc& model = st.model;
   const psrt::sim::SimConfig& config = st.config;
@@ -211,8 +222,14 @@ void print_header(const Args& a, const Setup& st) {
       "profile %s%s: %llu parameters (%.1f MB), %zu layers, compute %.3f ms per iteration\n",
       model.name.c_str(), scale_note, static_cast<unsigned long long>(model.total_elements()),
       static_cast<double>(model.total_bytes()) / 1e6, model.layers.size(), model.compute_ms());
-  std::printf("%u workers, %u servers, %s per host link; chunk %s, credit %s\n", config.workers,
-              config.servers, psrt::sim::format_bandwidth(config.bandwidth_bytes_per_s).c_str(),
+  char reduced[96] = "";
+  if (a.simulated_workers > 0 && a.simulated_workers < config.workers) {
+    std::snprintf(reduced, sizeof reduced, " (simulated as %u, each standing for %.4g)",
+                  a.simulated_workers, double(config.workers) / a.simulated_workers);
+  }
+  std::printf("%u workers%s, %u servers, %s per host link; chunk %s, credit %s\n", config.workers,
+              reduced, config.servers,
+              psrt::sim::format_bandwidth(config.bandwidth_bytes_per_s).c_str(),
               psrt::sim::format_size(config.chunk_bytes).c_str(),
               psrt::sim::format_size(config.credit_bytes).c_str());
   if (!a.calibration.empty()) std::printf("calibration %s\n", a.calibration.c_str());
@@ -222,16 +239,18 @@ void print_header(const Args& a, const Setup& st) {
 
 // A large cluster takes a while to simulate: says so on stderr before starting, so that a long
 // silence is not taken for a hang (the rows then appear one by one).
-void warn_if_long(const Setup& st) {
+void warn_if_long(const Args& a, const Setup& st) {
   const double chunks =
       psrt::sim::sim_chunk_count(st.model, st.config.mode, st.config.chunk_bytes);
-  const double messages = chunks * st.config.workers * st.config.iterations;
+  const uint32_t workers = simulated(a, st.config).workers;
+  const double messages = chunks * workers * st.config.iterations;
   // Past kMaxSimChunks the simulation refuses the model with its own message.
   if (messages < 1e6 || chunks > double(psrt::sim::kMaxSimChunks)) return;
   std::fprintf(stderr,
                "psrt-sim: %u workers x %.0f chunks x %u iterations, %.1f million pushes per "
-               "mode: this may take minutes\n",
-               st.config.workers, chunks, st.config.iterations, messages / 1e6);
+               "mode: this may take minutes%s\n",
+               workers, chunks, st.config.iterations, messages / 1e6,
+               workers > 16 ? " (--simulated-workers 16 simulates 16 standing for them all)" : "");
 }
 
 // The layers whose forward waited on worker 0, in forward order, and the total of all.
@@ -255,7 +274,7 @@ void print_waits(const psrt::ModelDesc& model, const psrt::sim::SimResult& r) {
 // One row per mode, then the link-to-compute ratio; throws std::invalid_argument.
 void simulate_modes(const Args& a, Setup& st) {
   psrt::sim::LowerBounds bounds;  // the last row's, for the closing line
-  warn_if_long(st);
+  warn_if_long(a, st);
   for (psrt::Mode m : st.modes) {
     st.config.mode = m;
     const psrt::GroupingSpec spec = *psrt::parse_grouping(a.grouping);
@@ -269,12 +288,12 @@ void simulate_modes(const Args& a, Setup& st) {
     st.config.grouping = choice.grouping;
     // Horovod's groups leave on its cycle timer, in the runtime as here.
     if (spec.kind == psrt::GroupingSpec::Kind::kHorovod) st.config.release_cycle_ms = spec.cycle_ms;
-    const auto r = psrt::sim::simulate(st.model, st.config);
+    const auto r = psrt::sim::simulate(st.model, simulated(a, st.config));
     print_row(psrt::mode_name(m), r);
     if (a.grouping != "none") print_grouping(st.model, a.grouping, choice, r, st.config.workers);
     // What GradOptimizer's search minimises, for comparing groupings as it does.
     if (a.jittered) {
-      psrt::sim::SimConfig priced = st.config;  // over the search's iterations, as it prices
+      psrt::sim::SimConfig priced = simulated(a, st.config);  // over the search's iterations
       priced.iterations = kSearchIterations;
       const double nominal = priced.iterations == st.config.iterations ? r.iteration_ms : -1;
       std::printf("  jittered: %.3f ms (mean at the links' bandwidth x%.2f, x%.2f, x%.2f)\n",
