@@ -29,6 +29,10 @@ struct PlacerOptions {
   // placers' closed-form estimates leave it out.
   sim::Calibration calibration;
   uint32_t host_cores = 0;
+  // The placers that search by simulation (annealing, exhaustive) give up with an error past
+  // this many seconds of searching (0: no limit). psrt-placer sets it, so that one request
+  // cannot hold the service for long: their cost grows with layers x micro-batches x devices.
+  double max_search_s = 0;
 };
 
 struct Problem {

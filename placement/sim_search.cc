@@ -2,10 +2,13 @@
 // contrasts with: every candidate is priced by the simulator, so the search inherits its cost and
 // its errors) and the exhaustive optimum over pipeline splits for small graphs.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <numeric>
 #include <random>
+#include <string>
 
 #include "placement/baselines.h"
 #include "placement/chain_view.h"
@@ -32,10 +35,35 @@ ShardMap shards_of(const Problem& p) {
   return sim::shard_map_for(p.model, p.options.servers, p.options.mode, p.options.chunk_bytes);
 }
 
+// The search's time limit (PlacerOptions::max_search_s), checked between simulations.
+class Deadline {
+ public:
+  explicit Deadline(double limit_s) : limit_s_(limit_s) {}
+  bool passed() const {
+    return limit_s_ > 0 && std::chrono::duration<double>(Clock::now() - start_).count() > limit_s_;
+  }
+  Status error(const std::string& where) const {
+    char s[32];
+    std::snprintf(s, sizeof s, "%g", limit_s_);
+    return Status::error(
+        std::string("no plan within the search limit of ") + s + " s (" + where +
+        "): this placer simulates every candidate, so its time grows with layers x "
+        "micro-batches x devices; use netplacer, fewer micro-batches, or "
+        "psrt-place without a limit");
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  double limit_s_;
+  Clock::time_point start_ = Clock::now();
+};
+
 struct Best {
   double ms = kInf;
   std::vector<uint32_t> assignment;
   const ShardMap* shards = nullptr;
+  const Deadline* deadline = nullptr;
+  bool stopped = false;  // the deadline passed before the enumeration ended
   void offer(const Problem& p, std::vector<uint32_t> a) {
     const double t = simulated_step_ms(p, a, shards);
     if (t < ms) ms = t, assignment = std::move(a);
@@ -52,6 +80,10 @@ bool same_kind(const DeviceSet& s, uint32_t a, uint32_t b) {
 void enumerate(const Problem& p, const ChainView& chain, std::vector<std::size_t>& cuts,
                std::vector<uint32_t>& devs, std::vector<bool>& used, Best& best) {
   const std::size_t n = chain.size(), at = cuts.back();
+  if (best.stopped || (best.deadline && best.deadline->passed())) {
+    best.stopped = true;
+    return;
+  }
   if (at == n) {
     best.offer(p, chain.assignment(cuts, devs));
     return;
@@ -101,9 +133,12 @@ Assignment exhaustive(const Problem& p) {
   std::vector<uint32_t> devs;
   std::vector<bool> used(p.devices.devices.size(), false);
   const ShardMap shards = shards_of(p);
+  const Deadline deadline(p.options.max_search_s);
   Best best;
   best.shards = &shards;
+  best.deadline = &deadline;
   enumerate(p, chain, cuts, devs, used, best);
+  if (best.stopped) return deadline.error("the enumeration unfinished");
   if (best.ms == kInf) return Status::error("no pipeline split fits the devices' memory");
   return best.assignment;
 }
@@ -117,12 +152,17 @@ Assignment annealing(const Problem& p) {
   std::iota(devs.begin(), devs.end(), 0);
   std::mt19937_64 rng(p.options.seed);
   const ShardMap shards = shards_of(p);
+  const Deadline deadline(p.options.max_search_s);
   Best best;
   best.shards = &shards;
   double current = simulated_step_ms(p, chain.assignment(cuts, devs), &shards);
   best.offer(p, chain.assignment(cuts, devs));
   const double scale = std::isfinite(current) ? current : 1.0;
   for (uint32_t step = 0; step < p.options.anneal_steps; ++step) {
+    if (deadline.passed()) {
+      return deadline.error("step " + std::to_string(step) + " of " +
+                            std::to_string(p.options.anneal_steps));
+    }
     const double temp = 0.05 * scale * std::pow(1e-3, double(step) / p.options.anneal_steps);
     auto next_cuts = cuts;
     auto next_devs = devs;

@@ -2,7 +2,7 @@
 // options) with a plan from NetPlacer or a named baseline, or with an ERROR that says what was
 // wrong, and carries on. Prints "PSRT_LISTENING <endpoint>" once bound (for psrt-launch and tests).
 //
-//   psrt-placer [--bind tcp://127.0.0.1:0] [--job-id psrt] [--log-level info]
+//   psrt-placer [--bind tcp://127.0.0.1:0] [--job-id psrt] [--log-level info] [--max-search-s 60]
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
@@ -19,11 +19,16 @@ int main(int argc, char** argv) {
   app.add_option("--bind", bind, "endpoint to bind (port 0: OS-chosen)");
   app.add_option("--job-id", job_id, "job id requests must carry");
   app.add_option("--log-level", level, "trace, debug, info, warn, error");
+  double max_search_s = psrt::placement::PlacerService::kDefaultMaxSearchS;
+  app.add_option("--max-search-s", max_search_s,
+                 "the searching placers (annealing, exhaustive) answer an error past this many "
+                 "seconds (0: no limit)")
+      ->check(CLI::Range(0.0, 86400.0));
   if (const auto rc = psrt::parse_command_line(app, argc, argv, "psrt-placer")) return *rc;
   spdlog::set_level(spdlog::level::from_str(level));
   psrt::route_protobuf_logs();
   try {
-    psrt::placement::PlacerService service(bind, job_id);
+    psrt::placement::PlacerService service(bind, job_id, max_search_s);
     std::printf("PSRT_LISTENING %s\n", service.endpoint().c_str());
     std::fflush(stdout);
     service.run();

@@ -11,8 +11,9 @@
 
 namespace psrt::placement {
 
-PlacerService::PlacerService(const std::string& bind, std::string job_id)
+PlacerService::PlacerService(const std::string& bind, std::string job_id, double max_search_s)
     : job_id_(std::move(job_id)),
+      max_search_s_(max_search_s),
       messenger_(job_id_, {}, metrics_, log_),
       router_(messenger_.add_router("a requester")) {
   zmq::socket_t& router = messenger_.socket(router_);
@@ -65,7 +66,9 @@ void PlacerService::handle(const std::string& identity, const wire::Header& h) {
     return;
   }
   const auto& r = request.value();
-  const auto plan = place(r.placer, Problem{r.model, r.devices, r.setup, r.options});
+  PlacerOptions options = r.options;
+  options.max_search_s = max_search_s_;
+  const auto plan = place(r.placer, Problem{r.model, r.devices, r.setup, options});
   if (!plan) {
     reply_error(identity, ErrorCode::kMalformed, plan.status().message(), h.type());
     return;

@@ -1,7 +1,9 @@
 // psrt-placer's service: a ROUTER socket on a Messenger answering PLACE_REQUEST with PLACE_REPLY
 // (the plan) or ERROR (what was wrong), one request at a time on the I/O thread, until SIGINT or
-// SIGTERM. Nothing a peer sends stops it: every header is checked (core/wire.h), every request
-// validated (request.h), and every failure is a reply, a log line and a counter.
+// SIGTERM. The placers that search by simulation stop with an ERROR past max_search_s, so that
+// one request cannot hold the service (and the requests behind it) for long. Nothing a peer
+// sends stops it: every header is checked (core/wire.h), every request validated (request.h),
+// and every failure is a reply, a log line and a counter.
 #pragma once
 
 #include <zmq.hpp>
@@ -18,7 +20,9 @@ namespace psrt::placement {
 
 class PlacerService {
  public:
-  PlacerService(const std::string& bind, std::string job_id);
+  static constexpr double kDefaultMaxSearchS = 60;
+  PlacerService(const std::string& bind, std::string job_id,
+                double max_search_s = kDefaultMaxSearchS);
   const std::string& endpoint() const { return endpoint_; }
   // Serves until SIGINT/SIGTERM (blocked here and read from a signalfd, so no handler runs).
   void run();
@@ -32,6 +36,7 @@ class PlacerService {
                    wire::MsgType about);
 
   std::string job_id_;
+  double max_search_s_;
   Metrics metrics_ = Metrics::off();
   LogLimiter log_{10};
   Messenger messenger_;  // its socket, poll loop and header checks (core/messenger.h)

@@ -157,3 +157,21 @@ TEST_CASE("psrt-placer answers bad requests with errors and still serves a good 
   CHECK(placer.wait_exit(30) == std::optional<int>(0));
   CHECK_THAT(placer.output(), Catch::Contains("1 served") || Catch::Contains("2 served"));
 }
+
+TEST_CASE("psrt-placer stops a searching placer at --max-search-s and serves the next request",
+          "[integration]") {
+  Proc placer("placer", {bin("psrt-placer"), "--bind", "tcp://127.0.0.1:0", "--job-id",
+                         "placejob", "--max-search-s", "0.000001"});
+  REQUIRE(placer.wait_line("PSRT_LISTENING", 30));
+  zmq::context_t ctx;
+  RawClient w(ctx, endpoint_of(placer), "t1", kTool);
+  placement::Request slow = chain_request(6, 1 << 30);
+  slow.placer = "annealing";
+  w.send(request_header(w, placement::to_message(slow)));
+  CHECK_THAT(expect_error(w, ErrorCode::kMalformed),
+             Catch::Contains("search limit") && Catch::Contains("annealing"));
+  w.send(request_header(w, placement::to_message(chain_request(6, 1 << 30))));
+  CHECK(expect(w, wire::PLACE_REPLY).header.place_reply().device_of_layer_size() == 6);
+  placer.kill(SIGTERM);
+  CHECK(placer.wait_exit(30) == std::optional<int>(0));
+}

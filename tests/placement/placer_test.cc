@@ -181,6 +181,30 @@ TEST_CASE("simulated annealing is seeded and never worse than its start", "[plac
   CHECK(a->step_ms <= place("even", p)->step_ms);
 }
 
+TEST_CASE("annealing and exhaustive stop with an error at their time limit, not before",
+          "[placement]") {
+  const auto m = test_graphs::chain({{1, 1, 1}, {1, 1, 1}, {1, 1, 1}, {1, 1, 20}});
+  const auto d = test_graphs::devices(2, kBig, 1, 1e12);
+  auto p = problem(m, d, 2);
+  p.options.anneal_steps = 200;
+  p.options.max_search_s = 1e-9;  // passed before the first step
+  for (const char* name : {"annealing", "exhaustive"}) {
+    INFO(name);
+    const auto stopped = place(name, p);
+    REQUIRE_FALSE(stopped);
+    CHECK_THAT(stopped.status().message(), Catch::Contains("search limit") &&
+                                               Catch::Contains("netplacer"));
+  }
+  p.options.max_search_s = 3600;  // far off: the same plan as without a limit
+  const auto limited = place("annealing", p);
+  p.options.max_search_s = 0;
+  const auto free = place("annealing", p);
+  REQUIRE(limited);
+  REQUIRE(free);
+  CHECK(limited->device_of_layer == free->device_of_layer);
+  CHECK(place("netplacer", p));  // NetPlacer does not search by simulation: no limit applies
+}
+
 TEST_CASE("the native networks give the same graph form and can be placed", "[placement]") {
   for (const char* arch : {"lenet5", "vgg-small"}) {
     INFO(arch);

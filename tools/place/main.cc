@@ -78,7 +78,7 @@ struct Args {
   std::string job_id = "psrt", mode = "preemptive", write_profile;
   uint32_t servers = 0, micro_batches = 0, batch = 0, host_cores = 0;
   std::vector<std::string> sets;
-  double timeout_s = 60;
+  double timeout_s = 60, max_search_s = 0;
 };
 
 void add_options(CLI::App& app, Args& a) {
@@ -102,6 +102,9 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--micro-batches", a.micro_batches, "override micro_batches");
   app.add_option("--batch", a.batch, "override batch_size");
   app.add_option("--timeout", a.timeout_s, "seconds to wait for the placer");
+  app.add_option("--max-search-s", a.max_search_s,
+                 "annealing and exhaustive stop with an error past this many seconds (0: none)")
+      ->check(CLI::Range(0.0, 86400.0));
   app.add_option("--out", a.out, "write the plan as YAML here");
   app.add_option("--write-profile", a.write_profile,
                  "write the model as a profile (native: times from FLOPs at 10 TFLOPS) and exit");
@@ -147,6 +150,7 @@ placement::Request make_request(Args& a) {
   r.options.servers = a.servers ? a.servers : static_cast<uint32_t>(r.devices.devices.size());
   if (!a.calibration.empty()) r.options.calibration = sim::load_calibration(a.calibration);
   r.options.host_cores = a.host_cores;
+  r.options.max_search_s = a.max_search_s;
   if ((!a.calibration.empty() || a.host_cores) && !a.address.empty()) {
     throw ConfigError("--calibration and --host-cores price a plan made here, not a placer's");
   }
