@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -50,9 +51,12 @@ std::string make_plan(const Config& config, const std::string& config_path,
   std::unique_ptr<Process> placer;
   std::string address = config.placement.address;
   if (address.empty()) {
+    // A searching placer gives up (with its reason) before this launch stops waiting for it.
+    const std::string limit = std::to_string(std::max(1.0, 0.8 * timeout));
     placer = std::make_unique<Process>(
         "placer", std::vector<std::string>{bin_dir + "/psrt-placer", "--bind",
-                                           "tcp://127.0.0.1:0", "--job-id", config.job.id});
+                                           "tcp://127.0.0.1:0", "--job-id", config.job.id,
+                                           "--max-search-s", limit});
     address = await_prefix(*placer, "PSRT_LISTENING ", timeout);
   }
   const auto plan = std::filesystem::temp_directory_path() /
