@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct PlacerOptions {
   // this many seconds of searching (0: no limit). psrt-placer sets it, so that one request
   // cannot hold the service for long: their cost grows with layers x micro-batches x devices.
   double max_search_s = 0;
+  // Told after each plan the searching placers simulate: how many so far and of how many (0: not
+  // known ahead, the exhaustive enumeration), so that a tool can show progress on a long search.
+  std::function<void(uint64_t simulated, uint64_t total)> progress;
 };
 
 struct Problem {

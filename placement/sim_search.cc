@@ -64,8 +64,10 @@ struct Best {
   const ShardMap* shards = nullptr;
   const Deadline* deadline = nullptr;
   bool stopped = false;  // the deadline passed before the enumeration ended
+  uint64_t simulated = 0;
   void offer(const Problem& p, std::vector<uint32_t> a) {
     const double t = simulated_step_ms(p, a, shards);
+    if (p.options.progress) p.options.progress(++simulated, 0);
     if (t < ms) ms = t, assignment = std::move(a);
   }
 };
@@ -156,7 +158,7 @@ Assignment annealing(const Problem& p) {
   Best best;
   best.shards = &shards;
   double current = simulated_step_ms(p, chain.assignment(cuts, devs), &shards);
-  best.offer(p, chain.assignment(cuts, devs));
+  if (current < best.ms) best.ms = current, best.assignment = chain.assignment(cuts, devs);
   const double scale = std::isfinite(current) ? current : 1.0;
   for (uint32_t step = 0; step < p.options.anneal_steps; ++step) {
     if (deadline.passed()) {
@@ -177,6 +179,7 @@ Assignment annealing(const Problem& p) {
     }
     const auto a = chain.assignment(next_cuts, next_devs);
     const double t = simulated_step_ms(p, a, &shards);
+    if (p.options.progress) p.options.progress(step + 1, p.options.anneal_steps);
     std::uniform_real_distribution<double> u(0, 1);
     if (t <= current || (std::isfinite(t) && u(rng) < std::exp((current - t) / temp))) {
       current = t;

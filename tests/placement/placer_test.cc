@@ -205,6 +205,30 @@ TEST_CASE("annealing and exhaustive stop with an error at their time limit, not 
   CHECK(place("netplacer", p));  // NetPlacer does not search by simulation: no limit applies
 }
 
+TEST_CASE("the searching placers report each simulated plan to a progress callback",
+          "[placement]") {
+  const auto m = test_graphs::chain({{1, 1, 1}, {1, 1, 1}, {1, 1, 20}});
+  const auto d = test_graphs::devices(2, kBig, 1, 1e12);
+  auto p = problem(m, d, 2);
+  p.options.anneal_steps = 50;
+  std::vector<std::pair<uint64_t, uint64_t>> calls;
+  p.options.progress = [&](uint64_t done, uint64_t total) { calls.emplace_back(done, total); };
+  REQUIRE(place("annealing", p));
+  REQUIRE(calls.size() == 50);
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    CHECK(calls[i] == std::make_pair(uint64_t(i + 1), uint64_t(50)));
+  }
+  calls.clear();
+  REQUIRE(place("exhaustive", p));
+  REQUIRE_FALSE(calls.empty());
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    CHECK(calls[i] == std::make_pair(uint64_t(i + 1), uint64_t(0)));  // no total ahead
+  }
+  calls.clear();
+  REQUIRE(place("netplacer", p));
+  CHECK(calls.empty());  // NetPlacer does not search by simulation
+}
+
 TEST_CASE("the native networks give the same graph form and can be placed", "[placement]") {
   for (const char* arch : {"lenet5", "vgg-small"}) {
     INFO(arch);

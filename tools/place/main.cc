@@ -14,8 +14,11 @@
 // arguments: one line on stderr, exit 2; no plan fits: the reason on stderr, exit 1.
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <memory>
 #include <iostream>
 
 #include "config/job_config.h"
@@ -70,6 +73,26 @@ int print_plan(const Plan& plan, const ModelDesc& model, const std::string& out)
   }
   std::printf("plan written to %s\n", out.c_str());
   return 0;
+}
+
+// A searching placer's progress on stderr, every 10 s of a long search.
+std::function<void(uint64_t, uint64_t)> progress_printer(const std::string& placer) {
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto last = std::make_shared<Clock::time_point>(start);
+  return [placer, start, last](uint64_t done, uint64_t total) {
+    const auto now = Clock::now();
+    if (now - *last < std::chrono::seconds(10)) return;
+    *last = now;
+    const double s = std::chrono::duration<double>(now - start).count();
+    if (total) {
+      std::fprintf(stderr, "psrt-place: %s: %llu of %llu plans simulated (%.0f s)\n",
+                   placer.c_str(), (unsigned long long)done, (unsigned long long)total, s);
+    } else {
+      std::fprintf(stderr, "psrt-place: %s: %llu plans simulated (%.0f s)\n", placer.c_str(),
+                   (unsigned long long)done, s);
+    }
+  };
 }
 
 // What the command line says.
@@ -151,6 +174,7 @@ placement::Request make_request(Args& a) {
   if (!a.calibration.empty()) r.options.calibration = sim::load_calibration(a.calibration);
   r.options.host_cores = a.host_cores;
   r.options.max_search_s = a.max_search_s;
+  r.options.progress = progress_printer(r.placer.empty() ? "netplacer" : r.placer);
   if ((!a.calibration.empty() || a.host_cores) && !a.address.empty()) {
     throw ConfigError("--calibration and --host-cores price a plan made here, not a placer's");
   }
