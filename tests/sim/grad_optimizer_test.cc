@@ -208,6 +208,14 @@ TEST_CASE("calibration files: read, and refused with the key named", "[sim]") {
   CHECK_THROWS_WITH(load_calibration(write_temp("odd.yaml", "message_us: 3\n")),
                     Catch::Contains("message_us"));
   CHECK_THROWS_WITH(load_calibration("/nonexistent/cal.yaml"), Catch::Contains("/nonexistent"));
+  // A file with no costs (empty, comments only, or only the fit's notes) is not taken for the
+  // ideal runtime.
+  CHECK_THROWS_WITH(load_calibration(write_temp("empty.yaml", "")), Catch::Contains("empty"));
+  CHECK_THROWS_WITH(load_calibration(write_temp("notes.yaml", "# nothing\n")),
+                    Catch::Contains("empty"));
+  CHECK_THROWS_WITH(load_calibration(write_temp("info.yaml", "made_by: test\n")),
+                    Catch::Contains("none of"));
+  CHECK(load_calibration(write_temp("one.yaml", "worker_byte_ns: 2\n")).worker_byte_ns == 2);
   std::remove(ok.c_str());
 }
 
