@@ -175,8 +175,9 @@ placement::Request make_request(Args& a) {
   r.options.host_cores = a.host_cores;
   r.options.max_search_s = a.max_search_s;
   r.options.progress = progress_printer(r.placer.empty() ? "netplacer" : r.placer);
-  if ((!a.calibration.empty() || a.host_cores) && !a.address.empty()) {
-    throw ConfigError("--calibration and --host-cores price a plan made here, not a placer's");
+  if ((!a.calibration.empty() || a.host_cores || a.max_search_s > 0) && !a.address.empty()) {
+    throw ConfigError("--calibration, --host-cores and --max-search-s are for a plan made here, "
+                      "not a placer's (psrt-placer --max-search-s sets its own limit)");
   }
   return r;
 }
