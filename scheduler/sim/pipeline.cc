@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "core/config.h"
 #include "scheduler/sim/push_link.h"
@@ -29,6 +30,19 @@ class Iteration {
     for (uint32_t l = 0; l < n_; ++l) {
       for (uint32_t u : model.layers[l].inputs) consumers_[u].push_back(l);
     }
+    // A slot per (layer, device of one of its consumers): the only pairs an activation goes
+    // to or a gradient comes back from (a dense (layer, device) table would hold micro-batches
+    // x layers x devices entries: gigabytes for a thousand devices).
+    slots_.resize(n_);
+    for (uint32_t u = 0; u < n_; ++u) {
+      for (uint32_t v : consumers_[u]) {
+        const uint32_t d = plan.device_of_layer[v];
+        const auto& have = slots_[u];
+        const bool seen = std::any_of(have.begin(), have.end(),
+                                      [d](const auto& ds) { return ds.first == d; });
+        if (!seen) slots_[u].emplace_back(d, num_slots_++);
+      }
+    }
     tasks_.resize(devices_);
     for (uint32_t m = 0; m < micro_; ++m) {
       for (uint32_t l : order) tasks_[plan.device_of_layer[l]].push_back({false, m, l});
@@ -44,7 +58,7 @@ class Iteration {
   // Runs one iteration from the devices' free times; returns each layer's last backward end.
   std::vector<double> run(std::vector<double>& device_free, const std::vector<double>& param_ready,
                           std::vector<double>& busy) {
-    act_.assign(static_cast<std::size_t>(micro_) * n_ * devices_, -1.0);
+    act_.assign(static_cast<std::size_t>(micro_) * num_slots_, -1.0);
     grad_.assign(act_.size(), -1.0);
     grad_parts_.assign(act_.size(), 0);
     for (uint32_t m = 0; m < micro_; ++m) {
@@ -83,8 +97,12 @@ class Iteration {
   }
 
  private:
+  // The entry of micro-batch m for layer's output on device d (d runs a consumer of layer).
   std::size_t idx(uint32_t m, uint32_t layer, uint32_t d) const {
-    return (static_cast<std::size_t>(m) * n_ + layer) * devices_ + d;
+    for (const auto& [device, slot] : slots_[layer]) {
+      if (device == d) return static_cast<std::size_t>(m) * num_slots_ + slot;
+    }
+    throw std::logic_error("pipeline simulation: no consumer of the layer on that device");
   }
   uint32_t dev(uint32_t layer) const { return plan_.device_of_layer[layer]; }
 
@@ -146,6 +164,8 @@ class Iteration {
   HostCpu& cpu_;
   uint32_t devices_, micro_, n_;
   std::vector<std::vector<uint32_t>> consumers_;
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> slots_;  // per layer: (device, slot)
+  uint32_t num_slots_ = 0;
   std::vector<std::vector<Task>> tasks_;
   std::vector<double> chan_free_, act_, grad_;
   std::vector<uint32_t> grad_parts_;

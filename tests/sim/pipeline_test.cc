@@ -76,6 +76,30 @@ TEST_CASE("pipeline simulation of a two-stage GPipe step matches the hand timeli
   CHECK_THAT(small.over_memory, Catch::Contains("'d0'"));
 }
 
+TEST_CASE("idle devices change nothing, and a thousand of them with 4096 micro-batches fit",
+          "[sim]") {
+  // The per-(layer, device) tables hold only the devices a layer's consumers run on: a plan on 2
+  // of 1024 devices with 4096 micro-batches is the 2-device plan, in memory and in time (a dense
+  // table of micro-batches x layers x devices would be 4096 x 2 x 1024 entries, three times).
+  auto [m, p] = two_stages();
+  p.setup.batch_size = 4096;
+  p.setup.micro_batches = 4096;
+  sim::PipelineOptions o;
+  o.servers = 2;
+  const auto two = sim::simulate_pipeline(m, p, o);
+  auto wide = p;
+  wide.device_of_layer = {7, 1000};  // the same two stages on devices far apart
+  for (uint32_t d = 2; d < 1024; ++d) wide.devices.devices.push_back({"x", 1ull << 30, 0});
+  std::swap(wide.devices.devices[0], wide.devices.devices[7]);
+  std::swap(wide.devices.devices[1], wide.devices.devices[1000]);
+  const auto r = sim::simulate_pipeline(m, wide, o);
+  CHECK(r.step_ms == two.step_ms);
+  CHECK(r.cut_bytes == two.cut_bytes);
+  CHECK(r.device_busy_ms[7] == two.device_busy_ms[0]);
+  CHECK(r.device_busy_ms[1000] == two.device_busy_ms[1]);
+  CHECK(r.device_busy_ms[500] == 0);
+}
+
 TEST_CASE("push link orders by mode", "[sim]") {
   sim::ServerLinks links;
   links.bytes_per_s = 1e9;
