@@ -1,6 +1,8 @@
 #include "scheduler/sim/calibration.h"
 
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <stdexcept>
 
@@ -21,23 +23,15 @@ Calibration load_calibration(const std::string& path) {
     } catch (const YAML::Exception& e) {
       throw std::invalid_argument(path + ": not valid YAML: " + e.what());
     }
-    if (node.IsNull()) {
-      throw std::invalid_argument(path + ": empty: a calibration names its costs "
-                                  "(worker_message_us, server_message_us, worker_byte_ns, "
-                                  "server_byte_ns); leave it out for the ideal runtime");
-    }
     const YamlReader r(node, "", path);
     // What the fit was made from: kept in the file for people, not used here.
     for (const char* info : {"made_by", "measured", "fit", "machine", "sizes"}) r.mark_used(info);
-    bool any = false;
-    for (const char* key : {"worker_message_us", "server_message_us", "server_byte_ns",
-                            "worker_byte_ns"}) {
-      any = any || r.has(key);
-    }
-    if (!any) {
-      throw std::invalid_argument(path + ": none of worker_message_us, server_message_us, "
-                                  "worker_byte_ns, server_byte_ns: not a calibration (leave it "
-                                  "out for the ideal runtime)");
+    const char* const costs[] = {"worker_message_us", "server_message_us", "server_byte_ns",
+                                 "worker_byte_ns"};
+    if (std::none_of(std::begin(costs), std::end(costs), [&](const char* k) { return r.has(k); })) {
+      throw std::invalid_argument(path + ": empty, or not a calibration: it names none of "
+                                  "worker_message_us, server_message_us, worker_byte_ns, "
+                                  "server_byte_ns (leave it out for the ideal runtime)");
     }
     Calibration c;
     c.worker_message_us = r.get_double("worker_message_us", 0, 0, 1e6);
