@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/config_limits.h"
+#include "core/layer_spec.h"
 #include "core/status.h"
 
 namespace psrt {
@@ -162,8 +163,14 @@ void parse_model(const YamlReader& model, const ConfigPath& in_base, ModelConfig
   c.device = model.get_string("device", "auto") == "auto"
                  ? ModelConfig::kDeviceAuto
                  : static_cast<int>(model.get_int("device", 0, 0, 1 << 16));
-  c.arch = model.get_choice("arch", "mlp", {"mlp", "lenet5", "vgg-small"});
+  c.arch = model.get_choice("arch", "mlp", {"mlp", "lenet5", "vgg-small", "custom"});
   parse_hidden(model, c);
+  if (c.arch == "custom") {
+    if (!model.has("layers")) model.fail("layers", "is required with model.arch: custom");
+    c.layers = read_layer_list(model, "layers");
+  } else if (model.has("layers")) {
+    model.fail("layers", "is for model.arch: custom, not " + c.arch);
+  }
   c.dropout = model.get_double("dropout", c.dropout, 0, 0.95);
   c.profile = in_base(model.get_string("profile", ""));
   c.scale = model.get_double("scale", 0, 0, 1e6);

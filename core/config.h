@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/compression_config.h"
+#include "core/layer_spec.h"
 #include "core/mode.h"
 #include "core/plan.h"
 
@@ -48,8 +49,9 @@ struct ModelConfig {
   // its rank) modulo the devices it sees
   static constexpr int kDeviceAuto = -1;
   int device = kDeviceAuto;
-  std::string arch = "mlp";        // native, gpu: mlp | lenet5 | vgg-small
+  std::string arch = "mlp";        // native, gpu: mlp | lenet5 | vgg-small | custom
   std::vector<int> hidden = {256, 128};
+  std::vector<LayerSpec> layers;   // custom: the network, layer by layer
   double dropout = 0.5;            // native, gpu vgg-small: dropout after the first linear layer
   std::string profile;             // replay: a bench/profiles/*.yaml file
   double scale = 0;                // replay: overrides the profile's scale when > 0

@@ -23,5 +23,6 @@ void describe_layer(Layer& layer, ModelDesc& desc);
 ArchLayers mlp_layers(const NetSpec& spec);
 ArchLayers lenet5_layers(const NetSpec& spec);
 ArchLayers vgg_small_layers(const NetSpec& spec);
+ArchLayers custom_layers(const NetSpec& spec);
 
 }  // namespace psrt::engine

@@ -66,9 +66,11 @@ ArchLayers arch_layers(const NetSpec& spec) {
     arch = lenet5_layers(spec);
   } else if (spec.arch == "vgg-small") {
     arch = vgg_small_layers(spec);
+  } else if (spec.arch == "custom") {
+    arch = custom_layers(spec);
   } else {
     throw ConfigError("network spec: unknown arch '" + spec.arch +
-                      "' (allowed: mlp, lenet5, vgg-small)");
+                      "' (allowed: mlp, lenet5, vgg-small, custom)");
   }
   return arch;
 }

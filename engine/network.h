@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "core/layer_spec.h"
 #include "core/model.h"
 
 namespace psrt::engine {
@@ -24,10 +25,11 @@ class Layer;
 class SoftmaxXent;
 
 struct NetSpec {
-  std::string arch = "mlp";              // "mlp", "lenet5" or "vgg-small"
+  std::string arch = "mlp";              // "mlp", "lenet5", "vgg-small" or "custom"
   std::vector<int> hidden = {256, 128};  // mlp hidden widths (may be empty: softmax regression)
   int channels = 1, height = 28, width = 28, classes = 10;
   float dropout = 0.5f;  // vgg-small: dropout probability after fc1's ReLU; 0 leaves the layer out
+  std::vector<LayerSpec> layers;  // custom: the network layer by layer (the loss follows)
 };
 
 class Network {

@@ -6,6 +6,7 @@
 
 #include "engine/cuda/device_buffer.h"
 #include "engine/cuda/gpu_stage_net.h"
+#include "engine/net_spec.h"
 #include "engine/stage_net.h"
 #include "worker/gpu_backend.h"
 #include "worker/native_backend.h"
@@ -20,8 +21,9 @@ using engine::cuda::PinnedBuffer;
 std::unique_ptr<GpuStageNet> stage_on_device(const Config& config, const StageLayout& layout,
                                              uint32_t stage, uint32_t rank) {
   use_worker_device(config, rank);
-  const engine::StageNet cpu(net_spec(config.model), config.job.seed, layout.ranges.at(stage).first,
-                             layout.ranges.at(stage).second, layout.micro_batches);
+  const engine::StageNet cpu(engine::net_spec(config.model), config.job.seed,
+                             layout.ranges.at(stage).first, layout.ranges.at(stage).second,
+                             layout.micro_batches);
   return std::make_unique<GpuStageNet>(cpu);
 }
 

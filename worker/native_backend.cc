@@ -1,19 +1,12 @@
 #include "worker/native_backend.h"
 
 #include "engine/init.h"
+#include "engine/net_spec.h"
 
 namespace psrt {
 
-engine::NetSpec net_spec(const ModelConfig& model) {
-  engine::NetSpec spec;
-  spec.arch = model.arch;
-  spec.hidden = model.hidden;
-  spec.dropout = float(model.dropout);
-  return spec;
-}
-
 std::unique_ptr<engine::Network> build_replica(const Config& config, uint32_t rank) {
-  auto net = engine::build_network(net_spec(config.model), config.job.seed);
+  auto net = engine::build_network(engine::net_spec(config.model), config.job.seed);
   net->reseed_randomness(engine::mix_seed(config.job.seed, 0xd50b0000u + rank));
   return net;
 }

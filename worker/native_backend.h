@@ -32,9 +32,6 @@ class NativeBackend final : public Backend {
   BatchSource source_;
 };
 
-// The engine's network spec for the model section of the config (native and gpu backends).
-engine::NetSpec net_spec(const ModelConfig& model);
-
 // Worker `rank`'s replica of the job's network: the initial values of job.seed (the same on every
 // worker), and its own dropout masks (reseeded from job.seed and the rank).
 std::unique_ptr<engine::Network> build_replica(const Config& config, uint32_t rank);

@@ -6,6 +6,7 @@
 
 #include "core/profile.h"
 #include "core/status.h"
+#include "engine/net_spec.h"
 #include "engine/stage_net.h"
 #include "worker/emulated_device.h"
 #include "worker/native_backend.h"
@@ -39,7 +40,7 @@ std::size_t crossing_width(const ModelDesc& model, uint32_t boundary) {
 class NativeStage final : public StageCompute {
  public:
   NativeStage(const Config& config, const StageLayout& layout, uint32_t stage)
-      : net_(net_spec(config.model), config.job.seed, layout.ranges.at(stage).first,
+      : net_(engine::net_spec(config.model), config.job.seed, layout.ranges.at(stage).first,
              layout.ranges.at(stage).second, layout.micro_batches) {}
   const ModelDesc& desc() const override { return net_.desc(); }
   uint32_t first() const override { return net_.first(); }
@@ -162,7 +163,7 @@ class ReplayStage final : public StageCompute {
 ModelDesc stage_model(const Config& config) {
   if (config.model.backend == "replay")
     return load_profile(config.model.profile, config.model.scale);
-  return engine::describe_network(net_spec(config.model));
+  return engine::describe_network(engine::net_spec(config.model));
 }
 
 std::unique_ptr<StageCompute> make_stage_compute(const Config& config, const StageLayout& layout,

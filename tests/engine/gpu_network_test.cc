@@ -93,7 +93,21 @@ std::vector<Case> cases() {
   NetSpec vgg;
   vgg.arch = "vgg-small";
   vgg.dropout = 0.5f;
-  return {{"mlp", mlp, 16}, {"lenet5", lenet, 8}, {"vgg-small with dropout", vgg, 4}};
+  // A layer list with shapes the built-in networks lack: a strided convolution, an overlapping
+  // pool, dropout on an image, a conv without a ReLU after it (nothing to fuse).
+  using K = psrt::LayerSpec::Kind;
+  NetSpec custom;
+  custom.arch = "custom";
+  custom.layers = {{.kind = K::kConv, .out = 6, .kernel = 5, .stride = 2, .pad = 2},
+                   {.kind = K::kRelu},
+                   {.kind = K::kDropout, .p = 0.2},
+                   {.kind = K::kPool, .kernel = 3, .stride = 2},
+                   {.kind = K::kConv, .out = 4, .kernel = 1, .stride = 1, .pad = 0},
+                   {.kind = K::kFc, .out = 10}};
+  return {{"mlp", mlp, 16},
+          {"lenet5", lenet, 8},
+          {"vgg-small with dropout", vgg, 4},
+          {"custom layers", custom, 6}};
 }
 
 }  // namespace

@@ -71,6 +71,40 @@ TEST_CASE("psrt-launch refuses a bad config with exit code 2", "[integration]") 
   CHECK_THAT(launch.output(), Catch::Contains("cluster.workers: 'zero' is not an integer"));
 }
 
+TEST_CASE("psrt-launch refuses a model that cannot be built or split before starting anything",
+          "[integration]") {
+  const std::string dir = test::temp_dir("launchmodel");
+  const std::string cfg = dir + "/job.yaml";
+  test::write_file(cfg,
+                   "job: {id: modelcheck, iterations: 3, log_every: 0}\n"
+                   "cluster: {servers: 1, workers: 2}\n"
+                   "model: {arch: custom, layers: [{conv: 8, kernel: 5}, relu, pool, {fc: 10}]}\n");
+  const auto refused = [&](const std::vector<std::string>& sets, const std::string& why) {
+    std::vector<std::string> argv{test::bin("psrt-launch"), cfg};
+    for (const auto& s : sets) argv.insert(argv.end(), {"--set", s});
+    test::Proc launch("launch", argv);
+    const auto code = launch.wait_exit(60);
+    INFO(launch.output());
+    CHECK(code == std::optional<int>(2));
+    CHECK_THAT(launch.output(), Catch::Contains(why));
+    CHECK_THAT(launch.output(), !Catch::Contains("server 0 |"));  // nothing was started
+  };
+  refused({"model.layers=[{conv: 8, kernel: 5}, pool, pool, pool, pool, pool, {fc: 10}]"},
+          "model.layers[5] {pool: 2, stride: 2}");
+  refused({"model.layers=[{fc: 32}, relu]"}, "not one per class (10): end with {fc: 10}");
+  refused({"placement.mode=model", "placement.partitions=4", "cluster.workers=4",
+           "model.layers=[{fc: 10}]"},
+          "placement.partitions: 4 stages for 3 layers of custom");  // flatten, fc1, loss
+  test::Proc check("check", {test::bin("psrt-launch"), cfg, "--check"});
+  CHECK(check.wait_exit(60) == std::optional<int>(0));
+  CHECK_THAT(check.output(), Catch::Contains("1 servers, 2 workers"));
+  // --check (what the Slurm and Kubernetes scripts run first) builds the network too.
+  test::Proc bad("check", {test::bin("psrt-launch"), cfg, "--check", "--set",
+                           "model.layers=[{conv: 8, kernel: 31, pad: 0}, {fc: 10}]"});
+  CHECK(bad.wait_exit(60) == std::optional<int>(2));
+  CHECK_THAT(bad.output(), Catch::Contains("does not fit its input 1x28x28"));
+}
+
 TEST_CASE("psrt-launch asks a psrt-placer it starts when placement.plan is auto", "[integration]") {
   const std::string dir = test::temp_dir("launchplan");
   const std::string cfg = dir + "/job.yaml";

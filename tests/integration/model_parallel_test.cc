@@ -24,6 +24,7 @@ namespace {
 constexpr float kMicroTolerance = 1e-5f;
 
 struct Job {
+  std::string layers;  // arch custom: the layer list (YAML)
   std::string arch = "lenet5";
   int workers = 1;
   std::string placement = "{mode: data}";
@@ -42,7 +43,7 @@ std::string job_yaml(const Job& j, const std::string& dir) {
          ", start_timeout_s: 60, heartbeat_s: 0.2, peer_timeout_s: 20}\n"
          "model: {backend: native, arch: " +
          j.arch + ", dropout: " + std::to_string(j.dropout) +
-         "}\n"
+         (j.layers.empty() ? "" : ", layers: " + j.layers) + "}\n"
          "data: {train_limit: 512}\n"
          "optimizer: {type: sgd, lr: 0.05, momentum: 0.9}\n"
          "scheduler: {mode: " +
@@ -125,6 +126,21 @@ TEST_CASE("vgg-small split by a plan file ends with the unsplit job's parameters
   planned.placement =
       "{mode: model, partitions: 2, plan: '" + dir + "/plan.yaml', " + devices + "}";
   CHECK(run(planned, 2).at(0) == ref);  // dropout included: replica 0 draws worker 0's masks
+}
+
+TEST_CASE("A custom network split over 3 stages ends with the unsplit job's parameters",
+          "[integration][model_parallel]") {
+  // A strided convolution, an overlapping pool and two fully connected layers: the stages cut
+  // through shapes no built-in network has.
+  Job whole;
+  whole.arch = "custom";
+  whole.layers = "[{conv: 6, kernel: 5, stride: 2}, relu, {pool: 3, stride: 2}, {fc: 32}, relu, "
+                 "{fc: 10}]";
+  const auto ref = run(whole).at(0);
+  REQUIRE(ref.size() == 6 * 25 + 6 + 6 * 6 * 6 * 32 + 32 + 32 * 10 + 10);
+  Job s = split("custom", 3, 1);
+  s.layers = whole.layers;
+  CHECK(run(s, 3).at(0) == ref);
 }
 
 TEST_CASE("vgg-small without dropout in 2 stages x 2 micro-batches is within the tolerance",

@@ -7,6 +7,7 @@
 #include <csignal>
 
 #include "core/plan_yaml.h"
+#include "core/profile.h"
 #include "placement/placer.h"
 #include "placement/service/client.h"
 #include "placement/service/request.h"
@@ -174,4 +175,30 @@ TEST_CASE("psrt-placer stops a searching placer at --max-search-s and serves the
   CHECK(expect(w, wire::PLACE_REPLY).header.place_reply().device_of_layer_size() == 6);
   placer.kill(SIGTERM);
   CHECK(placer.wait_exit(30) == std::optional<int>(0));
+}
+
+TEST_CASE("psrt-place --config describes the job's own native network", "[integration][placer]") {
+  const std::string dir = temp_dir("placeconfig");
+  write_file(dir + "/job.yaml",
+             "job: {id: own, iterations: 3}\n"
+             "model: {arch: custom, layers: [{conv: 8, kernel: 5, stride: 2}, relu, pool, "
+             "{fc: 10}]}\n");
+  Proc custom("place", {bin("psrt-place"), "--config", dir + "/job.yaml", "--write-profile",
+                        dir + "/custom.yaml"});
+  REQUIRE(custom.wait_exit(60) == std::optional<int>(0));
+  // 1x28x28 -> conv 8x14x14 -> pool 8x7x7 -> fc 10
+  const ModelDesc c = load_profile(dir + "/custom.yaml");
+  REQUIRE(c.tensors.size() == 4);
+  CHECK(c.tensors[0].name == "conv1.weight");
+  CHECK(c.tensors[0].num_elements == 8 * 25);
+  CHECK(c.tensors[2].name == "fc1.weight");
+  CHECK(c.tensors[2].num_elements == 8 * 7 * 7 * 10);
+  // The MLP's widths come from the job too, not the default ones.
+  write_file(dir + "/mlp-job.yaml", "job: {id: own, iterations: 3}\nmodel: {hidden: [48]}\n");
+  Proc mlp("place", {bin("psrt-place"), "--config", dir + "/mlp-job.yaml", "--write-profile",
+                     dir + "/mlp.yaml"});
+  REQUIRE(mlp.wait_exit(60) == std::optional<int>(0));
+  const ModelDesc m = load_profile(dir + "/mlp.yaml");
+  REQUIRE(m.tensors.size() == 4);
+  CHECK(m.tensors[0].num_elements == 784 * 48);
 }

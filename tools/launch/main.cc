@@ -24,6 +24,7 @@
 #include "core/config.h"
 #include "core/status.h"
 #include "core/process.h"
+#include "tools/launch/model_check.h"
 #include "tools/launch/plan_step.h"
 
 namespace {
@@ -213,7 +214,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 3600.0));
   app.add_flag(
       "--check", check_only,
-      "validate the job file and print its cluster size; start nothing (cluster scripts use it)");
+      "validate the job file (and build its model once) and print its cluster size; start "
+      "nothing (cluster scripts use it)");
   app.add_flag("--resume", resume,
                "restart the job from the newest checkpoint every server has (checkpoint.dir)");
   try {
@@ -227,7 +229,8 @@ int main(int argc, char** argv) {
     if (resume && config.checkpoint.dir.empty()) {
       throw psrt::ConfigError("--resume: checkpoint.dir is not set in " + config_path);
     }
-  } catch (const psrt::ConfigError& e) {
+    psrt::launch::check_model(config, !check_only);
+  } catch (const std::exception& e) {  // ConfigError, or a profile that cannot be read
     std::fprintf(stderr, "psrt-launch: %s\n", e.what());
     return 2;
   }

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <iostream>
 
 #include "config/job_config.h"
@@ -31,17 +32,16 @@
 #include "core/yaml_reader.h"
 #include "placement/plan_table.h"
 #include "placement/service/client.h"
+#include "engine/net_spec.h"
 #include "engine/network.h"
 
 namespace {
 
 using namespace psrt;
 
-ModelDesc native_model(const std::string& arch, uint32_t batch) {
-  engine::NetSpec spec;
-  spec.arch = arch;
-  ModelDesc m = engine::build_network(spec, 1)->desc();
-  m.name = arch;
+ModelDesc native_model(const engine::NetSpec& spec, uint32_t batch) {
+  ModelDesc m = engine::describe_network(spec);
+  m.name = spec.arch;
   set_times_from_flops(m, batch, 10000);  // as gen_profiles.py: 10 TFLOPS
   return m;
 }
@@ -102,13 +102,17 @@ struct Args {
   uint32_t servers = 0, micro_batches = 0, batch = 0, host_cores = 0;
   std::vector<std::string> sets;
   double timeout_s = 60, max_search_s = 0;
+  double scale = 0;                    // the job's model.scale (replay)
+  std::optional<engine::NetSpec> net;  // the job's native network (mlp widths, custom layers)
 };
 
 void add_options(CLI::App& app, Args& a) {
   app.add_option("--config", a.config_path, "job YAML: model and placement section");
   app.add_option("-s,--set", a.sets, "override a key of the job YAML: a.b=value (repeatable)");
   app.add_option("--profile", a.profile, "model profile (instead of the job's model)");
-  app.add_option("--arch", a.arch, "native network: lenet5 or vgg-small (times from FLOPs)");
+  app.add_option("--arch", a.arch,
+                 "native network: mlp, lenet5 or vgg-small (times from FLOPs); a job's own "
+                 "(custom layers, mlp widths) comes with --config");
   app.add_option("--devices", a.devices_path,
                  "YAML with devices, link, server_link, batch_size, ...");
   app.add_option("--placer", a.placer, "netplacer (default) or a baseline");
@@ -146,8 +150,13 @@ void read_job(Args& a, placement::Request& r) {
   if (a.address.empty() && !c.placement.address.empty()) a.address = c.placement.address;
   a.job_id = c.job.id;
   if (a.profile.empty() && a.arch.empty()) {
-    if (c.model.backend == "replay") a.profile = c.model.profile;
-    else a.arch = c.model.arch;
+    if (c.model.backend == "replay") {
+      a.profile = c.model.profile;
+      a.scale = c.model.scale;
+    } else {
+      a.arch = c.model.arch;
+      a.net = engine::net_spec(c.model);
+    }
   }
 }
 
@@ -162,7 +171,9 @@ placement::Request make_request(Args& a) {
   if (a.profile.empty() == a.arch.empty()) {
     throw ConfigError("give one model: --profile, --arch or --config");
   }
-  r.model = a.profile.empty() ? native_model(a.arch, r.setup.batch_size) : load_profile(a.profile);
+  if (a.profile.empty() && !a.net) a.net.emplace().arch = a.arch;
+  r.model = a.profile.empty() ? native_model(*a.net, r.setup.batch_size)
+                              : load_profile(a.profile, a.scale);
   if (!a.write_profile.empty()) return r;
   if (r.devices.devices.empty()) {
     throw ConfigError("no devices: give --devices or --config with placement.devices");

@@ -1,0 +1,81 @@
+// model.arch: custom and its layer list: what each entry reads as (defaults included), and the
+// errors that name the entry and what is allowed.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "config/job_config.h"
+#include "core/config.h"
+#include "core/layer_spec.h"
+#include "tests/core/config_test_util.h"
+
+using namespace psrt;
+using psrt::test::error_of;
+using Kind = LayerSpec::Kind;
+
+namespace {
+
+std::string custom(const std::string& layers) {
+  return "model: {arch: custom, layers: " + layers + "}\n";
+}
+
+}  // namespace
+
+TEST_CASE("model.layers reads every kind with its defaults", "[config][layers]") {
+  const Config c = parse_config(custom("[{conv: 16}, relu, {conv: 8, kernel: 5, stride: 2, pad: 0},"
+                                       " pool, {pool: 3, stride: 2}, {pool: 3}, {dropout: 0.25},"
+                                       " flatten, {fc: 64}, {relu: ~}, {fc: 10}]"),
+                                "job.yaml");
+  REQUIRE(c.model.arch == "custom");
+  const auto& l = c.model.layers;
+  REQUIRE(l.size() == 11);
+  CHECK(l[0] == LayerSpec{.kind = Kind::kConv, .out = 16, .kernel = 3, .stride = 1, .pad = 1});
+  CHECK(l[1] == LayerSpec{.kind = Kind::kRelu});
+  CHECK(l[2] == LayerSpec{.kind = Kind::kConv, .out = 8, .kernel = 5, .stride = 2, .pad = 0});
+  CHECK(l[3] == LayerSpec{.kind = Kind::kPool, .kernel = 2, .stride = 2});
+  CHECK(l[4] == LayerSpec{.kind = Kind::kPool, .kernel = 3, .stride = 2});
+  CHECK(l[5] == LayerSpec{.kind = Kind::kPool, .kernel = 3, .stride = 3});
+  CHECK(l[6] == LayerSpec{.kind = Kind::kDropout, .p = 0.25});
+  CHECK(l[7] == LayerSpec{.kind = Kind::kFlatten});
+  CHECK(l[8] == LayerSpec{.kind = Kind::kFc, .out = 64});
+  CHECK(l[9] == LayerSpec{.kind = Kind::kRelu});
+  CHECK(l[10] == LayerSpec{.kind = Kind::kFc, .out = 10});
+  CHECK(layer_spec_text(l[2]) == "{conv: 8, kernel: 5, stride: 2, pad: 0}");
+  CHECK(layer_spec_text(l[6]) == "{dropout: 0.25}");
+  CHECK(layer_spec_text(l[7]) == "flatten");
+  // --set replaces the whole list.
+  const Config s =
+      parse_config(custom("[{fc: 10}]"), "job.yaml", {"model.layers=[pool, {fc: 10}]"});
+  CHECK(s.model.layers.size() == 2);
+  // Other architectures have no layer list.
+  CHECK(parse_config("model: {arch: lenet5}", "job.yaml").model.layers.empty());
+}
+
+TEST_CASE("model.layers errors name the entry and what is allowed", "[config][layers]") {
+  using Catch::Matchers::Contains;
+  CHECK_THAT(error_of("model: {arch: custom}"),
+             Contains("model.layers") && Contains("required with model.arch: custom"));
+  CHECK_THAT(error_of("model: {arch: lenet5, layers: [{fc: 10}]}"),
+             Contains("model.layers") && Contains("not lenet5"));
+  CHECK_THAT(error_of(custom("[]")), Contains("model.layers: must be a non-empty list"));
+  CHECK_THAT(error_of(custom("{fc: 10}")), Contains("model.layers: must be a non-empty list"));
+  CHECK_THAT(error_of(custom("[{fc: 10}, relux]")),
+             Contains("model.layers[1]") && Contains("'relux' is no layer"));
+  CHECK_THAT(error_of(custom("[{conv: 8, fc: 10}]")),
+             Contains("model.layers[0]") && Contains("exactly one of") && Contains("found 2"));
+  CHECK_THAT(error_of(custom("[{kernel: 3}]")), Contains("model.layers[0]") && Contains("found 0"));
+  CHECK_THAT(error_of(custom("[{fc: 10, kernel: 3}]")),
+             Contains("model.layers[0].kernel") && Contains("unknown key"));
+  CHECK_THAT(error_of(custom("[[1, 2]]")), Contains("model.layers[0]: must be a layer kind"));
+  CHECK_THAT(error_of(custom("[{conv: 0}]")), Contains("model.layers[0].conv"));
+  CHECK_THAT(error_of(custom("[{conv: 4, stride: 0}]")), Contains("model.layers[0].stride"));
+  CHECK_THAT(error_of(custom("[{conv: 4, pad: -1}]")), Contains("model.layers[0].pad"));
+  CHECK_THAT(error_of(custom("[{pool: 2, stride: x}]")), Contains("model.layers[0].stride"));
+  CHECK_THAT(error_of(custom("[{fc: 100000}]")), Contains("model.layers[0].fc"));
+  CHECK_THAT(error_of(custom("[{dropout: 0.99}]")), Contains("model.layers[0].dropout"));
+  CHECK_THAT(error_of(custom("[{fc: }]")), Contains("model.layers[0].fc") && Contains("no value"));
+  std::string many = "[";
+  for (std::size_t i = 0; i <= kMaxLayerSpecs; ++i) many += "relu, ";
+  many += "{fc: 10}]";
+  CHECK_THAT(error_of(custom(many)), Contains("at most 1024"));
+}
