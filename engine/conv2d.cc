@@ -27,12 +27,7 @@ const ConvGeom& checked(const std::string& name, const ConvGeom& g) {
 Conv2d::Conv2d(std::string name, const ConvGeom& geom)
     : Layer(std::move(name)),
       g_(checked(this->name(), geom)),
-      weight_(static_cast<std::size_t>(g_.out_c) * g_.col_rows()),
-      bias_(static_cast<std::size_t>(g_.out_c)),
-      dweight_(weight_.size()),
-      dbias_(bias_.size()),
-      col_(g_.col_rows() * g_.col_cols()),
-      ones_(g_.col_cols(), 1.0f) {}
+      p_(static_cast<std::size_t>(g_.out_c) * g_.col_rows(), static_cast<std::size_t>(g_.out_c)) {}
 
 double Conv2d::forward_flops() const {
   // A multiply-add per weight per output pixel, plus the bias.
@@ -40,15 +35,23 @@ double Conv2d::forward_flops() const {
 }
 
 std::vector<ParamSlot> Conv2d::params() {
-  return {{"weight", weight_, dweight_}, {"bias", bias_, dbias_}};
+  return p_.slots();
 }
 
 void Conv2d::init_params(uint64_t seed) {
-  fill_he_normal(weight_, g_.col_rows(), seed);
-  std::fill(bias_.begin(), bias_.end(), 0.0f);
+  fill_he_normal(p_.w(), g_.col_rows(), seed);
+  std::fill(p_.b().begin(), p_.b().end(), 0.0f);
+}
+
+void Conv2d::workspace() {
+  if (!col_.empty()) return;
+  col_.assign(g_.col_rows() * g_.col_cols(), 0.0f);
+  ones_.assign(g_.col_cols(), 1.0f);
 }
 
 void Conv2d::forward(const float* in, float* out, int n, bool training) {
+  workspace();
+  const std::vector<float>& b = p_.b();
   const int m = g_.out_c, k = static_cast<int>(g_.col_rows()), hw = static_cast<int>(g_.col_cols());
   const std::size_t col_size = col_.size();
   // In training, keep the whole batch's columns for backward when they fit the budget.
@@ -60,19 +63,20 @@ void Conv2d::forward(const float* in, float* out, int n, bool training) {
   for (int s = 0; s < n; ++s) {
     const float* x = in + static_cast<std::size_t>(s) * g_.in_size();
     float* y = out + static_cast<std::size_t>(s) * g_.out_size();
-    for (int o = 0; o < m; ++o) std::fill(y + o * hw, y + (o + 1) * hw, bias_[o]);
+    for (int o = 0; o < m; ++o) std::fill(y + o * hw, y + (o + 1) * hw, b[o]);
     float* col = keep ? cols_.data() + static_cast<std::size_t>(s) * col_size : col_.data();
     im2col(x, g_, col);
     // y[m, hw] = W[m, k] * col[k, hw] + y
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hw, k, 1.0f, weight_.data(), k, col,
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hw, k, 1.0f, p_.w().data(), k, col,
                 hw, 1.0f, y, hw);
   }
 }
 
 void Conv2d::backward(const float* in, const float* /*out*/, const float* dout, float* din, int n) {
+  workspace();
   const int m = g_.out_c, k = static_cast<int>(g_.col_rows()), hw = static_cast<int>(g_.col_cols());
-  std::fill(dweight_.begin(), dweight_.end(), 0.0f);
-  std::fill(dbias_.begin(), dbias_.end(), 0.0f);
+  std::fill(p_.dw().begin(), p_.dw().end(), 0.0f);
+  std::fill(p_.db().begin(), p_.db().end(), 0.0f);
   if (din != nullptr) dcol_.resize(col_.size());
   const bool cached = in == cached_in_ && n == cached_n_;
   for (int s = 0; s < n; ++s) {
@@ -80,7 +84,7 @@ void Conv2d::backward(const float* in, const float* /*out*/, const float* dout, 
     const float* dy = dout + static_cast<std::size_t>(s) * g_.out_size();
     // db[m] += dy[m, hw] * ones[hw]
     cblas_sgemv(CblasRowMajor, CblasNoTrans, m, hw, 1.0f, dy, hw, ones_.data(), 1, 1.0f,
-                dbias_.data(), 1);
+                p_.db().data(), 1);
     const float* col = col_.data();
     if (cached) {
       col = cols_.data() + static_cast<std::size_t>(s) * col_.size();
@@ -89,10 +93,10 @@ void Conv2d::backward(const float* in, const float* /*out*/, const float* dout, 
     }
     // dW[m, k] += dy[m, hw] * col^T[hw, k]
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, hw, 1.0f, dy, hw, col, hw, 1.0f,
-                dweight_.data(), k);
+                p_.dw().data(), k);
     if (din == nullptr) continue;
     // dcol[k, hw] = W^T[k, m] * dy[m, hw]
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, hw, m, 1.0f, weight_.data(), k, dy, hw,
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, hw, m, 1.0f, p_.w().data(), k, dy, hw,
                 0.0f, dcol_.data(), hw);
     float* dx = din + static_cast<std::size_t>(s) * g_.in_size();
     std::fill(dx, dx + g_.in_size(), 0.0f);

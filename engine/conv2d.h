@@ -10,6 +10,7 @@
 
 #include "engine/conv_geom.h"
 #include "engine/layer.h"
+#include "engine/weights.h"
 
 namespace psrt::engine {
 
@@ -26,13 +27,16 @@ class Conv2d final : public Layer {
   double forward_flops() const override;
   const ConvGeom& geom() const { return g_; }
   std::vector<ParamSlot> params() override;
+  std::vector<ParamShape> param_shapes() const override { return p_.shapes(); }
   void init_params(uint64_t seed) override;
   void forward(const float* in, float* out, int n, bool training) override;
   void backward(const float* in, const float* out, const float* dout, float* din, int n) override;
 
  private:
+  void workspace();  // col_ and ones_, at the first forward or backward
+
   ConvGeom g_;
-  std::vector<float> weight_, bias_, dweight_, dbias_;
+  Weights p_;
   std::vector<float> col_, dcol_;  // workspace: col_rows x col_cols
   std::vector<float> ones_;        // col_cols ones, for the bias gradient
   std::vector<float> cols_;        // the last training forward's columns, n x col_rows x col_cols

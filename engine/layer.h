@@ -22,6 +22,12 @@ struct ParamSlot {
   std::span<float> grad;
 };
 
+// A parameter tensor's name suffix and size, known before (and without) its memory.
+struct ParamShape {
+  std::string suffix;
+  std::size_t size = 0;
+};
+
 class Layer {
  public:
   virtual ~Layer() = default;
@@ -34,8 +40,11 @@ class Layer {
   virtual std::size_t out_size() const = 0;  // output elements per sample
   virtual double forward_flops() const = 0;  // per sample
 
-  // The layer's parameter tensors in key order; empty for layers without parameters.
+  // The layer's parameter tensors in key order; empty for layers without parameters. Layers
+  // allocate their parameters here (or at init_params, forward, backward) the first time, so
+  // that a network can be described from param_shapes() without holding them.
   virtual std::vector<ParamSlot> params() { return {}; }
+  virtual std::vector<ParamShape> param_shapes() const { return {}; }
   // Seeded initialisation of the parameters; the same seed gives the same values.
   virtual void init_params(uint64_t /*seed*/) {}
   // Restarts the layer's own random stream (dropout's masks) from `seed`, leaving its parameters

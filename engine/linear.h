@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "engine/layer.h"
+#include "engine/weights.h"
 
 namespace psrt::engine {
 
@@ -22,6 +23,7 @@ class Linear final : public Layer {
   std::size_t out_size() const override { return out_; }
   double forward_flops() const override;
   std::vector<ParamSlot> params() override;
+  std::vector<ParamShape> param_shapes() const override { return p_.shapes(); }
   void init_params(uint64_t seed) override;
   void forward(const float* in, float* out, int n, bool training) override;
   void backward(const float* in, const float* out, const float* dout, float* din, int n) override;
@@ -29,7 +31,7 @@ class Linear final : public Layer {
  private:
   std::size_t in_, out_;
   LinearInit init_;
-  std::vector<float> weight_, bias_, dweight_, dbias_;
+  Weights p_;
 };
 
 }  // namespace psrt::engine

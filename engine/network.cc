@@ -18,8 +18,8 @@ void describe_layer(Layer& layer, ModelDesc& desc) {
   ld.forward_flops = layer.forward_flops();
   ld.activation_elements = layer.out_size();
   std::vector<std::pair<std::string, uint64_t>> tensors;
-  for (const ParamSlot& slot : layer.params()) {
-    tensors.emplace_back(layer.name() + "." + slot.suffix, slot.value.size());
+  for (const ParamShape& shape : layer.param_shapes()) {  // nothing allocated
+    tensors.emplace_back(layer.name() + "." + shape.suffix, shape.size);
   }
   desc.add_layer(std::move(ld), tensors);
 }
