@@ -15,6 +15,8 @@ constexpr int64_t kMaxInt = kMaxConfigInt;
 constexpr std::size_t kMaxJobId = 128;
 constexpr int64_t kMaxHidden = 1 << 16;
 constexpr int64_t kMaxModelWeights = 1ll << 30;  // 4 GiB of fp32
+constexpr int64_t kMaxImageSide = 4096;
+constexpr int64_t kMaxClasses = 1 << 16;
 constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;
 
 void apply_set(YAML::Node& root, const std::string& set, const std::string& where) {
@@ -135,7 +137,8 @@ void parse_job(const YamlReader& job, JobConfig& c) {
 
 namespace {
 
-// model.hidden, bounded by the fully connected weights it makes (784 inputs, 10 classes) before
+// model.hidden, bounded by the fully connected weights it makes at Fashion-MNIST's 784 inputs and
+// 10 classes (the engine checks the exact sizes of other data when it builds the network) before
 // anyone allocates them.
 void parse_hidden(const YamlReader& model, ModelConfig& c) {
   if (!model.has("hidden")) {
@@ -181,9 +184,12 @@ void parse_model(const YamlReader& model, const ConfigPath& in_base, ModelConfig
 }
 
 void parse_data(const YamlReader& data, const ConfigPath& in_base, DataConfig& c) {
-  c.dataset = data.get_choice("dataset", "fashion-mnist", {"fashion-mnist"});
+  c.dataset = data.get_choice("dataset", "fashion-mnist", {"fashion-mnist", "idx"});
   c.path = in_base(data.get_string("path", c.path));
   c.train_limit = data.get_int("train_limit", 0, 0, kMaxInt);
+  c.image_rows = int(data.get_int("image_rows", c.image_rows, 1, kMaxImageSide));
+  c.image_cols = int(data.get_int("image_cols", c.image_cols, 1, kMaxImageSide));
+  c.classes = int(data.get_int("classes", c.classes, 2, kMaxClasses));
   data.reject_unknown();
 }
 

@@ -6,6 +6,7 @@
 #include <array>
 #include <climits>
 #include <cstddef>
+#include <filesystem>
 #include <memory>
 
 #include "core/status.h"
@@ -129,14 +130,20 @@ Dataset load_idx(const std::string& images_path, const std::string& labels_path)
   return ds;
 }
 
-Dataset load_fashion_mnist(const std::string& dir, bool train) {
+Dataset load_split(const std::string& dir, bool train, int classes) {
   const std::string prefix = dir + "/" + (train ? "train" : "t10k");
-  const std::string labels_path = prefix + "-labels-idx1-ubyte.gz";
-  Dataset ds = load_idx(prefix + "-images-idx3-ubyte.gz", labels_path);
+  const auto named = [](const std::string& base) {  // the plain name only where it alone exists
+    std::error_code ec;
+    return !std::filesystem::exists(base + ".gz", ec) && std::filesystem::exists(base, ec)
+               ? base
+               : base + ".gz";
+  };
+  const std::string labels_path = named(prefix + "-labels-idx1-ubyte");
+  Dataset ds = load_idx(named(prefix + "-images-idx3-ubyte"), labels_path);
   for (const int32_t label : ds.labels) {
-    if (label < 0 || label > 9) {
+    if (label < 0 || label >= classes) {
       throw ConfigError("IDX file " + labels_path + ": label " + std::to_string(label) +
-                        " is not a Fashion-MNIST class (0..9)");
+                        " is not in [0, " + std::to_string(classes) + ") (data.classes)");
     }
   }
   return ds;

@@ -19,8 +19,10 @@ struct Dataset {
 // bytes, or image and label counts that differ.
 Dataset load_idx(const std::string& images_path, const std::string& labels_path);
 
-// dir/train-images-idx3-ubyte.gz + dir/train-labels-idx1-ubyte.gz (train) or the t10k-* pair
-// (test). Also checks that the labels are in 0..9.
-Dataset load_fashion_mnist(const std::string& dir, bool train);
+// The training (train-*) or test (t10k-*) pair of an MNIST-style folder:
+// dir/train-images-idx3-ubyte and dir/train-labels-idx1-ubyte, each named with .gz or without (the
+// .gz name is tried first; either name may hold either content). Also checks that the labels lie in
+// [0, classes).
+Dataset load_split(const std::string& dir, bool train, int classes);
 
 }  // namespace psrt::data

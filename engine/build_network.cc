@@ -4,9 +4,7 @@
 
 #include "core/status.h"
 #include "engine/arch_builders.h"
-#include "engine/linear.h"
-#include "engine/relu.h"
-#include "engine/softmax_xent.h"
+#include "engine/net_builder.h"
 
 namespace psrt::engine {
 namespace {
@@ -23,27 +21,22 @@ void check_positive(const char* key, int value) {
 ArchLayers mlp_layers(const NetSpec& spec) {
   const auto input = static_cast<std::size_t>(spec.channels) *
                      static_cast<std::size_t>(spec.height) * static_cast<std::size_t>(spec.width);
-  ArchLayers out;
-  out.name = "mlp-" + std::to_string(input);
-  std::size_t width = input;
-  int index = 1;
+  std::string name = "mlp-" + std::to_string(input);
   for (const int h : spec.hidden) {
     check_positive("hidden width", h);
-    const std::string suffix = std::to_string(index++);
-    out.layers.push_back(std::make_unique<Linear>("fc" + suffix, width, static_cast<std::size_t>(h),
-                                                  LinearInit::kHeNormal));
-    out.layers.push_back(std::make_unique<Relu>("relu" + suffix, static_cast<std::size_t>(h)));
-    width = static_cast<std::size_t>(h);
-    out.name += '-';
-    out.name += std::to_string(h);
+    name += '-';  // appended piecewise: g++ 12 warns wrongly (-Wrestrict) on "-" + to_string
+    name += std::to_string(h);
   }
   const auto classes = static_cast<std::size_t>(spec.classes);
-  out.layers.push_back(std::make_unique<Linear>("fc" + std::to_string(index), width, classes,
-                                                LinearInit::kXavierUniform));
-  out.layers.push_back(std::make_unique<SoftmaxXent>("loss", classes));
-  out.name += '-';
-  out.name += std::to_string(classes);
-  return out;
+  name += '-';
+  name += std::to_string(classes);
+  NetBuilder s(name, spec, true);
+  for (const int h : spec.hidden) {
+    s.fc(static_cast<std::size_t>(h), LinearInit::kHeNormal);
+    s.relu();
+  }
+  s.fc(classes, LinearInit::kXavierUniform);
+  return s.finish(classes);
 }
 
 ArchLayers arch_layers(const NetSpec& spec) {

@@ -12,12 +12,13 @@
 
 namespace psrt::engine {
 
-NetBuilder::NetBuilder(std::string arch, const NetSpec& spec)
+NetBuilder::NetBuilder(std::string arch, const NetSpec& spec, bool flat)
     : arch_(std::move(arch)),
       c_(spec.channels),
       h_(spec.height),
       w_(spec.width),
-      width_(std::size_t(spec.channels) * std::size_t(spec.height) * std::size_t(spec.width)) {}
+      width_(std::size_t(spec.channels) * std::size_t(spec.height) * std::size_t(spec.width)),
+      flat_(flat) {}
 
 void NetBuilder::conv(int out_c, int kernel, int stride, int pad) {
   const std::string name = "conv" + std::to_string(conv_ + 1);

@@ -18,7 +18,8 @@ class NetBuilder {
   static constexpr std::size_t kMaxWeights = std::size_t(1) << 30;       // 4 GiB of fp32
   static constexpr std::size_t kMaxSampleFloats = std::size_t(1) << 24;  // per layer and sample
 
-  NetBuilder(std::string arch, const NetSpec& spec);
+  // `flat`: the input is taken as a vector from the start (an MLP: no flatten layer).
+  NetBuilder(std::string arch, const NetSpec& spec, bool flat = false);
 
   void conv(int out_c, int kernel, int stride, int pad);  // needs the NCHW shape
   void pool(int kernel, int stride);                      // max pooling; needs the NCHW shape

@@ -1,5 +1,6 @@
-// The engine's network spec for the model section of a job's config (native and gpu backends):
-// what the workers, psrt-launch's check and psrt-place build the job's network from.
+// The engine's network spec for a job's config (native and gpu backends): the model section's
+// network on the data section's images and classes; what the workers, psrt-launch's check and
+// psrt-place build the job's network from.
 #pragma once
 
 #include "core/config.h"
@@ -7,12 +8,17 @@
 
 namespace psrt::engine {
 
-inline NetSpec net_spec(const ModelConfig& model) {
+inline NetSpec net_spec(const Config& config) {
+  const ModelConfig& model = config.model;
   NetSpec spec;
   spec.arch = model.arch;
   spec.hidden = model.hidden;
   spec.dropout = float(model.dropout);
   spec.layers = model.layers;
+  spec.channels = 1;  // IDX images are grey
+  spec.height = config.data.image_rows;
+  spec.width = config.data.image_cols;
+  spec.classes = config.data.classes;
   return spec;
 }
 

@@ -7,9 +7,25 @@
 
 namespace psrt {
 
+namespace {
+
+// The images must have the size the job declares (data.image_rows, data.image_cols): the
+// network was built for it.
+void check_size(const data::Dataset& ds, const DataConfig& c, const char* split) {
+  if (ds.rows != c.image_rows || ds.cols != c.image_cols) {
+    throw ConfigError("data: the " + std::string(split) + " images in " + c.path + " are " +
+                      std::to_string(ds.rows) + "x" + std::to_string(ds.cols) +
+                      ", but data.image_rows x data.image_cols is " +
+                      std::to_string(c.image_rows) + "x" + std::to_string(c.image_cols));
+  }
+}
+
+}  // namespace
+
 BatchSource::BatchSource(const Config& config, uint32_t rank, std::size_t input_size)
-    : path_(config.data.path), sample_(input_size) {
-  train_ = data::load_fashion_mnist(path_, true);
+    : data_(config.data), sample_(input_size) {
+  train_ = data::load_split(data_.path, true, data_.classes);
+  check_size(train_, data_, "training");
   if (config.data.train_limit > 0 && config.data.train_limit < train_.n) {
     train_.n = int(config.data.train_limit);
     train_.images.resize(std::size_t(train_.n) * train_.rows * train_.cols);
@@ -38,7 +54,10 @@ int BatchSource::load(uint64_t iteration) {
 }
 
 const data::Dataset& BatchSource::test_set() {
-  if (!test_) test_ = std::make_unique<data::Dataset>(data::load_fashion_mnist(path_, false));
+  if (!test_) {
+    test_ = std::make_unique<data::Dataset>(data::load_split(data_.path, false, data_.classes));
+    check_size(*test_, data_, "test");
+  }
   return *test_;
 }
 

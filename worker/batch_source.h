@@ -1,5 +1,7 @@
-// The training and test data of one worker, shared by the native and gpu backends: Fashion-MNIST
-// from data.path (cut to data.train_limit), sharded by rank and reshuffled each epoch by
+// The training and test data of one worker, shared by the native and gpu backends: the IDX pairs
+// in data.path (Fashion-MNIST by default; images of data.image_rows x data.image_cols, labels
+// below data.classes; the training set cut to data.train_limit), sharded by rank and reshuffled
+// each epoch by
 // data::BatchSampler, and the test set, loaded on first use. Both backends read the same batches
 // for the same (config, rank, iteration), so their runs are comparable.
 #pragma once
@@ -35,7 +37,7 @@ class BatchSource {
   const data::Dataset& test_set();  // loads it on the first call
 
  private:
-  std::string path_;
+  DataConfig data_;
   std::size_t sample_;
   data::Dataset train_;
   std::unique_ptr<data::Dataset> test_;

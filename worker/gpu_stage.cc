@@ -21,7 +21,7 @@ using engine::cuda::PinnedBuffer;
 std::unique_ptr<GpuStageNet> stage_on_device(const Config& config, const StageLayout& layout,
                                              uint32_t stage, uint32_t rank) {
   use_worker_device(config, rank);
-  const engine::StageNet cpu(engine::net_spec(config.model), config.job.seed,
+  const engine::StageNet cpu(engine::net_spec(config), config.job.seed,
                              layout.ranges.at(stage).first, layout.ranges.at(stage).second,
                              layout.micro_batches);
   return std::make_unique<GpuStageNet>(cpu);

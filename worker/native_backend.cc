@@ -6,7 +6,7 @@
 namespace psrt {
 
 std::unique_ptr<engine::Network> build_replica(const Config& config, uint32_t rank) {
-  auto net = engine::build_network(engine::net_spec(config.model), config.job.seed);
+  auto net = engine::build_network(engine::net_spec(config), config.job.seed);
   net->reseed_randomness(engine::mix_seed(config.job.seed, 0xd50b0000u + rank));
   return net;
 }

@@ -40,7 +40,7 @@ std::size_t crossing_width(const ModelDesc& model, uint32_t boundary) {
 class NativeStage final : public StageCompute {
  public:
   NativeStage(const Config& config, const StageLayout& layout, uint32_t stage)
-      : net_(engine::net_spec(config.model), config.job.seed, layout.ranges.at(stage).first,
+      : net_(engine::net_spec(config), config.job.seed, layout.ranges.at(stage).first,
              layout.ranges.at(stage).second, layout.micro_batches) {}
   const ModelDesc& desc() const override { return net_.desc(); }
   uint32_t first() const override { return net_.first(); }
@@ -163,7 +163,7 @@ class ReplayStage final : public StageCompute {
 ModelDesc stage_model(const Config& config) {
   if (config.model.backend == "replay")
     return load_profile(config.model.profile, config.model.scale);
-  return engine::describe_network(engine::net_spec(config.model));
+  return engine::describe_network(engine::net_spec(config));
 }
 
 std::unique_ptr<StageCompute> make_stage_compute(const Config& config, const StageLayout& layout,

@@ -179,14 +179,44 @@ TEST_CASE("load_idx errors name the file and the problem", "[data][idx]") {
   }
 }
 
-TEST_CASE("load_fashion_mnist reads the real training set when it is installed",
+TEST_CASE("load_split reads a folder's pair under plain names or .gz and checks the classes",
+          "[data][idx]") {
+  TempDir dir;
+  // 3 images of 2x3, labels 0, 3, 1.
+  const std::vector<unsigned char> pixels(18, 51), labels = {0, 3, 1};
+  write_plain(dir.file("train-images-idx3-ubyte"), idx_bytes(2051, {3, 2, 3}, pixels));
+  write_plain(dir.file("train-labels-idx1-ubyte"), idx_bytes(2049, {3}, labels));
+  const auto ds = psrt::data::load_split(dir.file(""), true, 4);
+  CHECK(ds.n == 3);
+  CHECK(ds.rows == 2);
+  CHECK(ds.cols == 3);
+  CHECK(ds.labels == std::vector<int32_t>{0, 3, 1});
+  CHECK(ds.images[0] == 0.2f);
+  // A label at or above the class count names the file and the key.
+  try {
+    (void)psrt::data::load_split(dir.file(""), true, 3);
+    FAIL("label 3 accepted with 3 classes");
+  } catch (const psrt::ConfigError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("train-labels-idx1-ubyte: label 3 is not in [0, 3)") &&
+                             Catch::Contains("data.classes"));
+  }
+  // Where both names exist the .gz one is read.
+  write_gz(dir.file("train-labels-idx1-ubyte.gz"), idx_bytes(2049, {3}, {2, 2, 2}));
+  write_gz(dir.file("train-images-idx3-ubyte.gz"), idx_bytes(2051, {3, 2, 3}, pixels));
+  CHECK(psrt::data::load_split(dir.file(""), true, 4).labels == std::vector<int32_t>{2, 2, 2});
+  // The test split is named t10k-*; missing, it names the .gz file it looked for.
+  CHECK_THROWS_WITH(psrt::data::load_split(dir.file(""), false, 4),
+                    Catch::Contains("t10k-images-idx3-ubyte.gz"));
+}
+
+TEST_CASE("load_split reads the real Fashion-MNIST training set when it is installed",
           "[data][idx][fashion]") {
   const std::string dir = "/usr/share/datasets/fashion-mnist";
   if (!fs::exists(dir + "/train-images-idx3-ubyte.gz")) {
     WARN("Fashion-MNIST not found at " << dir << ": skipped");
     return;
   }
-  const auto ds = psrt::data::load_fashion_mnist(dir, true);
+  const auto ds = psrt::data::load_split(dir, true, 10);
   CHECK(ds.n == 60000);
   CHECK(ds.rows == 28);
   CHECK(ds.cols == 28);

@@ -44,9 +44,9 @@ std::string cluster_config(const std::string& dir, const std::string& optimizer,
 // order, the optimizer on each tensor.
 std::vector<float> reference(const Config& c) {
   openblas_set_num_threads(c.job.blas_threads);  // as the workers do: the same kernels
-  data::Dataset train = data::load_fashion_mnist(c.data.path, true);
+  data::Dataset train = data::load_split(c.data.path, true, c.data.classes);
   train.n = int(c.data.train_limit);
-  auto net = engine::build_network(engine::net_spec(c.model), c.job.seed);
+  auto net = engine::build_network(engine::net_spec(c), c.job.seed);
   const auto opt = make_optimizer(c.optimizer);
   const auto& tensors = net->desc().tensors;
   std::vector<OptimizerState> states(tensors.size());
@@ -250,7 +250,7 @@ TEST_CASE("with compressed replies every worker ends with the same trained value
       "compression: {codec: laco, density: 0.05, calibration_iters: 2, warmup_iters: 2, "
       "replies: compressed}\n");
   const Config c = load_config(cfg);
-  auto initial = engine::build_network(engine::net_spec(c.model), c.job.seed);
+  auto initial = engine::build_network(engine::net_spec(c), c.job.seed);
   std::vector<float> start;
   for (const auto& t : initial->desc().tensors) {
     auto p = initial->param(t.key);

@@ -168,7 +168,7 @@ TEST_CASE("a malformed activation message gets an ERROR reply and stops the job"
   Proc stage1("worker 1", {bin("psrt-worker"), "--config", server.dir + "/job.yaml", "--rank", "1",
                            "--set", "cluster.coordinator=" + server.endpoint});
   const Config config = parse_config(yaml, "test");
-  const ModelDesc model = engine::describe_network(engine::net_spec(config.model));
+  const ModelDesc model = engine::describe_network(engine::net_spec(config));
   const StageLayout layout = stage_layout(config, model);
   const uint32_t boundary = layout.ranges[1].first;
   const uint64_t width = model.layers[boundary - 1].activation_elements;

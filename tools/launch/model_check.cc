@@ -10,7 +10,7 @@ void check_model(const Config& config, bool read_files) {
   if (!read_files && config.model.backend == "replay") return;
   const ModelDesc model = config.model.backend == "replay"
                               ? load_profile(config.model.profile, config.model.scale)
-                              : engine::describe_network(engine::net_spec(config.model));
+                              : engine::describe_network(engine::net_spec(config));
   Config laid_out = config;
   // plan: auto is made after this; without read_files the plan file is not read either.
   if (laid_out.placement.plan == "auto" || !read_files) laid_out.placement.plan.clear();

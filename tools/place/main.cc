@@ -155,7 +155,7 @@ void read_job(Args& a, placement::Request& r) {
       a.scale = c.model.scale;
     } else {
       a.arch = c.model.arch;
-      a.net = engine::net_spec(c.model);
+      a.net = engine::net_spec(c);
     }
   }
 }

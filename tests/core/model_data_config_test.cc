@@ -1,5 +1,6 @@
-// model.arch: custom and its layer list: what each entry reads as (defaults included), and the
-// errors that name the entry and what is allowed.
+// The model and data sections beyond the built-in networks: model.arch custom and its layer list
+// (what each entry reads as, defaults included, and errors naming the entry), and data.image_rows,
+// image_cols and classes.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -78,4 +79,24 @@ TEST_CASE("model.layers errors name the entry and what is allowed", "[config][la
   for (std::size_t i = 0; i <= kMaxLayerSpecs; ++i) many += "relu, ";
   many += "{fc: 10}]";
   CHECK_THAT(error_of(custom(many)), Contains("at most 1024"));
+}
+
+TEST_CASE("data.image_rows, image_cols and classes: defaults, values and bounds",
+          "[config][data]") {
+  using Catch::Matchers::Contains;
+  const Config d = parse_config("", "job.yaml");
+  CHECK(d.data.dataset == "fashion-mnist");
+  CHECK(d.data.image_rows == 28);
+  CHECK(d.data.image_cols == 28);
+  CHECK(d.data.classes == 10);
+  const Config c = parse_config(
+      "data: {dataset: idx, path: /x, image_rows: 12, image_cols: 20, classes: 47}", "job.yaml");
+  CHECK(c.data.dataset == "idx");
+  CHECK(c.data.image_rows == 12);
+  CHECK(c.data.image_cols == 20);
+  CHECK(c.data.classes == 47);
+  CHECK_THAT(error_of("data: {classes: 1}"), Contains("data.classes"));
+  CHECK_THAT(error_of("data: {image_rows: 0}"), Contains("data.image_rows"));
+  CHECK_THAT(error_of("data: {image_cols: 5000}"), Contains("data.image_cols"));
+  CHECK_THAT(error_of("data: {dataset: cifar}"), Contains("data.dataset"));
 }
