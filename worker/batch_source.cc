@@ -24,13 +24,10 @@ void check_size(const data::Dataset& ds, const DataConfig& c, const char* split)
 
 BatchSource::BatchSource(const Config& config, uint32_t rank, std::size_t input_size)
     : data_(config.data), sample_(input_size) {
-  train_ = data::load_split(data_.path, true, data_.classes);
+  // The training images stay bytes (a quarter of the memory); batches are converted as gathered.
+  train_ = data::load_split(data_.path, true, data_.classes, data::PixelForm::kBytes);
   check_size(train_, data_, "training");
-  if (config.data.train_limit > 0 && config.data.train_limit < train_.n) {
-    train_.n = int(config.data.train_limit);
-    train_.images.resize(std::size_t(train_.n) * train_.rows * train_.cols);
-    train_.labels.resize(std::size_t(train_.n));
-  }
+  if (config.data.train_limit < train_.n) train_.truncate(int(config.data.train_limit));
   if (std::size_t(train_.rows) * train_.cols != sample_) {
     throw ConfigError("data: images of " + std::to_string(train_.rows) + "x" +
                       std::to_string(train_.cols) + " do not fit model input of " +
@@ -46,8 +43,7 @@ BatchSource::BatchSource(const Config& config, uint32_t rank, std::size_t input_
 int BatchSource::load(uint64_t iteration) {
   const std::vector<int> idx = sampler_->batch(iteration);
   for (std::size_t i = 0; i < idx.size(); ++i) {
-    std::memcpy(images_.data() + i * sample_, train_.images.data() + std::size_t(idx[i]) * sample_,
-                sample_ * sizeof(float));
+    train_.copy_image(std::size_t(idx[i]), images_.data() + i * sample_);
     labels_[i] = train_.labels[std::size_t(idx[i])];
   }
   return int(idx.size());

@@ -11,6 +11,7 @@
 
 #include "core/status.h"
 #include "data/idx.h"
+#include "tests/common/peak_memory.h"
 
 namespace fs = std::filesystem;
 using psrt::data::load_idx;
@@ -101,6 +102,31 @@ TEST_CASE("load_idx reads gzip-compressed IDX files", "[data][idx]") {
   CHECK(ds.labels == std::vector<int32_t>{7, 0, 9});
 }
 
+TEST_CASE("Pixels kept as bytes give the same floats, and truncate keeps the first images",
+          "[data][idx]") {
+  TempDir dir;
+  const auto img = dir.file("img.gz"), lab = dir.file("lab.gz");
+  write_gz(img, idx_bytes(2051, {3, 2, 3}, pixels()));
+  write_gz(lab, idx_bytes(2049, {3}, kLabels));
+  const auto floats = load_idx(img, lab);
+  auto bytes = load_idx(img, lab, psrt::data::PixelForm::kBytes);
+  CHECK(bytes.images.empty());
+  REQUIRE(bytes.pixels == pixels());
+  for (std::size_t i = 0; i < 3; ++i) {
+    std::vector<float> a(6, -1), b(6, -2);
+    floats.copy_image(i, a.data());
+    bytes.copy_image(i, b.data());
+    CHECK(a == b);  // bit for bit
+    CHECK(std::equal(a.begin(), a.end(), floats.images.begin() + std::ptrdiff_t(6 * i)));
+  }
+  bytes.truncate(2);
+  CHECK(bytes.n == 2);
+  CHECK(bytes.pixels.size() == 12);
+  CHECK(bytes.labels == std::vector<int32_t>{7, 0});
+  bytes.truncate(0);  // 0: all there is
+  CHECK(bytes.n == 2);
+}
+
 TEST_CASE("load_idx reads plain IDX files and full-range pixels", "[data][idx]") {
   TempDir dir;
   const auto img = dir.file("img"), lab = dir.file("lab");
@@ -135,6 +161,17 @@ TEST_CASE("load_idx errors name the file and the problem", "[data][idx]") {
     write_gz(img, idx_bytes(2051, {3, 2, 3}, p));
     const auto msg = config_error([&] { load_idx(img, lab); });
     CHECK_THAT(msg, Catch::Contains(img) && Catch::Contains("truncated"));
+  }
+  SECTION("a header claiming far more pixels than the file holds costs what it holds") {
+    // 32768 images of 256 x 256: 2 GiB of pixels claimed, 10 bytes there (found by fuzz_idx).
+    write_gz(img, idx_bytes(2051, {32768, 256, 256}, std::vector<unsigned char>(10, 1)));
+    write_gz(lab, idx_bytes(2049, {32768}, {}));
+    std::string msg;
+    const double grew =
+        psrt::test::peak_growth_mib([&] { msg = config_error([&] { load_idx(img, lab); }); });
+    CHECK_THAT(msg,
+               Catch::Contains(img) && Catch::Contains("truncated") && Catch::Contains("got 10"));
+    if (grew >= 0) CHECK(grew < 64);
   }
   SECTION("truncated header") {
     write_gz(img, idx_bytes(2051, {3, 2}, {}));

@@ -4,52 +4,14 @@
 // show the growth (so that the measure can fail).
 #include <catch2/catch.hpp>
 
-#include <fstream>
-#include <string>
-
 #include "engine/network.h"
 #include "engine/stage_net.h"
+#include "tests/common/peak_memory.h"
 
 using namespace psrt;
 using namespace psrt::engine;
 
-namespace {
-
-// Resets the peak to the current resident size; false where the kernel does not allow it.
-bool reset_peak() {
-  std::ofstream f("/proc/self/clear_refs");
-  f << "5";
-  f.flush();
-  return f.good();
-}
-
-// The peak resident size in MiB since the last reset.
-double peak_mib() {
-  std::ifstream f("/proc/self/status");
-  for (std::string line; std::getline(f, line);) {
-    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  }
-  return -1;
-}
-
-double current_mib() {
-  std::ifstream f("/proc/self/status");
-  for (std::string line; std::getline(f, line);) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-  }
-  return -1;
-}
-
-// Peak growth while `f` runs, in MiB.
-template <typename F>
-double growth(F&& f) {
-  if (!reset_peak()) return -1;
-  const double before = current_mib();
-  f();
-  return peak_mib() - before;
-}
-
-}  // namespace
+using psrt::test::peak_growth_mib;
 
 TEST_CASE("Describing a network or building one of its stages holds only what it runs",
           "[engine][memory]") {
@@ -59,16 +21,16 @@ TEST_CASE("Describing a network or building one of its stages holds only what it
   spec.layers = {{.kind = LayerSpec::Kind::kFc, .out = 65536},
                  {.kind = LayerSpec::Kind::kRelu},
                  {.kind = LayerSpec::Kind::kFc, .out = 10}};
-  const double whole = growth([&] { (void)build_network(spec, 1); });
+  const double whole = peak_growth_mib([&] { (void)build_network(spec, 1); });
   if (whole < 0) {
     WARN("/proc/self/clear_refs is not writable here: memory growth not measured");
     return;
   }
   INFO("whole network " << whole << " MiB");
   CHECK(whole > 350);  // the measure sees the allocation
-  const double described = growth([&] { (void)describe_network(spec); });
+  const double described = peak_growth_mib([&] { (void)describe_network(spec); });
   CHECK(described < 32);
   // Layers: flatten, fc1, relu1, fc2, loss. The last stage (relu1 .. loss) holds fc2 only.
-  const double last_stage = growth([&] { StageNet s(spec, 1, 2, 5, 2); });
+  const double last_stage = peak_growth_mib([&] { StageNet s(spec, 1, 2, 5, 2); });
   CHECK(last_stage < 32);
 }

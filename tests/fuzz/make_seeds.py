@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Writes the fuzzers' seed corpus (tests/fuzz/corpus/*): valid header frames of every message
-type (encoded by protoc from text), valid compressed payloads of every index and value mode, and
-config files. Re-run after a wire or config change; the output is committed."""
+type (encoded by protoc from text), valid compressed payloads of every index and value mode,
+config files and IDX data pairs (`make_seeds.py idx` writes only those). Re-run after a wire or config change; the output is committed."""
 import os
 import struct
 import subprocess
@@ -137,9 +137,34 @@ def configs():
     write("config", "anchors.yaml", b"a: &x {servers: 1}\ncluster: *x\nmodel: {hidden: [1, 2, 3]}\n")
 
 
+def idx_pair(images, labels):
+    # fuzz_idx.cc's input: the image file's length (u16, little-endian), the image file, the labels.
+    return struct.pack("<H", len(images)) + images + labels
+
+
+def idx_files():
+    pixels = bytes(range(18))
+    images = struct.pack(">IIII", 2051, 3, 2, 3) + pixels
+    labels = struct.pack(">II", 2049, 3) + bytes([7, 0, 9])
+    write("idx", "plain", idx_pair(images, labels))
+    # gzip with a fixed header time (mtime 0), so that the seed is the same on every run
+    write("idx", "gzip", idx_pair(gzip_bytes(images), gzip_bytes(labels)))
+    write("idx", "one_pixel", idx_pair(struct.pack(">IIII", 2051, 1, 1, 1) + b"\xff",
+                                       struct.pack(">II", 2049, 1) + b"\x04"))
+
+
+def gzip_bytes(data):
+    c = zlib.compressobj(9, zlib.DEFLATED, 31)
+    return c.compress(data) + c.flush()
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["idx"]:
+        idx_files()
+        sys.exit(0)
     headers()
     payloads()
     checkpoints()
     configs()
+    idx_files()
     sys.exit(0)
