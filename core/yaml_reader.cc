@@ -22,6 +22,37 @@ YamlReader::YamlReader(YAML::Node node, std::string path, std::string where)
   }
 }
 
+bool valid_utf8(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    std::size_t len = 0;
+    uint32_t cp = 0;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2, cp = c & 0x1Fu;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3, cp = c & 0x0Fu;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4, cp = c & 0x07u;
+    } else {
+      return false;
+    }
+    if (i + len > s.size()) return false;
+    for (std::size_t k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(s[i + k]);
+      if ((cc & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (cc & 0x3Fu);
+    }
+    static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};  // no overlong forms
+    if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
+    i += len;
+  }
+  return true;
+}
+
 std::optional<YAML::Node> YamlReader::value(const std::string& key) const {
   used_.insert(key);
   if (!node_.IsMap() || !node_[key]) return std::nullopt;
@@ -58,6 +89,9 @@ std::string YamlReader::get_string(const std::string& key, const std::string& fa
     fail(key, "a string of " + std::to_string(v.Scalar().size()) + " bytes; at most " +
                   std::to_string(kMaxStringBytes) + " allowed");
   }
+  // YAML is UTF-8; yaml-cpp passes other bytes through, and its emitter would not write them
+  // back as read (a profile's names changed on the way through psrt-place --write-profile).
+  if (!valid_utf8(v.Scalar())) fail(key, "is not valid UTF-8");
   return v.Scalar();
 }
 

@@ -8,9 +8,13 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace psrt {
+
+// True when `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
+bool valid_utf8(std::string_view s);
 
 class YamlReader {
  public:

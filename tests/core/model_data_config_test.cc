@@ -8,6 +8,7 @@
 #include "config/job_config.h"
 #include "core/config.h"
 #include "core/layer_spec.h"
+#include "core/yaml_reader.h"
 #include "tests/core/config_test_util.h"
 
 using namespace psrt;
@@ -99,4 +100,17 @@ TEST_CASE("data.image_rows, image_cols and classes: defaults, values and bounds"
   CHECK_THAT(error_of("data: {image_rows: 0}"), Contains("data.image_rows"));
   CHECK_THAT(error_of("data: {image_cols: 5000}"), Contains("data.image_cols"));
   CHECK_THAT(error_of("data: {dataset: cifar}"), Contains("data.dataset"));
+}
+
+TEST_CASE("Strings that are not UTF-8 are refused naming the key", "[config][utf8]") {
+  using Catch::Matchers::Contains;
+  CHECK(valid_utf8("plain ascii"));
+  CHECK(valid_utf8("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80"));  // 2, 3 and 4 bytes
+  CHECK_FALSE(valid_utf8("\xff"));
+  CHECK_FALSE(valid_utf8("\xc3"));              // cut short
+  CHECK_FALSE(valid_utf8("\xc3\x28"));          // not a continuation
+  CHECK_FALSE(valid_utf8("\xc0\xaf"));          // overlong '/'
+  CHECK_FALSE(valid_utf8("\xed\xa0\x80"));      // a surrogate
+  CHECK_FALSE(valid_utf8("\xf4\x90\x80\x80"));  // past U+10FFFF
+  CHECK_THAT(error_of("job: {id: \"a\xff\"}"), Contains("job.id: is not valid UTF-8"));
 }

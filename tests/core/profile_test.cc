@@ -55,6 +55,11 @@ TEST_CASE("profile errors name the file and the key", "[core]") {
   CHECK_THROWS_WITH(parse_profile("layers: [{name: a, colour: red}]\n", "p.yaml"),
                     Catch::Contains("layers[0].colour: unknown key"));
   CHECK_THROWS_AS(parse_profile("layers: [", "p.yaml"), ConfigError);
+  // A name that is not UTF-8 would not come back the same from profile_yaml (found by fuzz_model).
+  CHECK_THROWS_WITH(parse_profile("name: \"t\xff\"\nlayers: [{name: a, tensors: [{name: w, "
+                                  "elements: 1}]}]\n",
+                                  "p.yaml"),
+                    Catch::Contains("name: is not valid UTF-8"));
 }
 
 TEST_CASE("profile sizes that would overflow are refused, never wrapped", "[core]") {

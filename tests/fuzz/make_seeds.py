@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Writes the fuzzers' seed corpus (tests/fuzz/corpus/*): valid header frames of every message
 type (encoded by protoc from text), valid compressed payloads of every index and value mode,
-config files and IDX data pairs (`make_seeds.py idx` writes only those). Re-run after a wire or config change; the output is committed."""
+config files, IDX data pairs and model profiles with plans (`make_seeds.py idx` or
+`make_seeds.py model` writes only those).
+Re-run after a wire or config change; the output is committed."""
 import os
 import struct
 import subprocess
@@ -153,6 +155,23 @@ def idx_files():
                                        struct.pack(">II", 2049, 1) + b"\x04"))
 
 
+def models():
+    # fuzz_model.cc's input: a profile, then "---plan---" and a plan for it.
+    profile = (b"name: tiny\nbatch_size: 8\nlayers:\n"
+               b"  - {name: a, kind: linear, forward_ms: 1, backward_ms: 2,"
+               b" tensors: [{name: a.weight, elements: 64}, {name: a.bias, elements: 8}]}\n"
+               b"  - {name: b, kind: relu, forward_ms: 0.1, backward_ms: 0.1}\n"
+               b"  - {name: c, kind: linear, forward_ms: 1, backward_ms: 2, inputs: [a, b],"
+               b" tensors: [{name: c.weight, elements: 80}]}\n")
+    plan = (b"model: tiny\nplacer: test\n"
+            b"devices: [{name: d0, memory_gib: 1, gflops: 10},"
+            b" {name: d1, memory_gib: 1, gflops: 20}]\n"
+            b"stages:\n  - {device: d1, layers: [a, b]}\n  - {device: d0, layers: [c]}\n")
+    write("model", "tiny_with_plan", profile + b"\n---plan---\n" + plan)
+    with open(os.path.join(ROOT, "bench", "profiles", "lenet5.yaml"), "rb") as f:
+        write("model", "lenet5", f.read())
+
+
 def gzip_bytes(data):
     c = zlib.compressobj(9, zlib.DEFLATED, 31)
     return c.compress(data) + c.flush()
@@ -162,9 +181,13 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["idx"]:
         idx_files()
         sys.exit(0)
+    if sys.argv[1:] == ["model"]:
+        models()
+        sys.exit(0)
     headers()
     payloads()
     checkpoints()
     configs()
     idx_files()
+    models()
     sys.exit(0)
