@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <memory>
+#include <utility>
 
 #include "core/status.h"
 
@@ -156,7 +157,7 @@ Dataset load_idx(const std::string& images_path, const std::string& labels_path,
   std::vector<unsigned char> raw = images.read_vector(pixels, "pixel data");
   images.expect_end();
   if (form == PixelForm::kBytes) {
-    ds.pixels.assign(raw.begin(), raw.end());
+    ds.pixels = std::move(raw);  // raw is read anew for the labels below
   } else {
     ds.images.resize(raw.size());
     std::transform(raw.begin(), raw.end(), ds.images.begin(),

@@ -56,7 +56,7 @@ void NetBuilder::relu() {
 }
 
 void NetBuilder::flatten() {
-  if (flat_) fail("flatten", "comes twice");
+  if (flat_) fail("flatten", "comes after the network was flattened (by a flatten or an fc)");
   flat_ = true;
   add(std::make_unique<Flatten>("flatten", width_));
 }
@@ -82,10 +82,9 @@ void NetBuilder::dropout(float p) {
 
 ArchLayers NetBuilder::finish(std::size_t classes) {
   if (width_ != classes) {
+    const std::string k = std::to_string(classes);
     fail("loss", "the last layer gives " + std::to_string(width_) +
-                     " floats per sample, not one "
-                     "per class (" +
-                     std::to_string(classes) + "): end with {fc: " + std::to_string(classes) + "}");
+                     " floats per sample, not one per class (" + k + "): end with {fc: " + k + "}");
   }
   add(std::make_unique<SoftmaxXent>("loss", classes));
   out_.name = arch_;
