@@ -52,6 +52,7 @@ void Conv2d::workspace() {
 void Conv2d::forward(const float* in, float* out, int n, bool training) {
   workspace();
   const std::vector<float>& b = p_.b();
+  const float* w = p_.w().data();
   const int m = g_.out_c, k = static_cast<int>(g_.col_rows()), hw = static_cast<int>(g_.col_cols());
   const std::size_t col_size = col_.size();
   // In training, keep the whole batch's columns for backward when they fit the budget.
@@ -67,24 +68,27 @@ void Conv2d::forward(const float* in, float* out, int n, bool training) {
     float* col = keep ? cols_.data() + static_cast<std::size_t>(s) * col_size : col_.data();
     im2col(x, g_, col);
     // y[m, hw] = W[m, k] * col[k, hw] + y
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hw, k, 1.0f, p_.w().data(), k, col,
-                hw, 1.0f, y, hw);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, hw, k, 1.0f, w, k, col, hw, 1.0f, y,
+                hw);
   }
 }
 
 void Conv2d::backward(const float* in, const float* /*out*/, const float* dout, float* din, int n) {
   workspace();
   const int m = g_.out_c, k = static_cast<int>(g_.col_rows()), hw = static_cast<int>(g_.col_cols());
-  std::fill(p_.dw().begin(), p_.dw().end(), 0.0f);
-  std::fill(p_.db().begin(), p_.db().end(), 0.0f);
+  std::vector<float>& dw = p_.dw();
+  std::vector<float>& db = p_.db();
+  const float* w = p_.w().data();
+  std::fill(dw.begin(), dw.end(), 0.0f);
+  std::fill(db.begin(), db.end(), 0.0f);
   if (din != nullptr) dcol_.resize(col_.size());
   const bool cached = in == cached_in_ && n == cached_n_;
   for (int s = 0; s < n; ++s) {
     const float* x = in + static_cast<std::size_t>(s) * g_.in_size();
     const float* dy = dout + static_cast<std::size_t>(s) * g_.out_size();
     // db[m] += dy[m, hw] * ones[hw]
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, m, hw, 1.0f, dy, hw, ones_.data(), 1, 1.0f,
-                p_.db().data(), 1);
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, m, hw, 1.0f, dy, hw, ones_.data(), 1, 1.0f, db.data(),
+                1);
     const float* col = col_.data();
     if (cached) {
       col = cols_.data() + static_cast<std::size_t>(s) * col_.size();
@@ -93,11 +97,11 @@ void Conv2d::backward(const float* in, const float* /*out*/, const float* dout, 
     }
     // dW[m, k] += dy[m, hw] * col^T[hw, k]
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, hw, 1.0f, dy, hw, col, hw, 1.0f,
-                p_.dw().data(), k);
+                dw.data(), k);
     if (din == nullptr) continue;
     // dcol[k, hw] = W^T[k, m] * dy[m, hw]
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, hw, m, 1.0f, p_.w().data(), k, dy, hw,
-                0.0f, dcol_.data(), hw);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, hw, m, 1.0f, w, k, dy, hw, 0.0f,
+                dcol_.data(), hw);
     float* dx = din + static_cast<std::size_t>(s) * g_.in_size();
     std::fill(dx, dx + g_.in_size(), 0.0f);
     col2im_add(dcol_.data(), g_, dx);

@@ -11,10 +11,13 @@
 
 #include "core/status.h"
 #include "data/idx.h"
+#include "tests/common/idx_files.h"
 #include "tests/common/peak_memory.h"
 
 namespace fs = std::filesystem;
 using psrt::data::load_idx;
+using psrt::test::idx_bytes;
+using psrt::test::write_plain;
 
 namespace {
 
@@ -37,31 +40,12 @@ class TempDir {
   fs::path path_;
 };
 
-std::vector<unsigned char> idx_bytes(uint32_t magic, const std::vector<uint32_t>& dims,
-                                     const std::vector<unsigned char>& payload) {
-  std::vector<unsigned char> out;
-  auto put = [&](uint32_t v) {
-    for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<unsigned char>(v >> s));
-  };
-  put(magic);
-  for (uint32_t d : dims) put(d);
-  out.insert(out.end(), payload.begin(), payload.end());
-  return out;
-}
-
 void write_gz(const std::string& path, const std::vector<unsigned char>& bytes) {
   gzFile f = gzopen(path.c_str(), "wb");
   REQUIRE(f != nullptr);
   REQUIRE(gzwrite(f, bytes.data(), static_cast<unsigned>(bytes.size())) ==
           static_cast<int>(bytes.size()));
   REQUIRE(gzclose(f) == Z_OK);
-}
-
-void write_plain(const std::string& path, const std::vector<unsigned char>& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()),
-            static_cast<std::streamsize>(bytes.size()));
-  REQUIRE(out.good());
 }
 
 // The message of the ConfigError that f throws ("" if it throws none).

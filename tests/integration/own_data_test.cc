@@ -4,29 +4,17 @@
 // a declaration that does not match the files stops the job with the key named.
 #include <catch2/catch.hpp>
 
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "tests/common/idx_files.h"
 #include "tests/integration/proc_util.h"
 
 using namespace psrt;
 using namespace psrt::test;
 
 namespace {
-
-void write_idx(const std::string& path, uint32_t magic, const std::vector<uint32_t>& dims,
-               const std::vector<unsigned char>& payload) {
-  std::ofstream out(path, std::ios::binary);
-  auto put = [&](uint32_t v) {
-    for (int s = 24; s >= 0; s -= 8) out.put(static_cast<char>(v >> s));
-  };
-  put(magic);
-  for (uint32_t d : dims) put(d);
-  out.write(reinterpret_cast<const char*>(payload.data()), std::streamsize(payload.size()));
-  REQUIRE(out.good());
-}
 
 // Class k lights quadrant k of the 12x12 image over noise.
 void write_split(const std::string& dir, const std::string& prefix, uint32_t n, uint64_t seed) {
@@ -43,8 +31,8 @@ void write_split(const std::string& dir, const std::string& prefix, uint32_t n, 
       }
     }
   }
-  write_idx(dir + "/" + prefix + "-images-idx3-ubyte", 2051, {n, 12, 12}, pixels);
-  write_idx(dir + "/" + prefix + "-labels-idx1-ubyte", 2049, {n}, labels);
+  write_plain(dir + "/" + prefix + "-images-idx3-ubyte", idx_bytes(2051, {n, 12, 12}, pixels));
+  write_plain(dir + "/" + prefix + "-labels-idx1-ubyte", idx_bytes(2049, {n}, labels));
 }
 
 std::string job(const std::string& dir, const std::string& model) {
