@@ -1,6 +1,7 @@
 #include "core/yaml_reader.h"
 
 #include <cmath>
+#include <cstdio>
 #include <set>
 
 #include "core/status.h"
@@ -20,6 +21,14 @@ YamlReader::YamlReader(YAML::Node node, std::string path, std::string where)
     const std::string key = kv.first.IsScalar() ? kv.first.Scalar() : std::string("<not a scalar>");
     if (!seen.insert(key).second) fail(key, "appears twice in this mapping; keep one");
   }
+}
+
+std::optional<char> control_character(std::string_view s) {
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if ((c < 0x20 && c != '\t') || c == 0x7F) return ch;
+  }
+  return std::nullopt;
 }
 
 bool valid_utf8(std::string_view s) {
@@ -92,6 +101,11 @@ std::string YamlReader::get_string(const std::string& key, const std::string& fa
   // YAML is UTF-8; yaml-cpp passes other bytes through, and its emitter would not write them
   // back as read (a profile's names changed on the way through psrt-place --write-profile).
   if (!valid_utf8(v.Scalar())) fail(key, "is not valid UTF-8");
+  if (const auto c = control_character(v.Scalar())) {
+    char hex[8];
+    std::snprintf(hex, sizeof hex, "0x%02x", unsigned(static_cast<unsigned char>(*c)));
+    fail(key, std::string("holds the control character ") + hex + " (a string here is one line)");
+  }
   return v.Scalar();
 }
 

@@ -15,6 +15,10 @@ namespace psrt {
 
 // True when `s` is well-formed UTF-8 (no overlong forms, surrogates or code points past U+10FFFF).
 bool valid_utf8(std::string_view s);
+// The first control character of `s` (C0 but tab, and DEL), if any: no string psrt reads is
+// more than one line, and yaml-cpp's emitter writes a carriage return as it is, which reads back
+// as a line break (fuzz_model: a layer named "\r" came back from profile_yaml without a name).
+std::optional<char> control_character(std::string_view s);
 
 class YamlReader {
  public:

@@ -113,4 +113,10 @@ TEST_CASE("Strings that are not UTF-8 are refused naming the key", "[config][utf
   CHECK_FALSE(valid_utf8("\xed\xa0\x80"));      // a surrogate
   CHECK_FALSE(valid_utf8("\xf4\x90\x80\x80"));  // past U+10FFFF
   CHECK_THAT(error_of("job: {id: \"a\xff\"}"), Contains("job.id: is not valid UTF-8"));
+  // One line of text: a tab is allowed, other control characters are not.
+  CHECK_FALSE(control_character("a\tb").has_value());
+  CHECK(control_character("a\rb") == '\r');
+  CHECK(control_character("\x7f") == '\x7f');
+  CHECK_THAT(error_of("job: {id: \"a\\nb\"}"),
+             Contains("job.id: holds the control character 0x0a"));
 }
