@@ -63,6 +63,11 @@ class IdxReader {
     while (out.size() < size) {
       const std::size_t have = out.size();
       const auto want = static_cast<std::size_t>(std::min<uint64_t>(kStep, size - have));
+      // Doubling, but never past the claimed size: a true claim ends with no spare capacity.
+      if (have + want > out.capacity()) {
+        out.reserve(std::size_t(std::min<uint64_t>(size, std::max(2 * out.capacity(),
+                                                                   have + want))));
+      }
       out.resize(have + want);
       const std::size_t got = read_some(out.data() + have, want);
       if (got != want) {
@@ -129,6 +134,10 @@ void Dataset::truncate(int count) {
   if (!images.empty()) images.resize(std::size_t(n) * image_size());
   if (!pixels.empty()) pixels.resize(std::size_t(n) * image_size());
   labels.resize(std::size_t(n));
+  // The rest is given back (a train_limit of 2,000 keeps 1.6 MB of Fashion-MNIST's 47 MB).
+  images.shrink_to_fit();
+  pixels.shrink_to_fit();
+  labels.shrink_to_fit();
 }
 
 Dataset load_idx(const std::string& images_path, const std::string& labels_path,

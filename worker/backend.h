@@ -28,6 +28,10 @@ class Backend {
   // The gradient of tensor `key` from the last backward, in host memory. A device backend copies
   // it from the GPU on this call (prefer device_grad there).
   virtual std::span<const float> grad(uint32_t key) const = 0;
+  // Whether grad(key) is the same storage on every call, written only by the backward_layer of
+  // key's layer or by grad(key) itself: the runtime then sends from it without a copy, and
+  // reclaims it before that layer's next backward (PsClient::lend).
+  virtual bool grads_stay_put() const { return false; }
 
   // Device backends (the GPU engine) keep parameters and gradients in GPU memory:
   // - device_grad(key) is the gradient in device memory (CUDA pointer, num_elements floats), valid

@@ -39,6 +39,7 @@ class GpuBackend final : public Backend {
   const ModelDesc& desc() const override;
   std::span<float> param(uint32_t key) override { return staging_.at(key).span(); }
   std::span<const float> grad(uint32_t key) const override;  // copies from the device
+  bool grads_stay_put() const override { return true; }
   const float* device_grad(uint32_t key) const override;
   void params_ready(std::size_t layer) override;
 

@@ -2,6 +2,8 @@
 #include <cblas.h>
 #include <spdlog/spdlog.h>
 
+#include <sys/resource.h>
+
 #include <cstdio>
 
 #include "config/daemon_main.h"
@@ -22,11 +24,13 @@ std::string with_rank(std::string path, int rank) {
 // Machine-readable, for benchmark drivers (worker 0).
 void print_result(const psrt::Config& config, const psrt::TrainResult& result,
                   const psrt::ClientStats& stats) {
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);  // ru_maxrss: the peak resident memory, in KiB on Linux
   std::printf("PSRT_RESULT iterations=%llu seconds=%.3f ms_per_iteration=%.3f mode=%s "
-              "received_bytes=%llu\n",
+              "received_bytes=%llu peak_rss_mib=%.1f\n",
               (unsigned long long)result.iterations, result.seconds,
               result.steady_ms_per_iteration, psrt::mode_name(config.scheduler.mode),
-              (unsigned long long)stats.bytes_received);
+              (unsigned long long)stats.bytes_received, double(usage.ru_maxrss) / 1024.0);
   std::fflush(stdout);
 }
 

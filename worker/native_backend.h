@@ -17,6 +17,7 @@ class NativeBackend final : public Backend {
   const ModelDesc& desc() const override { return net_->desc(); }
   std::span<float> param(uint32_t key) override { return net_->param(key); }
   std::span<const float> grad(uint32_t key) const override { return net_->grad(key); }
+  bool grads_stay_put() const override { return true; }
   void begin_iteration(uint64_t iteration) override;
   void resume_at(uint64_t iteration) override { net_->skip_random_steps(iteration); }
   void forward_layer(std::size_t layer) override { net_->forward_layer(layer); }

@@ -201,7 +201,26 @@ void PsClient::push(uint32_t key, uint64_t iteration,
     push(key, iteration, std::span<const float>(*buf));
     return;
   }
-  enqueue(Command{key, iteration, std::move(buf), std::chrono::steady_clock::now(), {}});
+  Command cmd{key, iteration, nullptr, std::chrono::steady_clock::now(), {}};
+  cmd.values = buf->data();
+  cmd.grad = std::move(buf);
+  enqueue(std::move(cmd));
+}
+
+void PsClient::lend(uint32_t key, uint64_t iteration, std::span<const float> grad) {
+  check_key(key, grad.size());
+  if (encoder_.compresses()) {
+    push(key, iteration, grad);
+    return;
+  }
+  Command cmd{key, iteration, lent_.lend(key, grad.data()), std::chrono::steady_clock::now(), {}};
+  cmd.values = grad.data();
+  enqueue(std::move(cmd));
+}
+
+void PsClient::reclaim(std::span<const uint32_t> keys) {
+  if (lent_.reclaim(keys)) return;
+  wait_for([] { return false; });  // abandoned: the client's error, thrown
 }
 
 void PsClient::push_device(uint32_t key, uint64_t iteration, const float* device_grad) {

@@ -43,6 +43,7 @@
 #include "worker/encoder_checkpoint.h"
 #include "worker/grad_encoder.h"
 #include "worker/grouping_trials.h"
+#include "worker/lent_buffers.h"
 #include "worker/reply_decoder.h"
 
 namespace psrt {
@@ -114,6 +115,13 @@ class PsClient {
   void push(uint32_t key, uint64_t iteration, std::span<const float> grad);
   // The same without a copy: the buffer is shared with the transport until sent.
   void push(uint32_t key, uint64_t iteration, std::shared_ptr<const std::vector<float>> grad);
+  // push() without a copy of the caller's buffer (codec none; a codec encodes it at once and
+  // nothing is lent): it must not change until reclaim() of its key has returned.
+  void lend(uint32_t key, uint64_t iteration, std::span<const float> grad);
+  // Blocks until the transport no longer reads the buffers lent for `keys` (worker/lent_buffers.h;
+  // synchronous training never waits here). Throws JobError when the client failed meanwhile.
+  void reclaim(std::span<const uint32_t> keys);
+  std::size_t lent_buffers() const { return lent_.lent(); }
   // Whether push_device() can be used: see GradEncoder::encodes_on_device().
   bool encodes_on_device() const { return encoder_.encodes_on_device(); }
   // push() for a gradient in device memory (the whole tensor, on the current CUDA device, made
@@ -152,11 +160,14 @@ class PsClient {
   struct Command {
     uint32_t key;
     uint64_t iteration;
-    // The fp32 gradient, sent as it is: codec none only (null when there are payloads).
-    std::shared_ptr<const std::vector<float>> grad;
+    // The fp32 gradient, sent as it is: codec none only (null when there are payloads). `values`
+    // points into memory `grad` keeps alive: a copy, or the caller's lent buffer (lend()).
+    std::shared_ptr<const void> grad;
     std::chrono::steady_clock::time_point enqueued;
     // Compressed payloads, one per chunk of the tensor in shard-map order; empty for codec none.
     std::vector<std::shared_ptr<const std::vector<uint8_t>>> payloads;
+    uint32_t unsent = 0;  // chunks not yet on the wire; at 0 the command is dropped (send_push)
+    const float* values = nullptr;
   };
 
   // I/O thread (ps_client_io.cc)
@@ -334,7 +345,9 @@ class PsClient {
     uint64_t iteration = 0;
   };
   std::vector<PendingAcks> reply_acks_;  // by server
-  std::map<uint32_t, Command> pending_;    // by key: the gradient being sent
+  // By key: the gradient being sent, until its last chunk is in a frame (the frames share it).
+  std::map<uint32_t, Command> pending_;
+  LentBuffers lent_{model_.tensors.size()};  // the gradients lent by lend()
   std::size_t init_acks_ = 0;
   bool shutdown_sent_ = false;
 

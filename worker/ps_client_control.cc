@@ -20,6 +20,7 @@ void PsClient::fail(const std::string& why) {
   std::lock_guard lock(mu_);
   if (!error_) error_ = why;
   cv_.notify_all();
+  lent_.abandon();
 }
 
 void PsClient::refused(const std::string& why) {
@@ -29,6 +30,7 @@ void PsClient::refused(const std::string& why) {
     refused_ = true;
   }
   cv_.notify_all();
+  lent_.abandon();
 }
 
 void PsClient::report(const std::string& why) { control_->give_up(why); }

@@ -174,6 +174,7 @@ void PsClient::take_commands() {
   for (auto& cmd : cmds) {
     if (trials_) time_trials(cmd);  // until worker 0's choice is in force
     const uint32_t key = cmd.key;
+    cmd.unsent = uint32_t(shards_.tensor_chunks(key).size());
     pending_[key] = std::move(cmd);
     // A group leaves once backward has produced all of its tensors.
     const uint32_t g = grouping_.group_of(key);

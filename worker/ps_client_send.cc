@@ -15,7 +15,7 @@ std::span<const uint8_t> PsClient::payload_of(uint32_t chunk) const {
   const ChunkDesc& c = shards_.chunks()[chunk];
   const Command& cmd = pending_.at(c.key);
   if (cmd.payloads.empty()) {
-    return {reinterpret_cast<const uint8_t*>(cmd.grad->data() + c.offset), c.bytes()};
+    return {reinterpret_cast<const uint8_t*>(cmd.values + c.offset), c.bytes()};
   }
   // Chunk ids of a tensor are consecutive, in offset order.
   const auto& p = cmd.payloads[chunk - shards_.tensor_chunks(c.key).front()];
@@ -27,7 +27,7 @@ zmq::message_t PsClient::payload_frame(uint32_t chunk) const {
   const Command& cmd = pending_.at(c.key);
   if (cmd.payloads.empty()) {
     // Codec none: the gradient itself (a compressed command has a payload per chunk, no grad).
-    return shared_frame(cmd.grad, cmd.grad->data() + c.offset, c.bytes());
+    return shared_frame(cmd.grad, cmd.values + c.offset, c.bytes());
   }
   const auto& p = cmd.payloads[chunk - shards_.tensor_chunks(c.key).front()];
   return shared_frame(p, p->data(), p->size());
@@ -110,6 +110,12 @@ void PsClient::send_push(const std::vector<uint32_t>& chunks, uint32_t priority,
   pushes_.sent(h.seq(), {bytes, c.id, cmd.enqueued, now, cmd.iteration});
   metrics_.queue_wait(std::chrono::duration<double>(now - cmd.enqueued).count());
   send_to(c.server, h, std::move(payload));
+  // The frames share the gradient now: a command whose chunks are all out is dropped, so its copy
+  // lives until ZeroMQ has written it, not until the next iteration's push of the tensor.
+  for (uint32_t id : chunks) {
+    const auto it = pending_.find(shards_.chunks()[id].key);
+    if (it != pending_.end() && --it->second.unsent == 0) pending_.erase(it);
+  }
   std::lock_guard lock(mu_);
   stats_.bytes_pushed += bytes;
   stats_.chunks_pushed += chunks.size();

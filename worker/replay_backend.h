@@ -18,6 +18,7 @@ class ReplayBackend final : public Backend {
   const ModelDesc& desc() const override { return model_; }
   std::span<float> param(uint32_t key) override { return params_.at(key); }
   std::span<const float> grad(uint32_t key) const override { return grads_.at(key); }
+  bool grads_stay_put() const override { return true; }
   void begin_iteration(uint64_t) override {}
   void forward_layer(std::size_t layer) override;
   void backward_layer(std::size_t layer) override;

@@ -46,6 +46,8 @@ namespace {
 // from host memory.
 // With Adam correction and weight decay, the L2 term the servers' Adam would add (g + wd * p)
 // is added here, where the parameters are: `scratch` holds the sum.
+// Otherwise the gradient is lent where the backend keeps it still (no copy; IterationRunner
+// reclaims it before the layer's next backward).
 void push_gradient(PsClient& client, Backend& backend, uint32_t key, uint64_t iteration,
                    float weight_decay, std::vector<float>& scratch) {
   const float* on_device = backend.device_grad(key);
@@ -57,6 +59,8 @@ void push_gradient(PsClient& client, Backend& backend, uint32_t key, uint64_t it
     scratch.resize(g.size());
     for (std::size_t i = 0; i < g.size(); ++i) scratch[i] = g[i] + weight_decay * p[i];
     client.push(key, iteration, scratch);
+  } else if (backend.grads_stay_put()) {
+    client.lend(key, iteration, backend.grad(key));
   } else {
     client.push(key, iteration, backend.grad(key));
   }
@@ -116,7 +120,8 @@ class IterationRunner {
         client_(client),
         timeline_(timeline),
         bigdl_(SchedulePolicy(config.scheduler.mode).forward_waits_for_all()),
-        on_device_(!model_.tensors.empty() && backend.device_grad(0) != nullptr) {}
+        on_device_(!model_.tensors.empty() && backend.device_grad(0) != nullptr),
+        lends_(backend.grads_stay_put()) {}
 
   void forward(uint64_t t) {
     if (bigdl_) traced(timeline_, "wait", "wait all params", [&] { client_.wait_all(t); });
@@ -139,6 +144,9 @@ class IterationRunner {
   void backward(uint64_t t) {
     std::optional<std::size_t> handed_later;
     for (std::size_t l = model_.layers.size(); l-- > 0;) {
+      // The last iteration's gradients of this layer, if lent, are off the wire (never waits in
+      // synchronous training: see worker/lent_buffers.h).
+      if (lends_) client_.reclaim(model_.layers[l].tensors);
       traced(timeline_, "backward", "bwd " + model_.layers[l].name,
              [&] { backend_.backward_layer(l); });
       if (!on_device_) {
@@ -174,6 +182,7 @@ class IterationRunner {
   Timeline* timeline_;
   const bool bigdl_;
   const bool on_device_;
+  const bool lends_;
   std::vector<float> decayed_;  // push_gradient's scratch
 };
 

@@ -1,11 +1,12 @@
 // For tests that write MNIST-style IDX files: a file's bytes (big-endian header, then the data)
-// and a plain write of them.
+// and a plain write of them; a small learnable split of such files.
 #pragma once
 
 #include <catch2/catch.hpp>
 
 #include <cstdint>
 #include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,27 @@ inline void write_plain(const std::string& path, const std::vector<unsigned char
   out.write(reinterpret_cast<const char*>(bytes.data()),
             static_cast<std::streamsize>(bytes.size()));
   REQUIRE(out.good());
+}
+
+// `n` images of 12x12 in 4 classes, dir/prefix-images-idx3-ubyte and dir/prefix-labels-idx1-ubyte:
+// class k lights quadrant k of the image over noise.
+inline void write_quadrant_split(const std::string& dir, const std::string& prefix, uint32_t n,
+                                 uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::uniform_int_distribution<int> noise(0, 120), label(0, 3);
+  std::vector<unsigned char> pixels, labels;
+  for (uint32_t i = 0; i < n; ++i) {
+    const int k = label(gen);
+    labels.push_back(static_cast<unsigned char>(k));
+    for (int r = 0; r < 12; ++r) {
+      for (int c = 0; c < 12; ++c) {
+        const bool lit = (r / 6) * 2 + (c / 6) == k;
+        pixels.push_back(static_cast<unsigned char>(noise(gen) + (lit ? 130 : 0)));
+      }
+    }
+  }
+  write_plain(dir + "/" + prefix + "-images-idx3-ubyte", idx_bytes(2051, {n, 12, 12}, pixels));
+  write_plain(dir + "/" + prefix + "-labels-idx1-ubyte", idx_bytes(2049, {n}, labels));
 }
 
 }  // namespace psrt::test

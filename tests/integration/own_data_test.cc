@@ -4,7 +4,6 @@
 // a declaration that does not match the files stops the job with the key named.
 #include <catch2/catch.hpp>
 
-#include <random>
 #include <string>
 #include <vector>
 
@@ -15,25 +14,6 @@ using namespace psrt;
 using namespace psrt::test;
 
 namespace {
-
-// Class k lights quadrant k of the 12x12 image over noise.
-void write_split(const std::string& dir, const std::string& prefix, uint32_t n, uint64_t seed) {
-  std::mt19937_64 gen(seed);
-  std::uniform_int_distribution<int> noise(0, 120), label(0, 3);
-  std::vector<unsigned char> pixels, labels;
-  for (uint32_t i = 0; i < n; ++i) {
-    const int k = label(gen);
-    labels.push_back(static_cast<unsigned char>(k));
-    for (int r = 0; r < 12; ++r) {
-      for (int c = 0; c < 12; ++c) {
-        const bool lit = (r / 6) * 2 + (c / 6) == k;
-        pixels.push_back(static_cast<unsigned char>(noise(gen) + (lit ? 130 : 0)));
-      }
-    }
-  }
-  write_plain(dir + "/" + prefix + "-images-idx3-ubyte", idx_bytes(2051, {n, 12, 12}, pixels));
-  write_plain(dir + "/" + prefix + "-labels-idx1-ubyte", idx_bytes(2049, {n}, labels));
-}
 
 std::string job(const std::string& dir, const std::string& model) {
   return "job: {id: owndata, iterations: 60, batch_size: 16, seed: 3, log_every: 0}\n"
@@ -53,8 +33,8 @@ double accuracy(const std::string& output) {
 TEST_CASE("A job trains on an IDX folder of its own image size and class count",
           "[integration][data]") {
   const std::string dir = temp_dir("owndata");
-  write_split(dir, "train", 640, 1);
-  write_split(dir, "t10k", 200, 2);
+  write_quadrant_split(dir, "train", 640, 1);
+  write_quadrant_split(dir, "t10k", 200, 2);
   for (const std::string model :
        {"{hidden: [32]}", "{arch: custom, layers: [{conv: 4, kernel: 3}, relu, pool, {fc: 4}]}"}) {
     INFO(model);
