@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <map>
 #include <optional>
 
+#include "scheduler/sim/parallel_prices.h"
 #include "scheduler/sim/simulator.h"
 
 namespace psrt::sim {
@@ -74,17 +76,36 @@ namespace {
 
 class Search {
  public:
-  Search(const ModelDesc& model, const SimConfig& config, uint32_t budget)
-      : model_(model), config_(config), budget_(budget) {}
+  Search(const ModelDesc& model, const SimConfig& config, uint32_t budget, uint32_t threads)
+      : model_(model), config_(config), budget_(budget), threads_(threads) {}
 
   uint32_t evaluations() const { return evaluations_; }
   bool spent() const { return evaluations_ + kJitter.size() > budget_; }
 
-  // The search's price of g: jittered_ms, kJitter.size() simulations.
+  // The search's price of g: jittered_ms, kJitter.size() simulations (counted even when
+  // prefetch() ran them: the search's course is the same with one thread as with many).
   double cost(const Grouping& g) {
-    config_.grouping = g;
     evaluations_ += uint32_t(kJitter.size());
-    return jittered_ms(model_, config_, &events_);
+    if (const auto it = prices_.find(g.starts()); it != prices_.end()) return it->second;
+    config_.grouping = g;
+    return prices_[g.starts()] = jittered_ms(model_, config_, &events_);
+  }
+  // Prices the groupings cost() is about to ask for, on threads_ threads at once: at most as
+  // many as the budget has left (all of them with `whatever_budget`).
+  // One thread: nothing ahead, each price made when asked (the reference the tests compare to).
+  void prefetch(const std::vector<Grouping>& groupings, bool whatever_budget = false) {
+    if (search_threads(threads_) == 1) return;
+    std::vector<Grouping> todo;
+    const std::size_t room = (budget_ - std::min(budget_, evaluations_)) / kJitter.size();
+    for (const Grouping& g : groupings) {
+      if (!whatever_budget && todo.size() >= room) break;
+      const bool seen =
+          std::any_of(todo.begin(), todo.end(), [&](const auto& t) { return t == g; });
+      if (!seen && !prices_.count(g.starts())) todo.push_back(g);
+    }
+    if (todo.size() < 2) return;  // nothing to run side by side
+    const auto prices = jittered_prices(model_, config_, todo, threads_, &events_);
+    for (std::size_t i = 0; i < todo.size(); ++i) prices_[todo[i].starts()] = prices[i];
   }
   uint64_t most_events() const { return events_; }  // of one simulation so far
 
@@ -108,6 +129,9 @@ class Search {
           moved[i] = uint32_t(to);
           tries.push_back(moved);
         }
+        std::vector<Grouping> priced;
+        for (const auto& t : tries) priced.push_back(Grouping::from_starts(t, n));
+        prefetch(priced);
         for (auto& t : tries) {
           if (spent()) break;
           const double ms = cost(Grouping::from_starts(t, n));
@@ -126,8 +150,10 @@ class Search {
   const ModelDesc& model_;
   SimConfig config_;
   uint32_t budget_;
+  uint32_t threads_;
   uint32_t evaluations_ = 0;
   uint64_t events_ = 0;
+  std::map<std::vector<uint32_t>, double> prices_;  // by group starts
 };
 
 // A candidate grouping, and the spec it came from (kNone for none and mgwfbp).
@@ -183,6 +209,12 @@ void refine_cap(const ModelDesc& model, Search& search, Candidate& best, double&
   if (kind != GroupingSpec::Kind::kSize && kind != GroupingSpec::Kind::kDdp) return;
   for (const double step : {std::sqrt(2.0), std::pow(2.0, 0.25)}) {
     const double cap = double(best.spec.bytes);
+    std::vector<Grouping> ahead;
+    for (const double f : {step, 1.0 / step}) {
+      const auto s = capped(kind, std::max<uint64_t>(4096, static_cast<uint64_t>(cap * f)));
+      if (s) ahead.push_back(static_grouping(model, *s));
+    }
+    search.prefetch(ahead);
     for (const double f : {step, 1.0 / step}) {
       const auto s = capped(kind, std::max<uint64_t>(4096, static_cast<uint64_t>(cap * f)));
       if (!s || search.spent()) continue;
@@ -251,14 +283,18 @@ std::vector<NamedGrouping> runners_up(std::vector<NamedGrouping> priced, const G
 }
 
 void search_grouping(const ModelDesc& model, const SimConfig& config, uint32_t max_evaluations,
-                     uint32_t simulated_workers, GroupingChoice& choice) {
+                     uint32_t simulated_workers, uint32_t threads, GroupingChoice& choice) {
   const SimConfig searched = reduced_cluster(config, simulated_workers);
-  Search search(model, searched, std::max<uint32_t>(max_evaluations, 1));
+  Search search(model, searched, std::max<uint32_t>(max_evaluations, 1), threads);
   // Every candidate priced, whatever the budget (the ladder is short: a step per doubling).
   double best_ms = 0;
   Candidate start;
   std::vector<NamedGrouping> priced;
-  for (auto& c : candidates(model, config)) {
+  std::vector<Candidate> all = candidates(model, config);
+  std::vector<Grouping> ahead;
+  for (const auto& c : all) ahead.push_back(c.grouping);
+  search.prefetch(ahead, true);
+  for (auto& c : all) {
     const double ms = search.cost(c.grouping);
     if (c.name == "none") choice.ungrouped_ms = ms;
     priced.push_back({c.name, c.grouping, ms});
@@ -294,7 +330,7 @@ std::string describe_search(const GroupingChoice& c, uint32_t workers) {
 
 GroupingChoice choose_grouping(const ModelDesc& model, const SimConfig& config,
                                const GroupingSpec& spec, uint32_t max_evaluations,
-                               uint32_t simulated_workers) {
+                               uint32_t simulated_workers, uint32_t threads) {
   const auto t0 = std::chrono::steady_clock::now();
   GroupingChoice choice;
   if (spec.kind == GroupingSpec::Kind::kMgwfbp) {
@@ -302,7 +338,7 @@ GroupingChoice choose_grouping(const ModelDesc& model, const SimConfig& config,
   } else if (spec.kind != GroupingSpec::Kind::kAuto) {
     choice.grouping = static_grouping(model, spec);
   } else {
-    search_grouping(model, config, max_evaluations, simulated_workers, choice);
+    search_grouping(model, config, max_evaluations, simulated_workers, threads, choice);
   }
   choice.search_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();

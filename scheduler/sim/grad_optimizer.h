@@ -120,8 +120,10 @@ std::string describe_search(const GroupingChoice& choice, uint32_t workers);
 // `simulated_workers` workers the search simulates that many, weighted (above).
 // `max_evaluations` bounds the simulations of the search, except that every candidate is priced
 // whatever it is (three simulations each, a few dozen candidates).
+// `threads`: how many run the search's simulations side by side (0: the machine's cores, at most
+// 8; scheduler/sim/parallel_prices.h): the choice is the same whatever their number.
 GroupingChoice choose_grouping(const ModelDesc& model, const SimConfig& config,
                                const GroupingSpec& spec, uint32_t max_evaluations = 100,
-                               uint32_t simulated_workers = kSearchWorkers);
+                               uint32_t simulated_workers = kSearchWorkers, uint32_t threads = 0);
 
 }  // namespace psrt::sim

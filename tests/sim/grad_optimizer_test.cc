@@ -117,6 +117,39 @@ TEST_CASE("GradOptimizer's choice is never slower than a baseline it includes", 
   }
 }
 
+TEST_CASE("GradOptimizer chooses the same groups on one thread as on several", "[sim][grouping]") {
+  // The simulations run side by side (scheduler/sim/parallel_prices.h); the search's course, and
+  // so every worker's groups, must not depend on how many threads ran them.
+  const std::string dir = std::string(PSRT_SOURCE_DIR) + "/bench/profiles/";
+  for (const char* name : {"inception_v3", "transformer"}) {
+    for (const Mode mode : {Mode::kPreemptive, Mode::kFifo}) {
+      CAPTURE(name, mode_name(mode));
+      const auto model = load_profile(dir + name + ".yaml", 0.02);
+      SimConfig c = scaled_cluster(4, 2);
+      c.mode = mode;
+      const auto spec = *parse_grouping("auto");
+      const auto one = choose_grouping(model, c, spec, 100, kSearchWorkers, 1);
+      for (const uint32_t threads : {2u, 5u}) {
+        CAPTURE(threads);
+        const auto many = choose_grouping(model, c, spec, 100, kSearchWorkers, threads);
+        CHECK(many.grouping == one.grouping);
+        CHECK(many.iteration_ms == one.iteration_ms);
+        CHECK(many.ungrouped_ms == one.ungrouped_ms);
+        CHECK(many.evaluations == one.evaluations);
+        CHECK(many.start == one.start);
+        REQUIRE(many.alternatives.size() == one.alternatives.size());
+        for (std::size_t i = 0; i < one.alternatives.size(); ++i) {
+          CHECK(many.alternatives[i].name == one.alternatives[i].name);
+          CHECK(many.alternatives[i].price_ms == one.alternatives[i].price_ms);
+        }
+      }
+      // And each price is jittered_ms itself, to the last bit.
+      c.grouping = one.grouping;
+      CHECK(jittered_ms(model, c) == one.iteration_ms);
+    }
+  }
+}
+
 TEST_CASE("GradOptimizer's baselines are DDP's and Horovod's, scaled like the model",
           "[sim][grouping]") {
   const auto full = baseline_specs(1.0);
