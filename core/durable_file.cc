@@ -20,14 +20,17 @@ Status sys_error(const std::string& path, const std::string& what) {
   return Status::error(path + ": " + what + ": " + std::strerror(errno));
 }
 
-// Writes all of `bytes` to `fd` and fsyncs it.
-Status write_all(int fd, std::span<const uint8_t> bytes, const std::string& path) {
-  std::size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return sys_error(path, "write");
-    done += std::size_t(n);
+// Writes all of `parts`, one after the other, to `fd` and fsyncs it.
+Status write_all(int fd, std::span<const std::span<const uint8_t>> parts,
+                 const std::string& path) {
+  for (const auto bytes : parts) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return sys_error(path, "write");
+      done += std::size_t(n);
+    }
   }
   return ::fsync(fd) == 0 ? Status::ok() : sys_error(path, "fsync");
 }
@@ -48,10 +51,15 @@ uint32_t crc32_of(std::span<const uint8_t> bytes) {
 }
 
 Status write_durably(const std::string& path, std::span<const uint8_t> bytes) {
+  const std::span<const uint8_t> whole[] = {bytes};
+  return write_durably(path, std::span<const std::span<const uint8_t>>(whole));
+}
+
+Status write_durably(const std::string& path, std::span<const std::span<const uint8_t>> parts) {
   const std::string tmp = path + ".tmp";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return sys_error(path, "cannot create " + tmp);
-  Status st = write_all(fd, bytes, path);
+  Status st = write_all(fd, parts, path);
   ::close(fd);
   if (st && ::rename(tmp.c_str(), path.c_str()) != 0) st = sys_error(path, "rename");
   if (!st) {

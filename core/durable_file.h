@@ -1,5 +1,6 @@
-// Files that must survive a crash whole or not at all (checkpoints): written to a temporary file,
-// fsynced, renamed over the final name and the folder fsynced; read back whole; CRC32 (zlib).
+// Files that must survive a crash whole or not at all (checkpoints, parameter dumps, timelines):
+// written to a temporary file, fsynced, renamed over the final name and the folder fsynced (a
+// failed write leaves no file behind); read back whole; CRC32 (zlib).
 #pragma once
 
 #include <cstdint>
@@ -15,6 +16,8 @@ namespace psrt {
 uint32_t crc32_of(std::span<const uint8_t> bytes);
 // Errors read "PATH: what: strerror".
 Status write_durably(const std::string& path, std::span<const uint8_t> bytes);
+// The same for a file made of `parts` one after the other (no copy gathers them first).
+Status write_durably(const std::string& path, std::span<const std::span<const uint8_t>> parts);
 // The whole regular file; an error for anything else.
 Result<std::vector<uint8_t>> read_whole_file(const std::string& path);
 

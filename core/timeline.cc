@@ -1,8 +1,11 @@
 #include "core/timeline.h"
 
+#include <spdlog/spdlog.h>
+
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+
+#include "core/durable_file.h"
 
 namespace psrt {
 
@@ -69,7 +72,14 @@ Timeline::Timeline(const std::string& dir, const std::string& process, int pid)
   }
 }
 
-Timeline::~Timeline() { flush(); }
+Timeline::~Timeline() {
+  bool pending = false;
+  {
+    std::lock_guard lock(mu_);
+    pending = flushed_ != events_.size();
+  }
+  if (pending) flush();
+}
 
 void Timeline::add(std::string event) {
   std::lock_guard lock(mu_);
@@ -110,12 +120,21 @@ void Timeline::instant(Track track, const char* category, const std::string& nam
 void Timeline::flush() {
   if (!enabled_) return;
   std::lock_guard lock(mu_);
-  std::ofstream out(path_, std::ios::trunc);
-  out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
   for (std::size_t i = 0; i < events_.size(); ++i) {
-    out << events_[i] << (i + 1 < events_.size() ? ",\n" : "\n");
+    out += events_[i];
+    out += i + 1 < events_.size() ? ",\n" : "\n";
   }
-  out << "]}\n";
+  out += "]}\n";
+  flushed_ = events_.size();
+  // A full disk once left an empty trace and said nothing.
+  const Status st = write_durably(path_, std::span(reinterpret_cast<const uint8_t*>(out.data()),
+                                                   out.size()));
+  if (st) {
+    spdlog::info("timeline written to {}", path_);
+  } else {
+    spdlog::error("timeline not written: {}; the run carries on", st.message());
+  }
 }
 
 }  // namespace psrt

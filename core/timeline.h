@@ -36,6 +36,8 @@ class Timeline {
               Clock::time_point end, const std::string& args_json = "");
   void instant(Track track, const char* category, const std::string& name, Clock::time_point at,
                const std::string& args_json = "");
+  // Writes the trace (whole or not at all: core/durable_file.h) and logs where, or why not; the
+  // run carries on either way. The destructor flushes what a flush has not written yet.
   void flush();
   const std::string& path() const { return path_; }
 
@@ -47,6 +49,7 @@ class Timeline {
   std::string path_;
   std::mutex mu_;
   std::vector<std::string> events_;
+  std::size_t flushed_ = 0;  // events_ written by the last flush
 };
 
 // "t<key>@<offset>[ it <iteration>]": how chunks are named on the timeline.

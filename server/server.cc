@@ -118,7 +118,6 @@ void Server::run() {
   messenger_.run({[this] { return done_; }, [this](Clock::time_point now) { return tick(now); },
                   [this] { finish_updates(); }, [this] { flush_replies(); }});
   timeline_.flush();
-  if (timeline_.enabled()) spdlog::info("timeline written to {}", timeline_.path());
   log_.flush(Clock::now(), true);
   spdlog::info("shut down: {} pushes, {} duplicates, {} updates, {} errors, {} replies dropped",
                stats_.pushes, stats_.duplicates, stats_.updates, stats_.errors,

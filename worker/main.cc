@@ -5,6 +5,9 @@
 #include <sys/resource.h>
 
 #include <cstdio>
+#include <functional>
+#include <optional>
+#include <string>
 
 #include "config/daemon_main.h"
 #include "worker/backend.h"
@@ -34,6 +37,19 @@ void print_result(const psrt::Config& config, const psrt::TrainResult& result,
   std::fflush(stdout);
 }
 
+// job.dump_params: a file that cannot be written (a full disk) is reported at once, and fails
+// the worker only at the end, after the evaluation and the shutdown barrier: the servers and the
+// other workers finish as usual and the accuracy is still printed. Returns the error.
+std::optional<std::string> dump_or_report(const std::function<void()>& write) {
+  try {
+    write();
+    return std::nullopt;
+  } catch (const psrt::JobError& e) {
+    spdlog::error("{}", e.what());
+    return std::string(e.what());
+  }
+}
+
 // placement.mode model | hybrid: this worker runs one stage of a replica.
 void run_stage(const psrt::Config& config, uint32_t rank, const std::string& dump) {
   psrt::StageWorker stage(config, rank);
@@ -50,14 +66,15 @@ void run_stage(const psrt::Config& config, uint32_t rank, const std::string& dum
                 result.last_loss);
     std::fflush(stdout);
   }
-  if (!dump.empty()) stage.dump_params(dump);
+  std::optional<std::string> dump_error;
+  if (!dump.empty()) dump_error = dump_or_report([&] { stage.dump_params(dump); });
   if (result.test_accuracy) {  // the last stage of replica 0
     std::printf("test accuracy: %.4f\n", *result.test_accuracy);
     std::fflush(stdout);
   }
   client.finish();
   timeline.flush();
-  if (timeline.enabled()) spdlog::info("timeline written to {}", timeline.path());
+  if (dump_error) throw psrt::JobError(*dump_error);
 }
 
 // The model as PsClient plans with it: worker 0 of a native job whose grouping needs layer times
@@ -108,8 +125,11 @@ int main(int argc, char** argv) {
                  result.iterations, result.seconds, double(stats.bytes_pushed) / (1 << 20),
                  double(stats.bytes_received) / (1 << 20), stats.wait_seconds);
     if (rank == 0) print_result(config, result, stats);
+    std::optional<std::string> dump_error;
     if (!config.job.dump_params.empty()) {
-      psrt::dump_params(with_rank(config.job.dump_params, args.rank), *backend);
+      dump_error = dump_or_report([&] {
+        psrt::dump_params(with_rank(config.job.dump_params, args.rank), *backend);
+      });
     }
     if (rank == 0 && config.job.evaluate) {
       if (auto acc = backend->evaluate()) {
@@ -119,6 +139,6 @@ int main(int argc, char** argv) {
     }
     client.finish();
     timeline.flush();
-    if (timeline.enabled()) spdlog::info("timeline written to {}", timeline.path());
+    if (dump_error) throw psrt::JobError(*dump_error);
   });
 }

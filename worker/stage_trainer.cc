@@ -7,13 +7,13 @@
 #include <cstdio>
 #include <cmath>
 #include <cstring>
-#include <fstream>
 
 #include "core/status.h"
 #include "engine/init.h"
 #include "scheduler/schedule_policy.h"
 #include "worker/run_clock.h"
 #include "worker/traced.h"
+#include "worker/trainer.h"
 
 namespace psrt {
 
@@ -247,13 +247,9 @@ TrainResult StageWorker::train(PsClient& client, Timeline* tl) {
 }
 
 void StageWorker::dump_params(const std::string& path) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw JobError("cannot write parameters to " + path);
-  for (uint32_t key : role_.keys) {
-    auto p = net_->param(key);
-    out.write(reinterpret_cast<const char*>(p.data()), std::streamsize(p.size_bytes()));
-  }
-  if (!out) throw JobError("failed writing parameters to " + path);
+  std::vector<std::span<const float>> tensors;
+  for (uint32_t key : role_.keys) tensors.push_back(net_->param(key));
+  write_param_file(path, tensors);
 }
 
 }  // namespace psrt

@@ -5,11 +5,11 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <optional>
 #include <vector>
 
 #include "config/job_config.h"
+#include "core/durable_file.h"
 #include "core/status.h"
 #include "scheduler/schedule_policy.h"
 #include "worker/run_clock.h"
@@ -301,13 +301,20 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
 }
 
 void dump_params(const std::string& path, Backend& backend) {
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw JobError("cannot write parameters to " + path);
-  for (const auto& t : backend.desc().tensors) {
-    auto p = backend.param(t.key);
-    out.write(reinterpret_cast<const char*>(p.data()), std::streamsize(p.size_bytes()));
+  std::vector<std::span<const float>> tensors;
+  for (const auto& t : backend.desc().tensors) tensors.push_back(backend.param(t.key));
+  write_param_file(path, tensors);
+}
+
+void write_param_file(const std::string& path,
+                      const std::vector<std::span<const float>>& tensors) {
+  std::vector<std::span<const uint8_t>> parts;
+  for (const auto& t : tensors) {
+    parts.emplace_back(reinterpret_cast<const uint8_t*>(t.data()), t.size_bytes());
   }
-  if (!out) throw JobError("failed writing parameters to " + path);
+  if (Status st = write_durably(path, parts); !st) {
+    throw JobError("job.dump_params: " + st.message());
+  }
 }
 
 }  // namespace psrt

@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
 
 #include "core/config.h"
 #include "worker/backend.h"
@@ -27,7 +30,11 @@ uint64_t planned_iterations(const Config& config, const Backend& backend);
 TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClient& client,
                   Timeline* timeline = nullptr);
 
-// Writes every tensor's values, in key order, as raw little-endian fp32.
+// Writes every tensor's values, in key order, as raw little-endian fp32 (write_param_file).
 void dump_params(const std::string& path, Backend& backend);
+// Writes `tensors`' values one after the other, raw little-endian fp32, to `path`: whole or not
+// at all (core/durable_file.h: no truncated file is left on a full disk). Throws JobError naming
+// the path and the system's error.
+void write_param_file(const std::string& path, const std::vector<std::span<const float>>& tensors);
 
 }  // namespace psrt

@@ -1,0 +1,58 @@
+// A job's output files that cannot be written (job.dump_params, the timeline: a full disk, a bad
+// folder) are reported naming the file and the system's error, and leave nothing half-written;
+// the job still runs its evaluation and shuts down cleanly, and a failed dump fails the launch.
+// Before, a full disk left a truncated parameter dump, lost the test accuracy that came after it,
+// and left empty traces without a word.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/common/idx_files.h"
+#include "tests/integration/proc_util.h"
+
+using namespace psrt;
+using namespace psrt::test;
+namespace fs = std::filesystem;
+
+TEST_CASE("Output files that cannot be written are reported and leave no partial file",
+          "[integration][files]") {
+  const std::string dir = temp_dir("outfiles");
+  write_quadrant_split(dir, "train", 256, 1);
+  write_quadrant_split(dir, "t10k", 64, 2);
+  write_file(dir + "/job.yaml",
+             "job: {id: outfiles, iterations: 20, batch_size: 16, seed: 1, log_every: 0, "
+             "dump_params: \"" +
+                 dir +
+                 "/p-{rank}.bin\"}\n"
+                 "cluster: {servers: 1, workers: 2}\n"
+                 "model: {hidden: [16]}\n"
+                 "data: {dataset: idx, path: " +
+                 dir +
+                 ", image_rows: 12, image_cols: 12, classes: 4}\n"
+                 "optimizer: {type: sgd, lr: 0.05}\n"
+                 "timeline: " +
+                 dir + "/tl\n");
+  // Where worker 1's dump and worker 0's trace would first be written stands a folder: the
+  // writes fail as they would on a full or read-only disk (whatever the user's rights).
+  fs::create_directories(dir + "/p-1.bin.tmp");
+  fs::create_directories(dir + "/tl/worker-0.json.tmp");
+  Proc launch("launch", {bin("psrt-launch"), dir + "/job.yaml"});
+  const auto rc = launch.wait_exit(120);
+  const std::string out = launch.output();
+  INFO(out);
+  REQUIRE(rc.has_value());
+  CHECK(*rc != 0);  // the dump asked for is missing
+  CHECK_THAT(out, Catch::Contains("job.dump_params: " + dir + "/p-1.bin: cannot create"));
+  CHECK_THAT(out, Catch::Contains("timeline not written: " + dir + "/tl/worker-0.json"));
+  CHECK_THAT(out, Catch::Contains("test accuracy: "));  // worker 0 still evaluated
+  CHECK_THAT(out, Catch::Contains("shut down:"));       // the server finished as usual
+  CHECK_THAT(out, !Catch::Contains("lost"));
+  // Whole files or none.
+  const auto params = uintmax_t((144 * 16 + 16 + 16 * 4 + 4) * 4);
+  CHECK(fs::file_size(dir + "/p-0.bin") == params);
+  CHECK_FALSE(fs::exists(dir + "/p-1.bin"));
+  CHECK_FALSE(fs::exists(dir + "/tl/worker-0.json"));
+  CHECK(fs::file_size(dir + "/tl/worker-1.json") > 0);
+  CHECK(fs::file_size(dir + "/tl/server-0.json") > 0);
+}
