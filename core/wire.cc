@@ -22,6 +22,7 @@ const char* error_code_name(ErrorCode c) {
     case ErrorCode::kTaken: return "rank-taken";
     case ErrorCode::kNonFinite: return "non-finite";
     case ErrorCode::kLimit: return "limit";
+    case ErrorCode::kInconsistent: return "inconsistent";
   }
   return "unknown";
 }

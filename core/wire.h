@@ -43,6 +43,7 @@ enum class ErrorCode : uint32_t {
   kTaken = 11,          // REGISTER for a role and rank another process holds
   kNonFinite = 12,      // a gradient holds NaN or infinity (limits.allow_non_finite: false)
   kLimit = 13,          // a message exceeds a limit (string length, model size)
+  kInconsistent = 14,   // a worker's model or iteration count is not the others': the job ends
 };
 const char* error_code_name(ErrorCode c);
 

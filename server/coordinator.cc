@@ -132,9 +132,18 @@ std::optional<WireError> Coordinator::check_worker(PeerId peer, const wire::Regi
              r.tensors(i).key() == reg.tensors(i).key();
     }
     if (!same) {
-      return refuse(ErrorCode::kNotRegistered,
+      return refuse(ErrorCode::kInconsistent,
                     describe(peer) + " trains a different model than " + describe(other) +
                         " (tensor lists differ): check that every worker has the same config");
+    }
+    if (r.iterations() > 0 && reg.iterations() > 0 && r.iterations() != reg.iterations()) {
+      return refuse(ErrorCode::kInconsistent,
+                    describe(peer) + " would run " + std::to_string(reg.iterations()) +
+                        " iterations, " + describe(other) + " " +
+                        std::to_string(r.iterations()) +
+                        ": with job.epochs each worker counts passes over its own training set, "
+                        "so theirs differ in size (data.path, data.train_limit on each host); "
+                        "give every worker the same data, or set job.iterations");
     }
     break;
   }

@@ -26,6 +26,9 @@ void Server::on_control(const std::string& identity, PeerId from, const wire::He
       if (auto err = coordinator_->on_register(from, identity, h.register_(), now,
                                                    h.has_stage() ? &h.stage() : nullptr)) {
         reply_error(identity, &h, *err);
+        // The refused worker stops; the rest could only wait out cluster.start_timeout_s and
+        // then blame it for not coming. The job ends now, with the reason.
+        if (err->code == ErrorCode::kInconsistent) abort_job(err->message);
         return;
       }
       if (was_complete) return;  // a repeat

@@ -101,6 +101,40 @@ psrt::ModelDesc timed_desc(const psrt::Config& config, uint32_t rank, psrt::Back
   return desc;
 }
 
+// A whole replica (data parallelism).
+void run_replica(const psrt::Config& job_config, uint32_t rank, int arg_rank) {
+  auto backend = psrt::make_backend(job_config, rank);
+  // job.epochs resolved over this worker's data: the count it registers (every worker's must
+  // agree: the coordinator refuses one that differs instead of stranding the rest).
+  psrt::Config config = job_config;
+  config.job.iterations = int64_t(psrt::planned_iterations(job_config, *backend));
+  psrt::Timeline timeline(config.timeline, "worker-" + std::to_string(rank), 1000 + int(rank));
+  psrt::PsClient client(config, rank, timed_desc(config, rank, *backend),
+                        [&](uint32_t key) { return backend->param(key); }, &timeline);
+  const auto result = psrt::train(config, rank, *backend, client, &timeline);
+  const auto stats = client.stats();
+  spdlog::info("{} iterations in {:.1f} s; pushed {:.1f} MiB; received {:.1f} MiB of "
+               "parameters; waited {:.1f} s for them",
+               result.iterations, result.seconds, double(stats.bytes_pushed) / (1 << 20),
+               double(stats.bytes_received) / (1 << 20), stats.wait_seconds);
+  if (rank == 0) print_result(config, result, stats);
+  std::optional<std::string> dump_error;
+  if (!config.job.dump_params.empty()) {
+    dump_error = dump_or_report([&] {
+      psrt::dump_params(with_rank(config.job.dump_params, arg_rank), *backend);
+    });
+  }
+  if (rank == 0 && config.job.evaluate) {
+    if (auto acc = backend->evaluate()) {
+      std::printf("test accuracy: %.4f\n", *acc);
+      std::fflush(stdout);
+    }
+  }
+  client.finish();
+  timeline.flush();
+  if (dump_error) throw psrt::JobError(*dump_error);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -114,31 +148,6 @@ int main(int argc, char** argv) {
                                   : with_rank(config.job.dump_params, args.rank));
       return;
     }
-    auto backend = psrt::make_backend(config, rank);
-    psrt::Timeline timeline(config.timeline, "worker-" + std::to_string(rank), 1000 + int(rank));
-    psrt::PsClient client(config, rank, timed_desc(config, rank, *backend),
-                          [&](uint32_t key) { return backend->param(key); }, &timeline);
-    const auto result = psrt::train(config, rank, *backend, client, &timeline);
-    const auto stats = client.stats();
-    spdlog::info("{} iterations in {:.1f} s; pushed {:.1f} MiB; received {:.1f} MiB of "
-                 "parameters; waited {:.1f} s for them",
-                 result.iterations, result.seconds, double(stats.bytes_pushed) / (1 << 20),
-                 double(stats.bytes_received) / (1 << 20), stats.wait_seconds);
-    if (rank == 0) print_result(config, result, stats);
-    std::optional<std::string> dump_error;
-    if (!config.job.dump_params.empty()) {
-      dump_error = dump_or_report([&] {
-        psrt::dump_params(with_rank(config.job.dump_params, args.rank), *backend);
-      });
-    }
-    if (rank == 0 && config.job.evaluate) {
-      if (auto acc = backend->evaluate()) {
-        std::printf("test accuracy: %.4f\n", *acc);
-        std::fflush(stdout);
-      }
-    }
-    client.finish();
-    timeline.flush();
-    if (dump_error) throw psrt::JobError(*dump_error);
+    run_replica(config, rank, args.rank);
   });
 }

@@ -70,6 +70,7 @@ void PsClient::io_loop() {
       ti->set_layer(t.layer);
     }
     reg.set_pid(uint32_t(::getpid()));
+    reg.set_iterations(uint64_t(std::max<int64_t>(0, config_.job.iterations)));
     reg.set_resume(config_.checkpoint.resume);
     // Constrains the resume point only if it has something to restore.
     reg.set_codec_state(encoder_ckpt_.enabled() &&

@@ -18,8 +18,12 @@ namespace {
 std::string job(const std::string& dir, const std::string& model) {
   return "job: {id: owndata, iterations: 60, batch_size: 16, seed: 3, log_every: 0}\n"
          "cluster: {servers: 1, workers: 2}\n"
-         "model: " + model + "\n"
-         "data: {dataset: idx, path: " + dir + ", image_rows: 12, image_cols: 12, classes: 4}\n"
+         "model: " +
+         model +
+         "\n"
+         "data: {dataset: idx, path: " +
+         dir +
+         ", image_rows: 12, image_cols: 12, classes: 4}\n"
          "optimizer: {type: adam, lr: 0.005}\n";
 }
 
@@ -54,4 +58,42 @@ TEST_CASE("A job trains on an IDX folder of its own image size and class count",
   Proc classes("launch", {bin("psrt-launch"), dir + "/job.yaml", "--set", "data.classes=3"});
   CHECK(classes.wait_exit(120) != std::optional<int>(0));
   CHECK_THAT(classes.output(), Catch::Contains("label 3 is not in [0, 3) (data.classes)"));
+}
+
+// On a cluster each host reads its own copy of data.path. With job.epochs a worker whose copy is
+// smaller planned fewer iterations, finished first and stranded the rest until the progress
+// watchdog fired (300 s by default) naming the finished worker as the one not pushing. Now the
+// coordinator compares the counts at registration and ends the job at once, saying why.
+TEST_CASE("Workers whose training sets differ in size are refused at registration",
+          "[integration][data]") {
+  const std::string dir = temp_dir("owndata-sizes");
+  write_quadrant_split(dir, "train", 640, 1);
+  write_quadrant_split(dir, "t10k", 64, 2);
+  write_file(dir + "/job.yaml",
+             "job: {id: sizes, epochs: 1, batch_size: 16, log_every: 0}\n"
+             "cluster: {servers: 1, workers: 2, start_timeout_s: 120}\n"
+             "model: {hidden: [8]}\n"
+             "data: {dataset: idx, path: " +
+                 dir + ", image_rows: 12, image_cols: 12, classes: 4}\n");
+  const std::string cfg = dir + "/job.yaml";
+  Proc server("server 0", {bin("psrt-server"), "--config", cfg, "--rank", "0", "--set",
+                           "cluster.coordinator=tcp://127.0.0.1:0"});
+  REQUIRE(server.wait_line("PSRT_LISTENING ", 30));
+  const std::string& listening = server.output();
+  const auto at = listening.find("PSRT_LISTENING ") + 15;
+  const std::string endpoint =
+      "cluster.coordinator=" + listening.substr(at, listening.find('\n', at) - at);
+  Proc w0("worker 0", {bin("psrt-worker"), "--config", cfg, "--rank", "0", "--set", endpoint});
+  REQUIRE(server.wait_line("worker 0 registered", 30));  // the count compared against
+  // Worker 1's host holds 480 of the 640 images: 15 iterations of 16 per epoch, not 20.
+  Proc w1("worker 1", {bin("psrt-worker"), "--config", cfg, "--rank", "1", "--set", endpoint,
+                       "--set", "data.train_limit=480"});
+  const std::string why = "worker 1 would run 15 iterations, worker 0 20";
+  for (Proc* p : {&server, &w0, &w1}) {
+    const auto rc = p->wait_exit(60);  // well inside start_timeout_s: nobody waits it out
+    INFO(p->output());
+    CHECK(rc.has_value());
+    CHECK(rc != std::optional<int>(0));
+    CHECK_THAT(p->output(), Catch::Contains(why));
+  }
 }
