@@ -86,9 +86,18 @@ class Search {
   // prefetch() ran them: the search's course is the same with one thread as with many).
   double cost(const Grouping& g) {
     evaluations_ += uint32_t(kJitter.size());
-    if (const auto it = prices_.find(g.starts()); it != prices_.end()) return it->second;
-    config_.grouping = g;
-    return prices_[g.starts()] = jittered_ms(model_, config_, &events_);
+    auto it = prices_.find(g.starts());
+    if (it == prices_.end()) {
+      config_.grouping = g;
+      JitteredPrice p;
+      p.ms = jittered_ms(model_, config_, &p.events);
+      it = prices_.emplace(g.starts(), p).first;
+    }
+    // Only the prices the search takes count towards most_events(): a price made ahead and
+    // never asked for must not move the check on the whole cluster (verify_on_full_cluster),
+    // or workers with different core counts could choose differently.
+    events_ = std::max(events_, it->second.events);
+    return it->second.ms;
   }
   // Prices the groupings cost() is about to ask for, on threads_ threads at once: at most as
   // many as the budget has left (all of them with `whatever_budget`).
@@ -104,7 +113,7 @@ class Search {
       if (!seen && !prices_.count(g.starts())) todo.push_back(g);
     }
     if (todo.size() < 2) return;  // nothing to run side by side
-    const auto prices = jittered_prices(model_, config_, todo, threads_, &events_);
+    const auto prices = jittered_prices(model_, config_, todo, threads_);
     for (std::size_t i = 0; i < todo.size(); ++i) prices_[todo[i].starts()] = prices[i];
   }
   uint64_t most_events() const { return events_; }  // of one simulation so far
@@ -153,7 +162,7 @@ class Search {
   uint32_t threads_;
   uint32_t evaluations_ = 0;
   uint64_t events_ = 0;
-  std::map<std::vector<uint32_t>, double> prices_;  // by group starts
+  std::map<std::vector<uint32_t>, JitteredPrice> prices_;  // by group starts
 };
 
 // A candidate grouping, and the spec it came from (kNone for none and mgwfbp).

@@ -14,9 +14,9 @@ uint32_t search_threads(uint32_t wanted) {
   return std::clamp<uint32_t>(std::thread::hardware_concurrency(), 1, 8);
 }
 
-std::vector<double> jittered_prices(const ModelDesc& model, const SimConfig& config,
-                                    const std::vector<Grouping>& groupings, uint32_t threads,
-                                    uint64_t* most_events) {
+std::vector<JitteredPrice> jittered_prices(const ModelDesc& model, const SimConfig& config,
+                                           const std::vector<Grouping>& groupings,
+                                           uint32_t threads) {
   const std::size_t jobs = groupings.size() * kJitter.size();
   std::vector<double> ms(jobs);
   std::vector<uint64_t> events(jobs);
@@ -36,14 +36,14 @@ std::vector<double> jittered_prices(const ModelDesc& model, const SimConfig& con
   for (std::size_t t = 0; t < helpers; ++t) pool.emplace_back(work);
   work();
   pool.clear();  // joins
-  std::vector<double> prices;
+  std::vector<JitteredPrice> prices(groupings.size());
   for (std::size_t g = 0; g < groupings.size(); ++g) {
     double sum = 0;  // in kJitter's order, as jittered_ms sums
-    for (std::size_t f = 0; f < kJitter.size(); ++f) sum += ms[g * kJitter.size() + f];
-    prices.push_back(sum / double(kJitter.size()));
-  }
-  if (most_events && !events.empty()) {
-    *most_events = std::max(*most_events, *std::max_element(events.begin(), events.end()));
+    for (std::size_t f = 0; f < kJitter.size(); ++f) {
+      sum += ms[g * kJitter.size() + f];
+      prices[g].events = std::max(prices[g].events, events[g * kJitter.size() + f]);
+    }
+    prices[g].ms = sum / double(kJitter.size());
   }
   return prices;
 }

@@ -17,10 +17,14 @@ namespace psrt::sim {
 // runs once, at job start, beside nothing else of its own).
 uint32_t search_threads(uint32_t wanted);
 
-// jittered_ms of `config` with each grouping, in order; `most_events` is raised to the most
-// events one simulation took.
-std::vector<double> jittered_prices(const ModelDesc& model, const SimConfig& config,
-                                    const std::vector<Grouping>& groupings, uint32_t threads,
-                                    uint64_t* most_events);
+struct JitteredPrice {
+  double ms = 0;        // jittered_ms
+  uint64_t events = 0;  // the most events one of its simulations took
+};
+
+// jittered_ms of `config` with each grouping, in order.
+std::vector<JitteredPrice> jittered_prices(const ModelDesc& model, const SimConfig& config,
+                                           const std::vector<Grouping>& groupings,
+                                           uint32_t threads);
 
 }  // namespace psrt::sim

@@ -313,6 +313,17 @@ TEST_CASE("GradOptimizer with many workers simulates a few and checks its choice
   CHECK(best.iteration_ms <= jittered_ms(model, c));
   CHECK(best.ungrouped_ms == jittered_ms(model, c));
   CHECK(choose_grouping(model, c, auto_spec, 200).grouping == best.grouping);
+  // The check on the whole cluster is decided from the events of the prices the search took,
+  // not of those made ahead on other threads: one thread decides as several do.
+  c.grouping = {};
+  for (const uint32_t threads : {1u, 4u}) {
+    CAPTURE(threads);
+    const auto same = choose_grouping(model, c, auto_spec, 200, kSearchWorkers, threads);
+    CHECK(same.verified == best.verified);
+    CHECK(same.grouping == best.grouping);
+    CHECK(same.evaluations == best.evaluations);
+    CHECK(same.iteration_ms == best.iteration_ms);
+  }
   // Up to kSearchWorkers, every worker is simulated, as before.
   c.workers = 4;
   const auto few = choose_grouping(model, c, auto_spec, 200);
