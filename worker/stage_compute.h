@@ -35,7 +35,9 @@ class StageCompute {
   // runtime's wait for them and before the layer's next forward (a device stage uploads them
   // here); the host backends compute on param() itself.
   virtual void params_ready(uint32_t /*layer*/) {}
-  virtual std::span<const float> grad(uint32_t key) const = 0;  // summed over micro-batches
+  // Summed over micro-batches. The same storage on every call, written only by the backward of
+  // key's layer or by grad() itself: the trainer sends from it without a copy (PsClient::lend).
+  virtual std::span<const float> grad(uint32_t key) const = 0;
 
   virtual std::span<float> input(uint32_t slot, int n) = 0;
   virtual void set_labels(uint32_t slot, std::span<const int32_t> labels) = 0;

@@ -122,10 +122,14 @@ void StageWorker::backward(PsClient& client, Timeline* tl, uint64_t t, uint32_t 
   const bool first_micro = mb + 1 == l.micro_batches;
   for (uint32_t layer = net_->last(); layer-- > net_->first();) {
     const LayerDesc& ld = desc().layers[layer];
+    // The first micro-batch's backward overwrites the gradients lent for the last iteration:
+    // reclaimed first (never a wait in synchronous training: worker/lent_buffers.h).
+    if (first_micro) client.reclaim(ld.tensors);
     traced(tl, "backward", "bwd " + ld.name + " mb " + std::to_string(mb),
            [&] { net_->backward_layer(mb, layer, scale, first_micro); });
     if (mb == 0) {
-      for (uint32_t key : ld.tensors) client.push(key, t, net_->grad(key));
+      // Sent from where they are (per-tensor buffers on the CPU and the GPU stage alike).
+      for (uint32_t key : ld.tensors) client.lend(key, t, net_->grad(key));
     }
   }
   if (role_.stage > 0) {
