@@ -20,7 +20,9 @@ namespace psrt {
 // 3: a group message's small members share payload frames (GroupMember.frame); batched pushes
 // (Header.batch); a server's ACK may acknowledge several pushes (Header.acks).
 // 4: worker 0's choice of grouping after online trials, relayed on PARAMS (Header.grouping_*).
-constexpr uint32_t kProtocolVersion = 4;
+// 5: worker 0's grouping plan (its choice and runners-up) in REGISTER and MEMBERSHIP
+// (GroupingPlan), instead of its layer times for every worker's own search.
+constexpr uint32_t kProtocolVersion = 5;
 // Acknowledgements one message may carry (Header.acks).
 constexpr int kMaxAcks = 1 << 16;
 // What one message from a peer may claim or make a process allocate (ZeroMQ's maxmsgsize): the

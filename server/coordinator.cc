@@ -3,6 +3,7 @@
 #include "core/model.h"
 #include "core/sharding.h"
 #include "core/wire.h"
+#include "core/wire_grouping.h"
 #include "scheduler/schedule_policy.h"
 
 #include <algorithm>
@@ -73,20 +74,10 @@ std::optional<WireError> Coordinator::check_worker(PeerId peer, const wire::Regi
                                          std::to_string(reg.tensors_size()) + " tensors; at most " +
                                          std::to_string(kMaxTensors));
   }
-  if (reg.layer_times_size() > kMaxLayerTimes) {
-    return refuse(ErrorCode::kLimit, describe(peer) + " sent " +
-                                         std::to_string(reg.layer_times_size()) +
-                                         " layer times; at most " + std::to_string(kMaxLayerTimes));
-  }
-  for (int i = 0; i < reg.layer_times_size(); ++i) {
-    const auto& lt = reg.layer_times(i);
-    const auto ok = [](double ms) { return std::isfinite(ms) && ms >= 0 && ms <= 1e7; };
-    if (!ok(lt.forward_ms()) || !ok(lt.backward_ms())) {
+  if (reg.has_grouping()) {
+    if (const auto e = grouping_plan_error(reg.grouping(), uint32_t(reg.tensors_size()))) {
       return refuse(ErrorCode::kMalformed,
-                    describe(peer) + ": layer " + std::to_string(i) +
-                        " has a time outside [0, 1e7] ms (forward " +
-                        std::to_string(lt.forward_ms()) + ", backward " +
-                        std::to_string(lt.backward_ms()) + ")");
+                    describe(peer) + " sent an unusable grouping plan: " + *e);
     }
   }
   uint64_t total = 0;
@@ -200,7 +191,7 @@ const wire::Membership& Coordinator::membership() {
   for (int w = 0; w < workers_; ++w)
     m.add_worker_identities(identities_.at({wire::WORKER, uint32_t(w)}));
   const wire::Register& w0 = registrations_.at({wire::WORKER, 0});
-  *m.mutable_layer_times() = w0.layer_times();
+  if (w0.has_grouping()) *m.mutable_grouping() = w0.grouping();
   ModelDesc model;
   for (const auto& t : w0.tensors()) {
     *m.add_tensors() = t;

@@ -38,7 +38,6 @@ class Coordinator {
   // Largest tensor a worker may register (2^34 fp32 elements: 64 GiB).
   static constexpr uint64_t kMaxModelElements = 1ull << 34;
   static constexpr int kMaxTensors = 1 << 20;
-  static constexpr int kMaxLayerTimes = 1 << 20;  // layers a REGISTER may time
   Coordinator(int servers, int workers, const SchedulerConfig& scheduler,
               const RegisterLimits& limits = {});
 

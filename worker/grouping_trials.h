@@ -58,6 +58,7 @@ class GroupingTrials {
                                           bool can_switch);
 
   bool done() const { return done_; }
+  uint32_t rounds() const { return rounds_; }
   std::size_t current() const { return current_; }
   // Once done: the fastest candidate, and the iteration at whose start it was found (the last
   // candidate tried is still in force then: the switch to the winner is the caller's).

@@ -78,7 +78,7 @@ void run_stage(const psrt::Config& config, uint32_t rank, const std::string& dum
 }
 
 // The model as PsClient plans with it: worker 0 of a native job whose grouping needs layer times
-// measures them (every worker then plans with worker 0's, from the membership).
+// measures them (worker 0 alone chooses the job's grouping: worker/grouping_plan.h).
 psrt::ModelDesc timed_desc(const psrt::Config& config, uint32_t rank, psrt::Backend& backend) {
   psrt::ModelDesc desc = backend.desc();
   const auto spec = psrt::parse_grouping(config.scheduler.grouping);

@@ -182,7 +182,9 @@ class PsClient {
   // Acknowledges the PARAMS received since the last call: one ACK per server (Header.acks).
   void flush_reply_acks();
   // ps_client_push.cc: grouping, the push path and the parameters' return
-  void plan_groups();  // after the membership: the grouping and its message plan
+  // Worker 0, before it registers: the job's grouping (worker/grouping_plan.h) into `reg`.
+  void search_grouping(wire::Register& reg);
+  void plan_groups(const wire::Membership& m);  // worker 0's grouping and its message plan
   void on_params(const wire::Header& h, std::vector<zmq::message_t>& payload);
   // Writes one chunk's values (dense or an encoded change); false after fail().
   bool apply_params(const ChunkDesc& c, wire::Codec codec, uint64_t iteration,
@@ -310,7 +312,7 @@ class PsClient {
   std::optional<ControlPlane> control_;   // on the link to server 0
   ShardMap shards_;
   PushQueue queue_;
-  Grouping grouping_;  // scheduler.grouping, chosen when the membership arrives
+  Grouping grouping_;  // worker 0's (scheduler.grouping), from the membership
   MessagePlan plan_;   // PushUnit::chunk is an index into plan_.messages()
   std::vector<uint32_t> group_taken_;     // per group: tensors handed over this iteration
   std::vector<uint32_t> group_priority_;  // per group: its most urgent member's

@@ -12,33 +12,6 @@ namespace psrt {
 
 namespace {
 using SteadyClock = std::chrono::steady_clock;
-// Worker 0's layer times travel in its REGISTER and every worker's MEMBERSHIP, so that every
-// worker's grouping search sees the same figures (none when the model has no times at all).
-void add_layer_times(const ModelDesc& model, wire::Register& reg) {
-  bool any = false;
-  for (const auto& l : model.layers) any = any || l.forward_ms > 0 || l.backward_ms > 0;
-  if (!any) return;
-  for (const auto& l : model.layers) {
-    auto* t = reg.add_layer_times();
-    t->set_forward_ms(l.forward_ms);
-    t->set_backward_ms(l.backward_ms);
-  }
-}
-
-void take_layer_times(const wire::Membership& m, ModelDesc& model) {
-  if (m.layer_times_size() == 0) return;
-  if (std::size_t(m.layer_times_size()) != model.layers.size()) {
-    spdlog::warn("the membership times {} layers, this model has {}: the grouping search uses "
-                 "this worker's own layer times",
-                 m.layer_times_size(), model.layers.size());
-    return;
-  }
-  for (std::size_t i = 0; i < model.layers.size(); ++i) {
-    model.layers[i].forward_ms = m.layer_times(int(i)).forward_ms();
-    model.layers[i].backward_ms = m.layer_times(int(i)).backward_ms();
-  }
-}
-
 }  // namespace
 
 bool PsClient::send_to(std::size_t server, const wire::Header& h,
@@ -76,7 +49,7 @@ void PsClient::io_loop() {
     reg.set_codec_state(encoder_ckpt_.enabled() &&
                         (!config_.checkpoint.resume || !encoder_checkpoints_.empty()));
     for (uint64_t it : encoder_checkpoints_) reg.add_checkpoints(it);
-    if (rank_ == 0 && !stage_) add_layer_times(model_, reg);  // a stage groups nothing
+    if (rank_ == 0 && !stage_) search_grouping(reg);  // a stage groups nothing
     wire::StageInfo si;
     if (stage_) {
       si.set_stage(stage_->stage);
@@ -206,11 +179,10 @@ void PsClient::on_membership(const wire::Membership& m, const wire::StageMap& st
     start_iteration_ = m.resume() ? m.resume_iteration() : 0;
   }
   spdlog::info("membership: {} servers, {} chunks", m.num_servers(), shards_.chunks().size());
-  if (!stage_) take_layer_times(m, model_);
   try {
-    plan_groups();
+    plan_groups(m);
   } catch (const std::exception& e) {
-    fail(std::string("scheduler.grouping: ") + e.what());
+    fail(e.what());
     return;
   }
   // A resumed job's servers hold their checkpoint's values: nothing to initialise.

@@ -8,6 +8,7 @@
 
 #include "core/grouping_spec.h"
 #include "scheduler/sim/grad_optimizer.h"
+#include "worker/grouping_plan.h"
 #include "worker/ps_client.h"
 
 namespace psrt {
@@ -24,40 +25,62 @@ std::vector<std::string> names_of(const std::vector<sim::NamedGrouping>& groupin
 
 }  // namespace
 
-void PsClient::plan_groups() {
+void PsClient::search_grouping(wire::Register& reg) {
   const GroupingSpec spec = *parse_grouping(config_.scheduler.grouping);
+  if (spec.kind == GroupingSpec::Kind::kNone) return;
   sim::SimConfig sc;
   sc.workers = uint32_t(config_.cluster.workers);
-  sc.servers = shards_.num_servers();
+  sc.servers = uint32_t(config_.cluster.servers);  // the membership's (the servers check it)
   sc.bandwidth_bytes_per_s = config_.scheduler.link_bytes_per_s;
   sc.mode = config_.scheduler.mode;
   sc.chunk_bytes = config_.scheduler.chunk_bytes;
   sc.credit_bytes = config_.scheduler.credit_bytes;
   sc.batch_bytes = config_.scheduler.batch_bytes;
   sc.host_cores = config_.scheduler.host_cores;
-  if (!config_.scheduler.calibration.empty()) {
-    sc.calibration = sim::load_calibration(config_.scheduler.calibration);
+  try {
+    if (!config_.scheduler.calibration.empty()) {
+      sc.calibration = sim::load_calibration(config_.scheduler.calibration);
+    }
+    const auto choice = sim::choose_grouping(model_, sc, spec);
+    *reg.mutable_grouping() = grouping_plan(config_.scheduler.grouping, choice, sc.workers,
+                                            config_.scheduler.grouping_trials,
+                                            config_.scheduler.grouping_trial_iterations);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(std::string("scheduler.grouping: ") + e.what());
   }
-  const auto choice = sim::choose_grouping(model_, sc, spec);
+}
+
+void PsClient::plan_groups(const wire::Membership& m) {
+  const uint32_t tensors = uint32_t(model_.tensors.size());
+  JobGrouping job;
+  if (m.has_grouping()) {
+    try {
+      job = job_grouping(m.grouping(), tensors);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string("worker 0's grouping plan is unusable: ") + e.what());
+    }
+  } else {
+    job.spec = "none";
+    job.candidates.push_back({"none", Grouping::singletons(tensors), 0});
+  }
+  if (job.spec != config_.scheduler.grouping) {
+    spdlog::warn("worker 0 groups by '{}' and this worker's scheduler.grouping says '{}': worker "
+                 "0's grouping is the job's (give every worker the same config)",
+                 job.spec, config_.scheduler.grouping);
+  }
+  const GroupingSpec spec = *parse_grouping(job.spec);
   release_cycle_ms_ = spec.kind == GroupingSpec::Kind::kHorovod ? spec.cycle_ms : 0;
   cycle_epoch_ = SteadyClock::now();
-  use_grouping(choice.grouping);
+  use_grouping(job.candidates[0].grouping);
   if (spec.kind == GroupingSpec::Kind::kNone) return;
-  const std::string how = spec.kind == GroupingSpec::Kind::kAuto
-                              ? " (" + sim::describe_search(choice, sc.workers) + ")"
-                              : "";
   if (rank_ == 0) {
-    spdlog::info("grouping {}{}: {} messages per iteration; {}", spec.text(), how,
-                 plan_.messages().size(), grouping_.describe(model_, 1000));
+    spdlog::info("grouping {}{}: {} messages per iteration; {}", spec.text(),
+                 job.search.empty() ? "" : " (" + job.search + ")", plan_.messages().size(),
+                 grouping_.describe(model_, 1000));
   }
-  const uint32_t wanted = config_.scheduler.grouping_trials;
-  if (spec.kind != GroupingSpec::Kind::kAuto || wanted < 2 || choice.alternatives.empty()) return;
-  trial_groupings_.push_back({"auto", choice.grouping, choice.iteration_ms});
-  for (const auto& a : choice.alternatives) {
-    if (trial_groupings_.size() >= wanted) break;
-    trial_groupings_.push_back(a);
-  }
-  trials_.emplace(trial_groupings_.size(), config_.scheduler.grouping_trial_iterations);
+  if (job.candidates.size() < 2) return;
+  trial_groupings_ = std::move(job.candidates);
+  trials_.emplace(trial_groupings_.size(), job.trial_iterations);
   grouping_final_from_ = kTrialsRunning;
 }
 
@@ -90,8 +113,7 @@ void PsClient::time_trials(const Command& cmd) {
     return;
   }
   // The trials, and the iteration worker 0's choice takes to reach every worker.
-  const uint64_t need = GroupingTrials::iterations(trial_groupings_.size(),
-                                                   config_.scheduler.grouping_trial_iterations) + 1;
+  const uint64_t need = GroupingTrials::iterations(trial_groupings_.size(), trials_->rounds()) + 1;
   const uint64_t left = total_iterations_ - std::min(total_iterations_, cmd.iteration);
   if (first && left < 2 * need) {
     if (rank_ == 0) {
@@ -107,7 +129,7 @@ void PsClient::time_trials(const Command& cmd) {
     for (const auto& name : names_of(trial_groupings_)) names += (names.empty() ? "" : ", ") + name;
     spdlog::info("grouping trials: {} groupings taking turns after {} untimed iterations, {} timed "
                  "iterations each, the fastest median kept: {}", trial_groupings_.size(),
-                 GroupingTrials::kWarmup, config_.scheduler.grouping_trial_iterations, names);
+                 GroupingTrials::kWarmup, trials_->rounds(), names);
   }
   const auto to = trials_->on_iteration(cmd.iteration, cmd.enqueued, nothing_left_to_send());
   if (to) use_grouping(trial_groupings_[*to].grouping);

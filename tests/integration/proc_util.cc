@@ -49,15 +49,18 @@ void write_file(const std::string& path, const std::string& text) {
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
-Daemons start_daemons(const std::string& cfg, int servers, int workers) {
+Daemons start_daemons(const std::string& cfg, int servers, int workers,
+                      const std::vector<std::vector<std::string>>& worker_args) {
   Daemons d;
   auto start = [&](const std::string& program, const std::string& role, int rank,
                    const std::string& coordinator) {
     d.names.push_back(role + " " + std::to_string(rank));
-    d.procs.push_back(std::make_unique<Proc>(
-        d.names.back(),
-        std::vector<std::string>{bin(program), "--config", cfg, "--rank", std::to_string(rank),
-                                 "--set", "cluster.coordinator=" + coordinator}));
+    std::vector<std::string> argv{bin(program), "--config", cfg, "--rank", std::to_string(rank),
+                                  "--set", "cluster.coordinator=" + coordinator};
+    if (role == "worker" && std::size_t(rank) < worker_args.size()) {
+      argv.insert(argv.end(), worker_args[rank].begin(), worker_args[rank].end());
+    }
+    d.procs.push_back(std::make_unique<Proc>(d.names.back(), std::move(argv)));
   };
   start("psrt-server", "server", 0, "tcp://127.0.0.1:0");
   if (!d.procs[0]->wait_line("PSRT_LISTENING ", 30)) return d;

@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "core/wire_grouping.h"
 #include "server/coordinator.h"
 
 using namespace psrt;
@@ -251,29 +252,47 @@ TEST_CASE("resume: no common checkpoint or a server without --resume is refused,
   CHECK_THROWS_WITH(mixed.membership(), Catch::Contains("server 1 was not"));
 }
 
-TEST_CASE("worker 0's layer times reach every worker, bad ones are refused", "[coordinator]") {
+TEST_CASE("worker 0's grouping plan reaches every worker, unusable ones are refused",
+          "[coordinator]") {
   const auto t0 = Clock::now();
   Coordinator c(1, 2, chunked(4096));
   REQUIRE(c.on_register(kS0, server_reg(1), t0));
   wire::Register w0 = worker_reg(kModel);
-  for (double ms : {0.5, 0.0, 2.25, 1.0}) {
-    auto* lt = w0.add_layer_times();
-    lt->set_forward_ms(ms);
-    lt->set_backward_ms(2 * ms);
+  auto* plan = w0.mutable_grouping();
+  plan->set_spec("auto");
+  plan->set_search("9 simulations in 3 ms, from none");
+  plan->set_trial_iterations(2);
+  for (const auto& starts : {std::vector<uint32_t>{0, 2}, std::vector<uint32_t>{0}}) {
+    auto* cand = plan->add_candidates();
+    cand->set_name(starts.size() == 1 ? "size:4096" : "auto");
+    for (uint32_t s : starts) cand->add_starts(s);
+    cand->set_price_ms(12.5);
   }
-  for (double bad : {-1.0, std::nan(""), 1e9, HUGE_VAL}) {
+  const auto refused = [&](auto&& spoil, const std::string& why) {
     wire::Register r = w0;
-    r.mutable_layer_times(2)->set_backward_ms(bad);
+    spoil(*r.mutable_grouping());
     const Status st = c.on_register(kW0, r, t0);
-    INFO(bad);
+    INFO(why);
     REQUIRE_FALSE(st);
-    CHECK_THAT(st.message(), Catch::Contains("layer 2"));
-  }
+    CHECK_THAT(st.message(), Catch::Contains("unusable grouping plan") && Catch::Contains(why));
+  };
+  using GP = wire::GroupingPlan;
+  refused([](GP& p) { p.mutable_candidates(0)->set_starts(1, 4); }, "below 4, the model's");
+  refused([](GP& p) { p.mutable_candidates(0)->set_starts(0, 1); }, "first group starting");
+  refused([](GP& p) { p.mutable_candidates(1)->add_starts(0); }, "candidate 1 has group 1");
+  refused([](GP& p) { p.mutable_candidates(0)->clear_starts(); }, "no groups");
+  refused([](GP& p) { p.mutable_candidates(1)->set_price_ms(std::nan("")); }, "a price of");
+  refused([](GP& p) { p.clear_candidates(); }, "0 candidates");
+  refused([](GP& p) { p.set_trial_iterations(0); }, "0 trial iterations");
+  refused([](GP& p) { p.set_search("x\ny"); }, "control character 0x0a");
+  refused([](GP& p) { p.set_spec("size:lots"); }, "spec 'size:lots'");
+  refused([](GP& p) { p.mutable_candidates(0)->set_name(std::string(2000, 'a')); }, "2000 bytes");
+  refused([](GP& p) {
+    for (int i = 0; i < kMaxGroupingCandidates; ++i) *p.add_candidates() = p.candidates(0);
+  }, "18 candidates");
   REQUIRE(c.on_register(kW0, w0, t0));
   REQUIRE(c.on_register(kW1, worker_reg(kModel), t0));  // other workers send none
   const wire::Membership& m = c.membership();
-  REQUIRE(m.layer_times_size() == 4);
-  CHECK(m.layer_times(2).forward_ms() == 2.25);
-  CHECK(m.layer_times(2).backward_ms() == 4.5);
-  CHECK(m.layer_times(1).forward_ms() == 0.0);
+  REQUIRE(m.has_grouping());
+  CHECK(m.grouping().SerializeAsString() == w0.grouping().SerializeAsString());
 }
