@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Writes the fuzzers' seed corpus (tests/fuzz/corpus/*): valid header frames of every message
 type (encoded by protoc from text), valid compressed payloads of every index and value mode,
-config files, IDX data pairs and model profiles with plans (`make_seeds.py idx` or
-`make_seeds.py model` writes only those).
+config files, IDX data pairs, model profiles with plans and the coordinator's registrations
+(`make_seeds.py idx`, `make_seeds.py model` or `make_seeds.py register` writes only those).
 Re-run after a wire or config change; the output is committed."""
 import os
 import struct
@@ -19,6 +19,12 @@ def write(kind, name, data):
     os.makedirs(os.path.join(CORPUS, kind), exist_ok=True)
     with open(os.path.join(CORPUS, kind, name), "wb") as f:
         f.write(data)
+
+
+def encode(message, text):
+    return subprocess.run(["protoc", "--encode=psrt.wire." + message, "-I",
+                           os.path.join(ROOT, "proto"), "psrt.proto"], input=text.encode(),
+                          capture_output=True, check=True).stdout
 
 
 def header(text):
@@ -177,6 +183,40 @@ def gzip_bytes(data):
     return c.compress(data) + c.flush()
 
 
+def record(selector, reg, stage=None):
+    # fuzz_register.cc's input: selector (bit 7 worker, bit 5 a StageInfo follows, bits 0-1 rank),
+    # then length-prefixed REGISTER and StageInfo bytes.
+    out = bytes([selector | (0x20 if stage is not None else 0)]) + struct.pack("<H", len(reg)) + reg
+    return out + (struct.pack("<H", len(stage)) + stage if stage is not None else b"")
+
+
+def registers():
+    """Whole registrations of a 2-server, 2-worker job: data-parallel with worker 0's grouping
+    plan, model-parallel with stage infos, and servers resuming a checkpoint."""
+    tensors = ('tensors { key: 0 name: "fc1.w" num_elements: 5000 layer: 0 } '
+               'tensors { key: 1 name: "fc1.b" num_elements: 50 layer: 0 } '
+               'tensors { key: 2 name: "fc2.w" num_elements: 500 layer: 1 } '
+               'tensors { key: 3 name: "fc2.b" num_elements: 10 layer: 1 } iterations: 100 ')
+    plan = ('grouping { spec: "auto" search: "40 simulations in 5 ms, from size:4096" '
+            'trial_iterations: 2 candidates { name: "auto" starts: 0 starts: 2 price_ms: 3.5 } '
+            'candidates { name: "none" starts: 0 starts: 1 starts: 2 starts: 3 price_ms: 4 } }')
+    def servers(extra=""):
+        return (record(0, encode("Register", 'address: "tcp://127.0.0.1:1" ' + extra)) +
+                record(1, encode("Register", 'address: "tcp://127.0.0.1:2" ' + extra)))
+    write("register", "data-parallel", servers() +
+          record(0x80, encode("Register", tensors + plan)) +
+          record(0x81, encode("Register", tensors)))
+    write("register", "stages", servers() +
+          record(0x80, encode("Register", tensors),
+                 encode("StageInfo", "stage: 0 stages: 2 replica: 0 keys: 0 keys: 1")) +
+          record(0x81, encode("Register", tensors),
+                 encode("StageInfo", 'stage: 1 stages: 2 replica: 0 address: "tcp://127.0.0.1:3" '
+                                     'keys: 2 keys: 3')))
+    write("register", "resume", servers("resume: true checkpoints: 10 checkpoints: 20") +
+          record(0x80, encode("Register", tensors + "resume: true")) +
+          record(0x81, encode("Register", tensors + "resume: true")))
+
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["idx"]:
         idx_files()
@@ -184,10 +224,14 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["model"]:
         models()
         sys.exit(0)
+    if sys.argv[1:] == ["register"]:
+        registers()
+        sys.exit(0)
     headers()
     payloads()
     checkpoints()
     configs()
     idx_files()
     models()
+    registers()
     sys.exit(0)
