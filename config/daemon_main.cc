@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <optional>
 #include <stdexcept>
 
 #include "config/job_config.h"
+#include "core/abort_notice.h"
 #include "core/endpoints.h"
 #include "core/logging.h"
 #include "core/rank_env.h"
@@ -34,6 +36,14 @@ int daemon_main(int argc, char** argv, const std::string& role,
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  // Once the config is loaded, a failure that is not the job's own (JobError: the job knows it)
+  // is told to the coordinator, so that the job ends now with its reason (core/abort_notice.h).
+  std::optional<Config> loaded;
+  const auto tell = [&](const std::string& why) {
+    if (!loaded) return;
+    tell_coordinator_abort(*loaded, role == "server" ? wire::SERVER : wire::WORKER,
+                           uint32_t(args.rank), why);
+  };
   try {
     const std::string env_role = role_from_env();
     if (!env_role.empty() && env_role != role) {
@@ -57,10 +67,12 @@ int daemon_main(int argc, char** argv, const std::string& role,
       throw ConfigError("--resume: checkpoint.dir is not set in " + args.config_path);
     }
     init_logging(role, args.rank, config.log_level);
+    loaded = config;
     body(config, args);
     return 0;
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "psrt-%s: %s\n", role.c_str(), e.what());
+    tell(e.what());
     return 2;
   } catch (const JobError& e) {
     spdlog::error("{}", e.what());
@@ -75,13 +87,16 @@ int daemon_main(int argc, char** argv, const std::string& role,
         "than this machine can allocate (check model.profile / model.scale and "
         "limits.*)\n",
         role.c_str(), args.rank);
+    tell("out of memory");
     return 1;
   } catch (const std::length_error& e) {
     std::fprintf(stderr, "psrt-%s %d: a size too large: %s (check model.profile / model.scale)\n",
                  role.c_str(), args.rank, e.what());
+    tell(std::string("a size too large: ") + e.what());
     return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "psrt-%s %d: internal error: %s\n", role.c_str(), args.rank, e.what());
+    tell(std::string("internal error: ") + e.what());
     return 1;
   }
 }

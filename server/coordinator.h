@@ -75,6 +75,11 @@ class Coordinator {
 
   std::vector<PeerId> registered_peers() const;  // everyone but server 0
   bool is_registered(PeerId peer) const { return last_seen_.count(peer) > 0 || peer == self(); }
+  // A rank of the job's (server 0 included).
+  bool in_job(PeerId peer) const {
+    return peer.role == wire::SERVER ? peer.rank < uint32_t(servers_)
+                                     : peer.role == wire::WORKER && peer.rank < uint32_t(workers_);
+  }
   // Whether `peer` is registered over the connection `identity`.
   bool holds(PeerId peer, const std::string& identity) const;
   const std::string& identity(PeerId peer) const { return identities_.at(peer); }

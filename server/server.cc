@@ -115,8 +115,13 @@ void Server::run() {
   if (rank_ == 0 && coordinator_->all_registered()) {
     on_membership(coordinator_->membership(), coordinator_->stage_map());
   }
-  messenger_.run({[this] { return done_; }, [this](Clock::time_point now) { return tick(now); },
-                  [this] { finish_updates(); }, [this] { flush_replies(); }});
+  try {
+    messenger_.run({[this] { return done_; }, [this](Clock::time_point now) { return tick(now); },
+                    [this] { finish_updates(); }, [this] { flush_replies(); }});
+  } catch (const JobError& e) {
+    if (coordinator_) tell_latecomers(e.what());
+    throw;
+  }
   timeline_.flush();
   log_.flush(Clock::now(), true);
   spdlog::info("shut down: {} pushes, {} duplicates, {} updates, {} errors, {} replies dropped",

@@ -79,6 +79,16 @@ class Server {
   // Whether the message on the router comes from the process registered as `from` over this
   // connection; else replies with the error.
   bool admitted(const std::string& identity, PeerId from, const wire::Header& h);
+  // server_latecomers.cc: server 0's side of admitted(); and once the job has ended before every
+  // process registered, for up to kLatecomerWindowS (and not past the start's deadline,
+  // cluster.start_timeout_s), each process still to come has its first message answered with the
+  // ABORT and its reason.
+  bool coordinator_admits(const std::string& identity, PeerId from, const wire::Header& h);
+  static constexpr double kLatecomerWindowS = 30;
+  void tell_latecomers(const std::string& why);
+  void tell_latecomer(const std::string& identity, PeerId from);
+  std::optional<std::string> aborted_;  // why the job ended, while latecomers are told
+  std::set<PeerId> told_;
   // cluster.progress_timeout_s: names whom this server has been waiting for, if too long.
   void check_progress(Clock::time_point now);
   void note_heartbeat(PeerId from, const wire::Header& h);

@@ -28,7 +28,10 @@ void Server::on_control(const std::string& identity, PeerId from, const wire::He
         reply_error(identity, &h, *err);
         // The refused worker stops; the rest could only wait out cluster.start_timeout_s and
         // then blame it for not coming. The job ends now, with the reason.
-        if (err->code == ErrorCode::kInconsistent) abort_job(err->message);
+        if (err->code == ErrorCode::kInconsistent) {
+          told_.insert(from);  // the refusal told it
+          abort_job(err->message);
+        }
         return;
       }
       if (was_complete) return;  // a repeat
@@ -51,8 +54,11 @@ void Server::on_control(const std::string& identity, PeerId from, const wire::He
       return;
     }
     case wire::ABORT:  // a process that gives up tells why, and the job ends with its reason
-      abort_job(describe(from) + " gave up: " +
-                printable(h.error().message(), std::size_t(config_.limits.max_string_bytes)));
+      if (!coordinator_->is_registered(from)) told_.insert(from);  // it needs no telling
+      abort_job(
+          describe(from) +
+          (coordinator_->is_registered(from) ? " gave up: " : " gave up before registering: ") +
+          printable(h.error().message(), std::size_t(config_.limits.max_string_bytes)));
     case wire::BARRIER: {
       const std::string& name = h.barrier().name();
       if (name != "start" && name != "shutdown" && name != "membership") {

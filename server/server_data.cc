@@ -50,22 +50,7 @@ bool Server::admit(Inbound& m) {
 }
 
 bool Server::admitted(const std::string& identity, PeerId from, const wire::Header& h) {
-  if (coordinator_) {
-    if (from == Coordinator::self()) {
-      reply_error(identity, &h, {ErrorCode::kNotRegistered, "server 0 is this process"});
-      return false;
-    }
-    if (h.type() == wire::REGISTER) return true;  // the coordinator binds the identity
-    if (!coordinator_->holds(from, identity)) {
-      reply_error(identity, &h,
-                  {ErrorCode::kNotRegistered,
-                   describe(from) + " has not registered" +
-                       (coordinator_->is_registered(from) ? " over this connection" : "")});
-      return false;
-    }
-    coordinator_->seen(from, Clock::now());
-    return true;
-  }
+  if (coordinator_) return coordinator_admits(identity, from, h);
   // Servers other than 0 learn from the membership which connection each worker registered with.
   if (!have_membership_) {
     // A worker's heartbeat may overtake the membership the coordinator sent here: no error.

@@ -33,7 +33,14 @@ void PsClient::refused(const std::string& why) {
   lent_.abandon();
 }
 
-void PsClient::report(const std::string& why) { control_->give_up(why); }
+void PsClient::report(const std::string& why) {
+  try {
+    control_->give_up(why);  // fails this client too (Events::failed)
+  } catch (const std::exception&) {
+    // The cause may be the transport itself: this client fails all the same.
+  }
+  fail(why);
+}
 
 ControlPlane::Events PsClient::control_events() {
   ControlPlane::Events e;

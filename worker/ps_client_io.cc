@@ -66,7 +66,7 @@ void PsClient::io_loop() {
     messenger_.run(
         {done, [this](SteadyClock::time_point now) { return tick(now); }, nullptr, nullptr});
   } catch (const std::exception& e) {
-    fail(std::string("I/O thread: ") + e.what());
+    report(std::string("I/O thread: ") + e.what());
   }
   // Sockets close here, in the thread that owns them; linger flushes what is queued.
   messenger_.close();
@@ -156,7 +156,7 @@ void PsClient::on_membership(const wire::Membership& m, const wire::StageMap& st
   try {
     shards_ = ShardMap(std::move(chunks), uint32_t(model_.tensors.size()), m.num_servers());
   } catch (const std::exception& e) {
-    fail(std::string("unusable membership: ") + e.what());
+    report(std::string("unusable membership: ") + e.what());
     return;
   }
   for (uint32_t s = 1; s < m.num_servers(); ++s) {
@@ -166,7 +166,7 @@ void PsClient::on_membership(const wire::Membership& m, const wire::StageMap& st
   }
   if (stage_) {
     if (uint32_t(stages.workers_size()) != m.num_workers()) {
-      fail("the membership carries no stage map for this model-parallel job");
+      report("the membership carries no stage map for this model-parallel job");
       return;
     }
     connect_stage(stages, m.resume() ? m.resume_iteration() : 0);
@@ -182,7 +182,7 @@ void PsClient::on_membership(const wire::Membership& m, const wire::StageMap& st
   try {
     plan_groups(m);
   } catch (const std::exception& e) {
-    fail(e.what());
+    report(e.what());
     return;
   }
   // A resumed job's servers hold their checkpoint's values: nothing to initialise.

@@ -1,0 +1,31 @@
+#include "core/abort_notice.h"
+
+#include <optional>
+
+#include "core/config_limits.h"
+#include "core/curve.h"
+#include "core/transport.h"
+
+namespace psrt {
+
+void tell_coordinator_abort(const Config& config, wire::Role role, uint32_t rank,
+                            const std::string& why) {
+  if ((role == wire::SERVER && rank == 0) || config.cluster.coordinator.empty()) return;
+  try {
+    std::optional<CurveKeys> curve;
+    if (config.security.curve) curve = load_curve_keys(config.security);
+    zmq::context_t ctx(1);
+    zmq::socket_t socket = make_dealer(ctx, process_identity(role, rank),
+                                       socket_options(config.limits, curve ? &*curve : nullptr));
+    socket.set(zmq::sockopt::linger, 1000);
+    socket.connect(config.cluster.coordinator);
+    wire::Header h = make_header({role, rank, config.job.id}, wire::ABORT);
+    h.mutable_error()->set_message(why.substr(0, std::size_t(config.limits.max_string_bytes)));
+    send_envelope(socket, nullptr, h);
+    socket.close();  // waits for the linger at most
+  } catch (const std::exception&) {
+    // Best effort: the process exits with its own message either way.
+  }
+}
+
+}  // namespace psrt

@@ -1,0 +1,91 @@
+// A process that fails at start-up, before it registers (a data file missing on its host, a
+// calibration file that does not parse), tells the coordinator why (core/abort_notice.h, and
+// PsClient's I/O thread), and the job ends at once everywhere with that reason: before, the rest
+// waited out cluster.start_timeout_s and then blamed the silence. A process that comes after the
+// job ended is told too (server/server_latecomers.cc), instead of waiting for a coordinator that
+// is gone.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "tests/integration/proc_util.h"
+
+using namespace psrt::test;
+
+namespace {
+
+// start_timeout_s is far above what each process is given to exit: nobody may wait it out.
+std::string job_yaml(const std::string& grouping) {
+  return "job: {id: startup, iterations: 20, batch_size: 32, log_every: 0, evaluate: false}\n"
+         "cluster: {servers: 1, workers: 2, start_timeout_s: 300}\n"
+         "model: {backend: native, arch: mlp, hidden: [16]}\n"
+         "data: {train_limit: 2000}\n"
+         "scheduler: {grouping: " + grouping + "}\n";
+}
+
+struct Coordinator {
+  Proc server;
+  std::string endpoint;  // "cluster.coordinator=..."
+  explicit Coordinator(const std::string& cfg)
+      : server("server 0", {bin("psrt-server"), "--config", cfg, "--rank", "0", "--set",
+                            "cluster.coordinator=tcp://127.0.0.1:0"}) {
+    if (!server.wait_line("PSRT_LISTENING ", 30)) return;
+    const auto& out = server.output();
+    const auto at = out.find("PSRT_LISTENING ") + 15;
+    endpoint = "cluster.coordinator=" + out.substr(at, out.find('\n', at) - at);
+  }
+  Proc worker(const std::string& cfg, int rank, std::vector<std::string> sets = {}) {
+    std::vector<std::string> argv{bin("psrt-worker"), "--config", cfg, "--rank",
+                                  std::to_string(rank), "--set", endpoint};
+    for (auto& s : sets) {
+      argv.push_back("--set");
+      argv.push_back(std::move(s));
+    }
+    return Proc("worker " + std::to_string(rank), argv);
+  }
+};
+
+void ends_failed_naming(Proc& p, const std::string& why) {
+  const auto rc = p.wait_exit(60);
+  INFO(p.output());
+  REQUIRE(rc.has_value());
+  CHECK(*rc != 0);
+  CHECK_THAT(p.output(), Catch::Contains(why));
+}
+
+}  // namespace
+
+TEST_CASE("a worker missing its data ends the job at once, telling even those still to come",
+          "[integration][startup]") {
+  const std::string dir = temp_dir("startup-data");
+  write_file(dir + "/job.yaml", job_yaml("none"));
+  Coordinator c(dir + "/job.yaml");
+  REQUIRE(!c.endpoint.empty());
+  Proc w1 = c.worker(dir + "/job.yaml", 1, {"data.path=" + dir + "/no-such-folder"});
+  const std::string why =
+      "worker 1 gave up before registering: IDX file " + dir + "/no-such-folder";
+  REQUIRE(c.server.wait_line("gave up before registering", 60));
+  ends_failed_naming(w1, "no-such-folder");
+  // Worker 0 comes after the job ended: it is told why, and does not wait for the start.
+  Proc w0 = c.worker(dir + "/job.yaml", 0);
+  ends_failed_naming(w0, "job aborted by the coordinator: " + why);
+  ends_failed_naming(c.server, why);
+  CHECK_THAT(c.server.output(), Catch::Contains("told worker 0, which had not registered"));
+}
+
+TEST_CASE("a worker whose grouping search cannot run ends the job at once, naming why",
+          "[integration][startup]") {
+  const std::string dir = temp_dir("startup-calibration");
+  write_file(dir + "/job.yaml", job_yaml("auto"));
+  write_file(dir + "/bad.yaml", "worker_message_us: [1, 2\n");
+  Coordinator c(dir + "/job.yaml");
+  REQUIRE(!c.endpoint.empty());
+  Proc w1 = c.worker(dir + "/job.yaml", 1);
+  REQUIRE(c.server.wait_line("worker 1 registered", 60));
+  // Worker 0 searches before it registers; its calibration file does not parse.
+  Proc w0 = c.worker(dir + "/job.yaml", 0, {"scheduler.calibration=" + dir + "/bad.yaml"});
+  const std::string why = "worker 0 gave up before registering: I/O thread: scheduler.grouping: ";
+  ends_failed_naming(w0, "bad.yaml: not valid YAML");
+  ends_failed_naming(w1, "job aborted by the coordinator: " + why);
+  ends_failed_naming(c.server, why);
+}
