@@ -49,11 +49,32 @@ int BatchSource::load(uint64_t iteration) {
   return int(idx.size());
 }
 
+void BatchSource::load_test_now() {
+  if (test_ || test_bytes_) return;
+  test_bytes_ = std::make_unique<data::Dataset>(
+      data::load_split(data_.path, false, data_.classes, data::PixelForm::kBytes));
+  check_size(*test_bytes_, data_, "test");
+}
+
 const data::Dataset& BatchSource::test_set() {
-  if (!test_) {
+  if (test_) return *test_;
+  if (!test_bytes_) {
     test_ = std::make_unique<data::Dataset>(data::load_split(data_.path, false, data_.classes));
     check_size(*test_, data_, "test");
+    return *test_;
   }
+  // The same floats load_split would give (copy_image: pixel / 255).
+  const data::Dataset& b = *test_bytes_;
+  test_ = std::make_unique<data::Dataset>();
+  test_->n = b.n;
+  test_->rows = b.rows;
+  test_->cols = b.cols;
+  test_->labels = b.labels;
+  test_->images.resize(std::size_t(b.n) * b.image_size());
+  for (std::size_t i = 0; i < std::size_t(b.n); ++i) {
+    b.copy_image(i, test_->images.data() + i * b.image_size());
+  }
+  test_bytes_.reset();
   return *test_;
 }
 

@@ -2,7 +2,7 @@
 // in data.path (Fashion-MNIST by default; images of data.image_rows x data.image_cols, labels
 // below data.classes; the training set cut to data.train_limit), sharded by rank and reshuffled
 // each epoch by
-// data::BatchSampler, and the test set, loaded on first use. Both backends read the same batches
+// data::BatchSampler, and the test set, loaded at start by the worker that evaluates. Both backends read the same batches
 // for the same (config, rank, iteration), so their runs are comparable.
 #pragma once
 
@@ -34,13 +34,17 @@ class BatchSource {
   const int32_t* labels() const { return labels_.data(); }
 
   int64_t iterations_per_epoch() const { return sampler_->iterations_per_epoch(); }
-  const data::Dataset& test_set();  // loads it on the first call
+  // The worker that evaluates reads its test set at start, kept as bytes until test_set(), so
+  // that a missing or bad test file stops the job before training rather than after it.
+  void load_test_now();
+  const data::Dataset& test_set();  // as floats, loaded or converted on the first call
 
  private:
   DataConfig data_;
   std::size_t sample_;
   data::Dataset train_;
   std::unique_ptr<data::Dataset> test_;
+  std::unique_ptr<data::Dataset> test_bytes_;  // load_test_now()'s, until test_set()
   std::unique_ptr<data::BatchSampler> sampler_;
   std::vector<float> images_;
   std::vector<int32_t> labels_;

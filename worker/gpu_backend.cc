@@ -61,6 +61,7 @@ GpuBackend::GpuBackend(const Config& config, uint32_t rank)
     net_->download_param(t.key, staging_[t.key].span());
     grad_host_[t.key].resize(t.num_elements);
   }
+  if (rank == 0 && config.job.evaluate) source_.load_test_now();  // worker 0 evaluates
 }
 
 GpuBackend::~GpuBackend() = default;

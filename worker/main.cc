@@ -6,6 +6,7 @@
 
 #include <cstdio>
 #include <functional>
+#include <new>
 #include <optional>
 #include <string>
 
@@ -50,29 +51,47 @@ std::optional<std::string> dump_or_report(const std::function<void()>& write) {
   }
 }
 
+// Runs `work` with `client` open: a failure of this worker's own (a device, memory, a diverged
+// loss; not one the job told it of, which abandon() leaves alone) is told to the job through the
+// client before it goes on up (PsClient::abandon), so that the others stop at once, naming it,
+// instead of finding this worker silent after cluster.peer_timeout_s.
+void telling_the_job(psrt::PsClient& client, const std::function<void()>& work) {
+  try {
+    work();
+  } catch (const std::bad_alloc&) {
+    client.abandon("out of memory");
+    throw;
+  } catch (const std::exception& e) {
+    client.abandon(e.what());
+    throw;
+  }
+}
+
 // placement.mode model | hybrid: this worker runs one stage of a replica.
 void run_stage(const psrt::Config& config, uint32_t rank, const std::string& dump) {
   psrt::StageWorker stage(config, rank);
   psrt::Timeline timeline(config.timeline, "worker-" + std::to_string(rank), 1000 + int(rank));
   psrt::PsClient client(config, rank, stage.desc(), [&](uint32_t key) { return stage.param(key); },
                         &timeline, stage.role());
-  const auto result = stage.train(client, &timeline);
-  const auto stats = client.stats();
-  spdlog::info("{} iterations in {:.1f} s; pushed {:.1f} MiB; waited {:.1f} s", result.iterations,
-               result.seconds, double(stats.bytes_pushed) / (1 << 20), stats.wait_seconds);
-  if (rank == 0) print_result(config, result, stats);
-  if (stage.holds_loss() && stage.role().replica == 0) {
-    std::printf("PSRT_LOSS iteration=%llu loss=%.6f\n", (unsigned long long)result.iterations,
-                result.last_loss);
-    std::fflush(stdout);
-  }
   std::optional<std::string> dump_error;
-  if (!dump.empty()) dump_error = dump_or_report([&] { stage.dump_params(dump); });
-  if (result.test_accuracy) {  // the last stage of replica 0
-    std::printf("test accuracy: %.4f\n", *result.test_accuracy);
-    std::fflush(stdout);
-  }
-  client.finish();
+  telling_the_job(client, [&] {
+    const auto result = stage.train(client, &timeline);
+    const auto stats = client.stats();
+    spdlog::info("{} iterations in {:.1f} s; pushed {:.1f} MiB; waited {:.1f} s", result.iterations,
+                 result.seconds, double(stats.bytes_pushed) / (1 << 20), stats.wait_seconds);
+    if (rank == 0) print_result(config, result, stats);
+    if (stage.holds_loss() && stage.role().replica == 0) {
+      std::printf("PSRT_LOSS iteration=%llu loss=%.6f\n", (unsigned long long)result.iterations,
+                  result.last_loss);
+      std::fflush(stdout);
+    }
+    if (!dump.empty()) dump_error = dump_or_report([&] { stage.dump_params(dump); });
+    if (result.test_accuracy) {  // the last stage of replica 0
+      std::printf("test accuracy: %.4f\n", *result.test_accuracy);
+      std::fflush(stdout);
+    }
+    client.finish();
+  });
   timeline.flush();
   if (dump_error) throw psrt::JobError(*dump_error);
 }
@@ -111,26 +130,28 @@ void run_replica(const psrt::Config& job_config, uint32_t rank, int arg_rank) {
   psrt::Timeline timeline(config.timeline, "worker-" + std::to_string(rank), 1000 + int(rank));
   psrt::PsClient client(config, rank, timed_desc(config, rank, *backend),
                         [&](uint32_t key) { return backend->param(key); }, &timeline);
-  const auto result = psrt::train(config, rank, *backend, client, &timeline);
-  const auto stats = client.stats();
-  spdlog::info("{} iterations in {:.1f} s; pushed {:.1f} MiB; received {:.1f} MiB of "
-               "parameters; waited {:.1f} s for them",
-               result.iterations, result.seconds, double(stats.bytes_pushed) / (1 << 20),
-               double(stats.bytes_received) / (1 << 20), stats.wait_seconds);
-  if (rank == 0) print_result(config, result, stats);
   std::optional<std::string> dump_error;
-  if (!config.job.dump_params.empty()) {
-    dump_error = dump_or_report([&] {
-      psrt::dump_params(with_rank(config.job.dump_params, arg_rank), *backend);
-    });
-  }
-  if (rank == 0 && config.job.evaluate) {
-    if (auto acc = backend->evaluate()) {
-      std::printf("test accuracy: %.4f\n", *acc);
-      std::fflush(stdout);
+  telling_the_job(client, [&] {
+    const auto result = psrt::train(config, rank, *backend, client, &timeline);
+    const auto stats = client.stats();
+    spdlog::info(
+        "{} iterations in {:.1f} s; pushed {:.1f} MiB; received {:.1f} MiB of "
+        "parameters; waited {:.1f} s for them",
+        result.iterations, result.seconds, double(stats.bytes_pushed) / (1 << 20),
+        double(stats.bytes_received) / (1 << 20), stats.wait_seconds);
+    if (rank == 0) print_result(config, result, stats);
+    if (!config.job.dump_params.empty()) {
+      dump_error = dump_or_report(
+          [&] { psrt::dump_params(with_rank(config.job.dump_params, arg_rank), *backend); });
     }
-  }
-  client.finish();
+    if (rank == 0 && config.job.evaluate) {
+      if (auto acc = backend->evaluate()) {
+        std::printf("test accuracy: %.4f\n", *acc);
+        std::fflush(stdout);
+      }
+    }
+    client.finish();
+  });
   timeline.flush();
   if (dump_error) throw psrt::JobError(*dump_error);
 }

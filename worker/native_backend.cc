@@ -14,7 +14,9 @@ std::unique_ptr<engine::Network> build_replica(const Config& config, uint32_t ra
 NativeBackend::NativeBackend(const Config& config, uint32_t rank)
     : batch_(config.job.batch_size),
       net_(build_replica(config, rank)),
-      source_(config, rank, net_->input_size()) {}
+      source_(config, rank, net_->input_size()) {
+  if (rank == 0 && config.job.evaluate) source_.load_test_now();  // worker 0 evaluates
+}
 
 void NativeBackend::begin_iteration(uint64_t iteration) {
   const int n = source_.load(iteration);

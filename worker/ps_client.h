@@ -150,6 +150,9 @@ class PsClient {
   StageMessage wait_eval(uint64_t done, uint32_t batch);
   // Passes the shutdown barrier; the servers exit when every worker has.
   void finish();
+  // This worker fails for a cause of its own (compute, data; not the job's): the I/O thread
+  // tells the coordinator why before it closes, so the job ends at once naming it. Thread-safe.
+  void abandon(const std::string& why);
 
   const ShardMap& shards() const { return shards_; }
   ClientStats stats() const;
@@ -376,6 +379,7 @@ class PsClient {
   bool started_ = false;
   bool finished_ = false;
   std::optional<std::string> error_;
+  std::optional<std::string> abandoned_;  // abandon()'s, until the I/O thread reports it
   bool refused_ = false;  // error_ is a refusal: start() throws ConfigError
   // What the compute thread waits for (cluster.progress_timeout_s): since when, and which layer
   // (-1: every layer) of which iteration; unset when it does not wait for parameters.

@@ -33,6 +33,16 @@ void PsClient::refused(const std::string& why) {
   lent_.abandon();
 }
 
+void PsClient::abandon(const std::string& why) {
+  std::unique_lock lock(mu_);
+  if (error_ || finished_) return;  // the job's own failure, known to it; or over
+  abandoned_ = why;
+  messenger_.wakeup().notify();
+  // Until the I/O thread has taken it (report() fails the client), so that the destructor's
+  // "worker stopped" cannot end the loop first; bounded, should the loop be stuck.
+  cv_.wait_for(lock, std::chrono::seconds(2), [&] { return error_.has_value(); });
+}
+
 void PsClient::report(const std::string& why) {
   try {
     control_->give_up(why);  // fails this client too (Events::failed)
@@ -65,10 +75,16 @@ ControlPlane::Events PsClient::control_events() {
 
 SteadyClock::time_point PsClient::tick(SteadyClock::time_point now) {
   bool started = false, membership = false;
+  std::optional<std::string> abandoned;
   {
     std::lock_guard lock(mu_);
     started = started_;
     membership = have_membership_;
+    abandoned.swap(abandoned_);
+  }
+  if (abandoned) {
+    report(*abandoned);  // ends the loop: the sockets close, flushing the ABORT
+    return now;
   }
   auto next = control_->tick(now, membership, started);
   take_commands();

@@ -63,12 +63,13 @@ void PsClient::plan_groups(const wire::Membership& m) {
     job.spec = "none";
     job.candidates.push_back({"none", Grouping::singletons(tensors), 0});
   }
-  if (job.spec != config_.scheduler.grouping) {
+  const GroupingSpec spec = *parse_grouping(job.spec);
+  const auto own = parse_grouping(config_.scheduler.grouping);  // "64KiB" and "65536" agree
+  if (!own || own->text() != spec.text()) {
     spdlog::warn("worker 0 groups by '{}' and this worker's scheduler.grouping says '{}': worker "
                  "0's grouping is the job's (give every worker the same config)",
                  job.spec, config_.scheduler.grouping);
   }
-  const GroupingSpec spec = *parse_grouping(job.spec);
   release_cycle_ms_ = spec.kind == GroupingSpec::Kind::kHorovod ? spec.cycle_ms : 0;
   cycle_epoch_ = SteadyClock::now();
   use_grouping(job.candidates[0].grouping);

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "tests/common/idx_files.h"
 #include "tests/integration/proc_util.h"
 
 using namespace psrt::test;
@@ -86,6 +87,29 @@ TEST_CASE("a worker whose grouping search cannot run ends the job at once, namin
   Proc w0 = c.worker(dir + "/job.yaml", 0, {"scheduler.calibration=" + dir + "/bad.yaml"});
   const std::string why = "worker 0 gave up before registering: I/O thread: scheduler.grouping: ";
   ends_failed_naming(w0, "bad.yaml: not valid YAML");
+  ends_failed_naming(w1, "job aborted by the coordinator: " + why);
+  ends_failed_naming(c.server, why);
+}
+
+// Worker 0 evaluates at the end, so it reads its test set at start: a test file missing on its
+// host stops the job before training, not after it.
+TEST_CASE("a test set missing on worker 0's host stops the job before training",
+          "[integration][startup]") {
+  const std::string dir = temp_dir("startup-test-set");
+  write_quadrant_split(dir, "train", 640, 1);  // no t10k files
+  write_file(dir + "/job.yaml",
+             "job: {id: startup, iterations: 2000, batch_size: 16, log_every: 0, evaluate: true}\n"
+             "cluster: {servers: 1, workers: 2, start_timeout_s: 300}\n"
+             "model: {hidden: [8]}\n"
+             "data: {dataset: idx, path: " + dir + ", image_rows: 12, image_cols: 12, "
+             "classes: 4}\n");
+  Coordinator c(dir + "/job.yaml");
+  REQUIRE(!c.endpoint.empty());
+  Proc w1 = c.worker(dir + "/job.yaml", 1);
+  REQUIRE(c.server.wait_line("worker 1 registered", 60));
+  Proc w0 = c.worker(dir + "/job.yaml", 0);
+  const std::string why = "worker 0 gave up before registering: IDX file " + dir + "/t10k-images";
+  ends_failed_naming(w0, "t10k-images");
   ends_failed_naming(w1, "job aborted by the coordinator: " + why);
   ends_failed_naming(c.server, why);
 }

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -238,27 +239,51 @@ TEST_CASE("in process: the start barrier waits for worker 0's INIT, both workers
   CHECK(s.error.empty());
 }
 
-TEST_CASE("in process: a worker that goes silent is lost, the job ends naming it", "[inproc]") {
+namespace {
+
+// A job of 2 workers in which worker 1 goes once both have started, after `going` ran on its
+// client: the errors worker 0 (pushing iteration 0, waiting for 1) and the server end with.
+std::pair<std::string, std::string> worker_1_goes(const std::string& name, double peer_timeout_s,
+                                                  const std::function<void(PsClient&)>& going) {
   zmq::context_t ctx(1);
-  Config c = job("lost", 2);
-  c.cluster.peer_timeout_s = 1.0;
+  Config c = job(name, 2);
+  c.cluster.peer_timeout_s = peer_timeout_s;
   const ModelDesc m = two_tensors();
   ServerThread s(c, ctx);
   Worker w0(c, 0, m, ctx, 1.0f);
   auto w1 = std::make_unique<Worker>(c, 1, m, ctx, 1.0f);
   w0.client->start();
   w1->client->start();
-  // Worker 1 stops: its I/O thread ends without a word, its heartbeats stop.
-  w1.reset();
   w0.client->wait_all(0);
-  push_iteration(w0, 0, m, 0);
+  going(*w1->client);
+  w1.reset();
   std::string seen;
-  try {
+  try {  // the job may end before the push, or while worker 0 waits for iteration 1's values
+    push_iteration(w0, 0, m, 0);
     w0.client->wait_all(1);
   } catch (const JobError& e) {
     seen = e.what();
   }
-  CHECK_THAT(seen, Catch::Contains("worker 1 lost"));
   s.join();
-  CHECK_THAT(s.error, Catch::Contains("worker 1 lost"));
+  return {seen, s.error};
+}
+
+}  // namespace
+
+TEST_CASE("in process: a worker that goes silent is lost, the job ends naming it", "[inproc]") {
+  // Worker 1 stops: its I/O thread ends without a word, its heartbeats stop.
+  const auto [worker, server] = worker_1_goes("lost", 1.0, [](PsClient&) {});
+  CHECK_THAT(worker, Catch::Contains("worker 1 lost"));
+  CHECK_THAT(server, Catch::Contains("worker 1 lost"));
+}
+
+// A worker that fails for a cause of its own (its device, memory, a diverged loss) says why before
+// it goes (PsClient::abandon): the job ends at once naming the cause, where the silence alone
+// would take cluster.peer_timeout_s (a minute here) and name no cause.
+TEST_CASE("in process: a worker that fails on its own says why, the job ends naming it",
+          "[inproc]") {
+  const auto [worker, server] = worker_1_goes(
+      "abandon", 60, [](PsClient& c) { c.abandon("device 3 fell off the bus"); });
+  CHECK_THAT(worker, Catch::Contains("worker 1 gave up: device 3 fell off the bus"));
+  CHECK_THAT(server, Catch::Contains("worker 1 gave up: device 3 fell off the bus"));
 }
