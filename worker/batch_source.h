@@ -1,9 +1,9 @@
 // The training and test data of one worker, shared by the native and gpu backends: the IDX pairs
 // in data.path (Fashion-MNIST by default; images of data.image_rows x data.image_cols, labels
 // below data.classes; the training set cut to data.train_limit), sharded by rank and reshuffled
-// each epoch by
-// data::BatchSampler, and the test set, loaded at start by the worker that evaluates. Both backends read the same batches
-// for the same (config, rank, iteration), so their runs are comparable.
+// each epoch by data::BatchSampler, and the test set, read at start by the worker that evaluates.
+// Both backends read the same batches for the same (config, rank, iteration), so their runs are
+// comparable.
 #pragma once
 
 #include <cstddef>
