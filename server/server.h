@@ -84,7 +84,8 @@ class Server {
   // cluster.start_timeout_s), each process still to come has its first message answered with the
   // ABORT and its reason.
   bool coordinator_admits(const std::string& identity, PeerId from, const wire::Header& h);
-  static constexpr double kLatecomerWindowS = 30;
+  // Short: the port stays taken meanwhile (a job relaunched on a fixed port waits for it).
+  static constexpr double kLatecomerWindowS = 10;
   void tell_latecomers(const std::string& why);
   void tell_latecomer(const std::string& identity, PeerId from);
   std::optional<std::string> aborted_;  // why the job ended, while latecomers are told
