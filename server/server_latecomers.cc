@@ -24,8 +24,9 @@ bool Server::coordinator_admits(const std::string& identity, PeerId from, const 
   // A process of the job that fails before it registers (a data file missing on its host, a
   // grouping search that cannot run) says why, and the job ends now with its reason instead of
   // waiting out cluster.start_timeout_s. Once a rank is registered only its connection may.
-  const bool unregistered = coordinator_->in_job(from) && !coordinator_->is_registered(from);
-  if (h.type() == wire::ABORT && unregistered) return true;
+  if (h.type() == wire::ABORT && coordinator_->in_job(from) && !coordinator_->is_registered(from)) {
+    return true;
+  }
   if (!coordinator_->holds(from, identity)) {
     reply_error(identity, &h,
                 {ErrorCode::kNotRegistered,
