@@ -52,6 +52,9 @@ StageWorker::StageWorker(const Config& config, uint32_t rank)
   if (role_.stage == 0 && config.model.backend != "replay") {  // native, gpu
     source_ = std::make_unique<BatchSource>(replica_config(config, l.replicas), role_.replica,
                                             net_->in_width());
+    // Replica 0's first stage feeds the test-set passes: a test file missing on its host stops
+    // the job before training, not at the first pass.
+    if (role_.replica == 0 && (l.eval_at_end || l.eval_every > 0)) source_->load_test_now();
   }
   labels_.resize(l.micro_batches);
   spdlog::info(

@@ -113,3 +113,21 @@ TEST_CASE("a test set missing on worker 0's host stops the job before training",
   ends_failed_naming(w1, "job aborted by the coordinator: " + why);
   ends_failed_naming(c.server, why);
 }
+
+// The same for a pipeline: replica 0's first stage, which feeds the test-set passes, reads the
+// test set at start (a job far too long to reach its evaluation in the time given here).
+TEST_CASE("a test set missing on a pipeline's first stage stops the job before training",
+          "[integration][startup]") {
+  const std::string dir = temp_dir("startup-stage-test-set");
+  write_quadrant_split(dir, "train", 640, 1);  // no t10k files
+  write_file(dir + "/job.yaml",
+             "job: {id: startup, iterations: 1000000, batch_size: 16, log_every: 0, "
+             "evaluate: true}\n"
+             "cluster: {servers: 1, workers: 2, start_timeout_s: 300}\n"
+             "model: {hidden: [8]}\n"
+             "data: {dataset: idx, path: " + dir + ", image_rows: 12, image_cols: 12, "
+             "classes: 4}\n"
+             "placement: {mode: model, partitions: 2, micro_batches: 2}\n");
+  Proc launch("launch", {bin("psrt-launch"), dir + "/job.yaml"});
+  ends_failed_naming(launch, dir + "/t10k-images");
+}
