@@ -46,6 +46,21 @@ struct Coordinator {
   }
 };
 
+// A folder of 12x12 images in 4 classes with training files only, and a job on it that
+// evaluates, of `iterations` and `extra` YAML; returns the folder (job.yaml in it).
+std::string without_test_set(const std::string& tag, int iterations, const std::string& extra) {
+  const std::string dir = temp_dir(tag);
+  write_quadrant_split(dir, "train", 640, 1);  // no t10k files
+  write_file(dir + "/job.yaml",
+             "job: {id: startup, iterations: " + std::to_string(iterations) +
+                 ", batch_size: 16, log_every: 0, evaluate: true}\n"
+                 "cluster: {servers: 1, workers: 2, start_timeout_s: 300}\n"
+                 "model: {hidden: [8]}\n"
+                 "data: {dataset: idx, path: " + dir + ", image_rows: 12, image_cols: 12, "
+                 "classes: 4}\n" + extra);
+  return dir;
+}
+
 void ends_failed_naming(Proc& p, const std::string& why) {
   const auto rc = p.wait_exit(60);
   INFO(p.output());
@@ -95,14 +110,7 @@ TEST_CASE("a worker whose grouping search cannot run ends the job at once, namin
 // host stops the job before training, not after it.
 TEST_CASE("a test set missing on worker 0's host stops the job before training",
           "[integration][startup]") {
-  const std::string dir = temp_dir("startup-test-set");
-  write_quadrant_split(dir, "train", 640, 1);  // no t10k files
-  write_file(dir + "/job.yaml",
-             "job: {id: startup, iterations: 2000, batch_size: 16, log_every: 0, evaluate: true}\n"
-             "cluster: {servers: 1, workers: 2, start_timeout_s: 300}\n"
-             "model: {hidden: [8]}\n"
-             "data: {dataset: idx, path: " + dir + ", image_rows: 12, image_cols: 12, "
-             "classes: 4}\n");
+  const std::string dir = without_test_set("startup-test-set", 2000, "");
   Coordinator c(dir + "/job.yaml");
   REQUIRE(!c.endpoint.empty());
   Proc w1 = c.worker(dir + "/job.yaml", 1);
@@ -118,16 +126,9 @@ TEST_CASE("a test set missing on worker 0's host stops the job before training",
 // test set at start (a job far too long to reach its evaluation in the time given here).
 TEST_CASE("a test set missing on a pipeline's first stage stops the job before training",
           "[integration][startup]") {
-  const std::string dir = temp_dir("startup-stage-test-set");
-  write_quadrant_split(dir, "train", 640, 1);  // no t10k files
-  write_file(dir + "/job.yaml",
-             "job: {id: startup, iterations: 1000000, batch_size: 16, log_every: 0, "
-             "evaluate: true}\n"
-             "cluster: {servers: 1, workers: 2, start_timeout_s: 300}\n"
-             "model: {hidden: [8]}\n"
-             "data: {dataset: idx, path: " + dir + ", image_rows: 12, image_cols: 12, "
-             "classes: 4}\n"
-             "placement: {mode: model, partitions: 2, micro_batches: 2}\n");
+  const std::string dir = without_test_set("startup-stage-test-set", 1000000,
+                                           "placement: {mode: model, partitions: 2, "
+                                           "micro_batches: 2}\n");
   Proc launch("launch", {bin("psrt-launch"), dir + "/job.yaml"});
   ends_failed_naming(launch, dir + "/t10k-images");
 }
