@@ -44,8 +44,12 @@ bool Liveness::heartbeat_due(Clock::time_point now) {
   return true;
 }
 
+Liveness::Clock::time_point Liveness::start_deadline() const {
+  return started_at_ + seconds(cluster_.start_timeout_s);
+}
+
 bool Liveness::start_overdue(Clock::time_point now) const {
-  return now - started_at_ > seconds(cluster_.start_timeout_s);
+  return now > start_deadline();
 }
 
 std::optional<Liveness::Verdict> Liveness::check(Clock::time_point now, bool membership,

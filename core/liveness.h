@@ -38,8 +38,9 @@ class Liveness {
   // the start barrier: the coordinator never answered (a start-up error), the start did not
   // come in time, or the coordinator went silent. nullopt: all is well.
   std::optional<Verdict> check(Clock::time_point now, bool membership, bool started) const;
-  // For the coordinator: whether the start barrier is overdue.
+  // For the coordinator: whether the start barrier is overdue, and when it will be.
   bool start_overdue(Clock::time_point now) const;
+  Clock::time_point start_deadline() const;
 
  private:
   ClusterConfig cluster_;

@@ -1,7 +1,6 @@
 #include "core/wire_grouping.h"
 
 #include <cmath>
-#include <cstdio>
 
 #include "core/grouping_spec.h"
 #include "core/yaml_reader.h"
@@ -15,11 +14,7 @@ std::optional<std::string> text_error(const std::string& what, const std::string
     return what + " of " + std::to_string(text.size()) + " bytes; at most " +
            std::to_string(kMaxGroupingText);
   }
-  if (const auto c = control_character(text)) {
-    char hex[8];
-    std::snprintf(hex, sizeof hex, "0x%02x", unsigned(static_cast<unsigned char>(*c)));
-    return what + " holds the control character " + hex;
-  }
+  if (const auto e = control_character_error(text)) return what + " " + *e;
   return std::nullopt;
 }
 

@@ -31,6 +31,14 @@ std::optional<char> control_character(std::string_view s) {
   return std::nullopt;
 }
 
+std::optional<std::string> control_character_error(std::string_view s) {
+  const auto c = control_character(s);
+  if (!c) return std::nullopt;
+  char hex[8];
+  std::snprintf(hex, sizeof hex, "0x%02x", unsigned(static_cast<unsigned char>(*c)));
+  return std::string("holds the control character ") + hex;
+}
+
 bool valid_utf8(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size()) {
@@ -101,10 +109,8 @@ std::string YamlReader::get_string(const std::string& key, const std::string& fa
   // YAML is UTF-8; yaml-cpp passes other bytes through, and its emitter would not write them
   // back as read (a profile's names changed on the way through psrt-place --write-profile).
   if (!valid_utf8(v.Scalar())) fail(key, "is not valid UTF-8");
-  if (const auto c = control_character(v.Scalar())) {
-    char hex[8];
-    std::snprintf(hex, sizeof hex, "0x%02x", unsigned(static_cast<unsigned char>(*c)));
-    fail(key, std::string("holds the control character ") + hex + " (a string here is one line)");
+  if (const auto e = control_character_error(v.Scalar())) {
+    fail(key, *e + " (a string here is one line)");
   }
   return v.Scalar();
 }

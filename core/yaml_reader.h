@@ -19,6 +19,8 @@ bool valid_utf8(std::string_view s);
 // more than one line, and yaml-cpp's emitter writes a carriage return as it is, which reads back
 // as a line break (fuzz_model: a layer named "\r" came back from profile_yaml without a name).
 std::optional<char> control_character(std::string_view s);
+// "holds the control character 0x0d" for the first of them, if any (for error messages).
+std::optional<std::string> control_character_error(std::string_view s);
 
 class YamlReader {
  public:

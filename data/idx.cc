@@ -119,13 +119,25 @@ int check_dim(IdxReader& r, uint32_t value, const char* what, bool allow_zero) {
 
 }  // namespace
 
+namespace {
+float pixel_value(unsigned char p) { return static_cast<float>(p) / 255.0f; }
+}  // namespace
+
 void Dataset::copy_image(std::size_t i, float* out) const {
   const std::size_t size = image_size(), at = i * size;
   if (!pixels.empty()) {
-    for (std::size_t k = 0; k < size; ++k) out[k] = static_cast<float>(pixels[at + k]) / 255.0f;
+    for (std::size_t k = 0; k < size; ++k) out[k] = pixel_value(pixels[at + k]);
   } else {
     std::copy_n(images.begin() + std::ptrdiff_t(at), size, out);
   }
+}
+
+void Dataset::to_floats() {
+  if (pixels.empty()) return;
+  images.resize(pixels.size());
+  std::transform(pixels.begin(), pixels.end(), images.begin(), pixel_value);
+  pixels.clear();
+  pixels.shrink_to_fit();
 }
 
 void Dataset::truncate(int count) {
@@ -165,13 +177,8 @@ Dataset load_idx(const std::string& images_path, const std::string& labels_path,
 
   std::vector<unsigned char> raw = images.read_vector(pixels, "pixel data");
   images.expect_end();
-  if (form == PixelForm::kBytes) {
-    ds.pixels = std::move(raw);  // raw is read anew for the labels below
-  } else {
-    ds.images.resize(raw.size());
-    std::transform(raw.begin(), raw.end(), ds.images.begin(),
-                   [](unsigned char p) { return static_cast<float>(p) / 255.0f; });
-  }
+  ds.pixels = std::move(raw);  // raw is read anew for the labels below
+  if (form == PixelForm::kFloats) ds.to_floats();
 
   raw = labels.read_vector(uint64_t(ds.n), "label data");
   labels.expect_end();

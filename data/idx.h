@@ -22,6 +22,8 @@ struct Dataset {
   void copy_image(std::size_t i, float* out) const;
   // Keeps only the first `count` images (and labels), when there are more.
   void truncate(int count);
+  // Kept as bytes: converted to floats (pixel / 255, as copy_image gives them), bytes freed.
+  void to_floats();
 };
 
 // Reads an idx3-ubyte image file (magic 2051) and an idx1-ubyte label file (magic 2049), each

@@ -80,12 +80,12 @@ class Server {
   // connection; else replies with the error.
   bool admitted(const std::string& identity, PeerId from, const wire::Header& h);
   // server_latecomers.cc: server 0's side of admitted(); and once the job has ended before every
-  // process registered, for up to kLatecomerWindowS (and not past the start's deadline,
+  // process registered, for up to kLatecomerWindow (and not past the start's deadline,
   // cluster.start_timeout_s), each process still to come has its first message answered with the
   // ABORT and its reason.
   bool coordinator_admits(const std::string& identity, PeerId from, const wire::Header& h);
   // Short: the port stays taken meanwhile (a job relaunched on a fixed port waits for it).
-  static constexpr double kLatecomerWindowS = 10;
+  static constexpr std::chrono::seconds kLatecomerWindow{10};
   void tell_latecomers(const std::string& why);
   void tell_latecomer(const std::string& identity, PeerId from);
   std::optional<std::string> aborted_;  // why the job ended, while latecomers are told

@@ -54,11 +54,12 @@ void Server::on_control(const std::string& identity, PeerId from, const wire::He
       return;
     }
     case wire::ABORT:  // a process that gives up tells why, and the job ends with its reason
-      if (!coordinator_->is_registered(from)) told_.insert(from);  // it needs no telling
-      abort_job(
-          describe(from) +
-          (coordinator_->is_registered(from) ? " gave up: " : " gave up before registering: ") +
-          printable(h.error().message(), std::size_t(config_.limits.max_string_bytes)));
+    {
+      const bool registered = coordinator_->is_registered(from);
+      if (!registered) told_.insert(from);  // it needs no telling
+      abort_job(describe(from) + (registered ? " gave up: " : " gave up before registering: ") +
+                printable(h.error().message(), std::size_t(config_.limits.max_string_bytes)));
+    }
     case wire::BARRIER: {
       const std::string& name = h.barrier().name();
       if (name != "start" && name != "shutdown" && name != "membership") {

@@ -60,12 +60,7 @@ void Server::tell_latecomers(const std::string& why) {
     return n;
   };
   // Until the start's own deadline at the latest: a process later than that gives up by itself.
-  const auto start_deadline =
-      liveness_.started_at() + std::chrono::duration_cast<Clock::duration>(
-                                   std::chrono::duration<double>(config_.cluster.start_timeout_s));
-  const auto deadline = std::min(
-      start_deadline, Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                         std::chrono::duration<double>(kLatecomerWindowS)));
+  const auto deadline = std::min(liveness_.start_deadline(), Clock::now() + kLatecomerWindow);
   if (unregistered() == 0 || deadline <= Clock::now()) return;
   spdlog::info("the job ended before every process registered ({}): for up to {:.0f} s the ones "
                "still to come are told why",

@@ -63,18 +63,8 @@ const data::Dataset& BatchSource::test_set() {
     check_size(*test_, data_, "test");
     return *test_;
   }
-  // The same floats load_split would give (copy_image: pixel / 255).
-  const data::Dataset& b = *test_bytes_;
-  test_ = std::make_unique<data::Dataset>();
-  test_->n = b.n;
-  test_->rows = b.rows;
-  test_->cols = b.cols;
-  test_->labels = b.labels;
-  test_->images.resize(std::size_t(b.n) * b.image_size());
-  for (std::size_t i = 0; i < std::size_t(b.n); ++i) {
-    b.copy_image(i, test_->images.data() + i * b.image_size());
-  }
-  test_bytes_.reset();
+  test_ = std::move(test_bytes_);
+  test_->to_floats();  // the floats load_split would give
   return *test_;
 }
 
