@@ -78,7 +78,7 @@ int daemon_main(int argc, char** argv, const std::string& role,
     spdlog::error("{}", e.what());
     std::fprintf(stderr, "psrt-%s %d: job failed: %s\n", role.c_str(), args.rank, e.what());
     return 1;
-  } catch (const std::bad_alloc&) {
+  } catch (const std::bad_alloc& e) {
     // Most often a model (model.profile with model.scale, or a network's size) larger than this
     // machine's memory: say so rather than "internal error".
     std::fprintf(
@@ -87,16 +87,17 @@ int daemon_main(int argc, char** argv, const std::string& role,
         "than this machine can allocate (check model.profile / model.scale and "
         "limits.*)\n",
         role.c_str(), args.rank);
-    tell("out of memory");
+    tell(failure_reason(e));
     return 1;
   } catch (const std::length_error& e) {
     std::fprintf(stderr, "psrt-%s %d: a size too large: %s (check model.profile / model.scale)\n",
                  role.c_str(), args.rank, e.what());
-    tell(std::string("a size too large: ") + e.what());
+    tell(failure_reason(e));
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "psrt-%s %d: internal error: %s\n", role.c_str(), args.rank, e.what());
-    tell(std::string("internal error: ") + e.what());
+    const std::string why = failure_reason(e);
+    std::fprintf(stderr, "psrt-%s %d: %s\n", role.c_str(), args.rank, why.c_str());
+    tell(why);
     return 1;
   }
 }

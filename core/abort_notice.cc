@@ -1,6 +1,8 @@
 #include "core/abort_notice.h"
 
+#include <new>
 #include <optional>
+#include <stdexcept>
 
 #include "core/config_limits.h"
 #include "core/curve.h"
@@ -26,6 +28,12 @@ void tell_coordinator_abort(const Config& config, wire::Role role, uint32_t rank
   } catch (const std::exception&) {
     // Best effort: the process exits with its own message either way.
   }
+}
+
+std::string failure_reason(const std::exception& e) {
+  if (dynamic_cast<const std::bad_alloc*>(&e)) return "out of memory";
+  if (dynamic_cast<const std::length_error*>(&e)) return std::string("a size too large: ") + e.what();
+  return std::string("internal error: ") + e.what();
 }
 
 }  // namespace psrt

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <string>
 
 #include "core/config.h"
@@ -19,5 +20,9 @@ namespace psrt {
 // the notice (this rank registered over another connection), changes nothing here. Never throws.
 void tell_coordinator_abort(const Config& config, wire::Role role, uint32_t rank,
                             const std::string& why);
+
+// Why a process fails, in the words told to the job and printed: "out of memory", "a size too
+// large: ..." (std::length_error), else "internal error: ...".
+std::string failure_reason(const std::exception& e);
 
 }  // namespace psrt

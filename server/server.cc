@@ -7,6 +7,7 @@
 
 #include "compress/job_config.h"
 #include "compress/registry.h"
+#include "core/abort_notice.h"
 #include "core/endpoints.h"
 #include "core/config_limits.h"
 #include "core/status.h"
@@ -116,8 +117,21 @@ void Server::run() {
     on_membership(coordinator_->membership(), coordinator_->stage_map());
   }
   try {
-    messenger_.run({[this] { return done_; }, [this](Clock::time_point now) { return tick(now); },
-                    [this] { finish_updates(); }, [this] { flush_replies(); }});
+    try {
+      messenger_.run({[this] { return done_; },
+                      [this](Clock::time_point now) { return tick(now); },
+                      [this] { finish_updates(); }, [this] { flush_replies(); }});
+    } catch (const JobError&) {
+      throw;
+    } catch (const ConfigError&) {  // refused: a start-up error of its own, told by the coordinator
+      throw;
+    } catch (const std::exception& e) {
+      // This server's own failure (memory, an internal error; on the I/O thread, or on a pool
+      // thread through UpdatePool): told to the job now over this server's own links, where the
+      // others found it silent only after cluster.peer_timeout_s. It ends as the job's failure.
+      const std::string why = failure_reason(e);
+      abort_job(control_ ? why : "server 0 gave up: " + why);
+    }
   } catch (const JobError& e) {
     if (coordinator_) tell_latecomers(e.what());
     throw;

@@ -129,6 +129,7 @@ class Server {
   void start_update(ChunkState& c);
   // Aggregate + optimizer; runs in the pool or inline (then with io_scratch_).
   void update_chunk(ChunkState& c, UpdateScratch& scratch);
+  void aggregate_and_step(ChunkState& c, UpdateScratch& scratch);  // the mean, the optimizer
   void complete_update(ChunkState& c);
   void finish_updates();
   // Replies go through a per-worker priority queue under the same byte credit as the pushes: a

@@ -266,27 +266,18 @@ void Server::accept_push(PeerId from, const wire::Header& h, ChunkState& c, zmq:
 
 void Server::update_chunk(ChunkState& c, UpdateScratch& scratch) {
   const auto start = Timeline::Clock::now();
-  struct Record {
-    Timeline& tl;
-    const ChunkState& c;
-    Timeline::Clock::time_point start;
-    Timeline::Track track;
-    ~Record() {
-      if (!tl.enabled()) return;
-      tl.span(track, "update", chunk_label(c.desc.key, c.desc.offset, int64_t(c.iteration)), start,
-              Timeline::Clock::now());
-    }
-  } record{timeline_, c, start,
-           c.desc.bytes() <= kInlineUpdateBytes ? Timeline::kIo : Timeline::kPool};
   if (c.params.use_count() > 1) c.params = std::make_shared<std::vector<float>>(*c.params);
+  aggregate_and_step(c, scratch);
+  if (reply_codec_) encode_reply(c);
+  if (timeline_.enabled()) {
+    const auto track = c.desc.bytes() <= kInlineUpdateBytes ? Timeline::kIo : Timeline::kPool;
+    timeline_.span(track, "update", chunk_label(c.desc.key, c.desc.offset, int64_t(c.iteration)),
+                   start, Timeline::Clock::now());
+  }
+}
+
+void Server::aggregate_and_step(ChunkState& c, UpdateScratch& scratch) {
   std::span<float> params(c.params->data(), c.params->size());
-  struct Reply {  // after the optimizer step, on every path out
-    Server& s;
-    ChunkState& c;
-    ~Reply() {
-      if (s.reply_codec_) s.encode_reply(c);
-    }
-  } reply{*this, c};
   if (codec_) {
     // Decode and accumulate in rank order (checked on arrival), then the mean.
     scratch.grad.assign(c.desc.length, 0.0f);  // keeps the capacity of earlier updates

@@ -33,6 +33,7 @@ void UpdatePool::submit(uint64_t id, Job job) {
 void UpdatePool::take_finished(std::vector<uint64_t>& into) {
   into.clear();
   std::lock_guard lock(mu_);
+  if (failure_) std::rethrow_exception(failure_);
   into.swap(finished_);
 }
 
@@ -47,10 +48,19 @@ void UpdatePool::run() {
       item = std::move(jobs_.front());
       jobs_.pop_front();
     }
-    item.second(scratch);
+    std::exception_ptr failed;
+    try {
+      item.second(scratch);
+    } catch (...) {
+      failed = std::current_exception();
+    }
     {
       std::lock_guard lock(mu_);
-      finished_.push_back(item.first);
+      if (!failed) {
+        finished_.push_back(item.first);
+      } else if (!failure_) {
+        failure_ = failed;
+      }
     }
     done_wakeup_.notify();
   }

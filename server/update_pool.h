@@ -2,10 +2,15 @@
 // queued for the I/O thread, which the pool wakes through a Wakeup (no polling). With zero
 // threads, jobs run inline in the caller. Each job gets the UpdateScratch of the thread running
 // it, so updates reuse their buffers instead of allocating per chunk.
+//
+// A job that throws (memory, an internal error) does not end the process from a pool thread: the
+// pool keeps the first such exception and take_finished() throws it on the I/O thread, which
+// tells the job why (Server::run). That job's id is never handed back.
 #pragma once
 
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -29,6 +34,8 @@ class UpdatePool {
   void submit(uint64_t id, Job job);
   // `into` becomes the ids finished since the last call. The vectors are swapped, so a caller
   // that keeps `into` lends its capacity back to the pool: no allocation per call once warm.
+  // Throws the exception of a job that failed on a pool thread (again on every call: the pool
+  // does not recover; with zero threads a job's exception leaves submit() itself).
   void take_finished(std::vector<uint64_t>& into);
 
  private:
@@ -40,6 +47,7 @@ class UpdatePool {
   std::deque<std::pair<uint64_t, Job>> jobs_;
   UpdateScratch inline_scratch_;  // with zero threads
   std::vector<uint64_t> finished_;
+  std::exception_ptr failure_;  // the first job that threw on a pool thread
   bool stop_ = false;
   std::vector<std::thread> threads_;
 };

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "config/daemon_main.h"
+#include "core/abort_notice.h"
 #include "worker/backend.h"
 #include "worker/layer_timing.h"
 #include "worker/ps_client.h"
@@ -58,8 +59,8 @@ std::optional<std::string> dump_or_report(const std::function<void()>& write) {
 void telling_the_job(psrt::PsClient& client, const std::function<void()>& work) {
   try {
     work();
-  } catch (const std::bad_alloc&) {
-    client.abandon("out of memory");
+  } catch (const std::bad_alloc& e) {
+    client.abandon(psrt::failure_reason(e));
     throw;
   } catch (const std::exception& e) {
     client.abandon(e.what());
