@@ -7,8 +7,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <spdlog/spdlog.h>
+
 #include <cerrno>
 #include <cstring>
+#include <exception>
 
 #include "core/status.h"
 
@@ -17,6 +20,7 @@ namespace psrt {
 namespace {
 
 constexpr std::size_t kMaxRequest = 8192;
+constexpr int kAcceptBackoffMs = 100;
 
 void write_all(int fd, const std::string& data) {
   std::size_t off = 0;
@@ -96,8 +100,21 @@ void MetricsHttpServer::serve() {
     if (fds[1].revents) return;
     if (!(fds[0].revents & POLLIN)) continue;
     const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (client < 0) continue;
-    answer(client);
+    if (client < 0) {
+      // Out of descriptors (or memory), the pending connection stays and the socket stays
+      // readable: wait a little (or for the stop) instead of spinning on accept.
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+        pollfd stop{stop_fd_, POLLIN, 0};
+        if (::poll(&stop, 1, kAcceptBackoffMs) > 0) return;
+      }
+      continue;
+    }
+    try {
+      answer(client);
+    } catch (const std::exception& e) {
+      // A render or a reply that failed (memory) costs this scrape, not the daemon.
+      spdlog::warn("metrics: a scrape failed: {}", e.what());
+    }
     ::close(client);
   }
 }

@@ -1,7 +1,9 @@
 // The HTTP endpoint a daemon's metrics are scraped from: a listening TCP socket and one thread that
 // answers `GET /metrics` with the text the caller renders, and 404 to anything else. It sleeps in
 // poll() on the socket and an eventfd (no busy polling); a client gets at most 1 s to send its
-// request and 8 KiB of it are read, so a slow or hostile scraper cannot hold the endpoint.
+// request and 8 KiB of it are read, so a slow or hostile scraper cannot hold the endpoint. A scrape
+// that fails (the render throws, memory) is closed unanswered and the thread serves on; out of
+// descriptors, it retries accept every 100 ms.
 // Written here instead of prometheus-cpp's civetweb exposer, whose 100 KiB thread stacks cannot be
 // created in a process that links cuBLAS (its static TLS is larger than that).
 #pragma once

@@ -22,7 +22,8 @@ struct JitteredPrice {
   uint64_t events = 0;  // the most events one of its simulations took
 };
 
-// jittered_ms of `config` with each grouping, in order.
+// jittered_ms of `config` with each grouping, in order. A simulation that throws (a config it
+// refuses, memory) throws here, on the caller's thread, whichever thread ran it.
 std::vector<JitteredPrice> jittered_prices(const ModelDesc& model, const SimConfig& config,
                                            const std::vector<Grouping>& groupings,
                                            uint32_t threads);

@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <stdexcept>
 #include <string>
 
 #include "core/config.h"
@@ -55,6 +56,17 @@ TEST_CASE("the metrics endpoint answers GET /metrics and nothing else", "[metric
   const int silent = connect_to(http.port());
   CHECK(http_get(http.port(), "/metrics").find("psrt_x 2") != std::string::npos);
   ::close(silent);
+}
+
+TEST_CASE("a scrape whose render throws is closed unanswered and the next is served",
+          "[metrics]") {
+  int renders = 0;
+  MetricsHttpServer http("127.0.0.1", 0, [&]() -> std::string {
+    if (++renders == 1) throw std::runtime_error("render failed");
+    return "psrt_x " + std::to_string(renders) + "\n";
+  });
+  CHECK(http_get(http.port(), "/metrics").empty());
+  CHECK(http_get(http.port(), "/metrics").find("psrt_x 2") != std::string::npos);
 }
 
 TEST_CASE("a daemon's metrics count what it records, with its role and rank", "[metrics]") {

@@ -12,6 +12,7 @@
 #include "core/grouping_spec.h"
 #include "core/profile.h"
 #include "scheduler/sim/grad_optimizer.h"
+#include "scheduler/sim/parallel_prices.h"
 #include "scheduler/sim/simulator.h"
 #include "sim_test_util.h"
 
@@ -346,4 +347,15 @@ TEST_CASE("GradOptimizer with a cluster too large to simulate in full keeps the 
   CHECK(best.evaluations <= 60);
   CHECK_THAT(describe_search(best, c.workers), Catch::Contains("not checked"));
   CHECK(best.grouping.num_tensors() == 5);
+}
+
+TEST_CASE("a simulation that throws on a search thread throws on the caller's", "[sim][grouping]") {
+  // Twice kMaxSimChunks chunks of 4 KiB: every simulation refuses the model.
+  const auto model = test::make_model({{1, 2, {2 * kMaxSimChunks * 1024}}, {1, 2, {1024}}});
+  const std::vector<Grouping> groupings{Grouping::singletons(2), Grouping::from_starts({0}, 2)};
+  for (uint32_t threads : {1u, 4u}) {
+    CAPTURE(threads);
+    CHECK_THROWS_WITH(jittered_prices(model, one_to_one(), groupings, threads),
+                      Catch::Contains("chunks") && Catch::Contains("at most"));
+  }
 }
