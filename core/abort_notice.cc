@@ -32,7 +32,9 @@ void tell_coordinator_abort(const Config& config, wire::Role role, uint32_t rank
 
 std::string failure_reason(const std::exception& e) {
   if (dynamic_cast<const std::bad_alloc*>(&e)) return "out of memory";
-  if (dynamic_cast<const std::length_error*>(&e)) return std::string("a size too large: ") + e.what();
+  if (dynamic_cast<const std::length_error*>(&e)) {
+    return std::string("a size too large: ") + e.what();
+  }
   return std::string("internal error: ") + e.what();
 }
 
