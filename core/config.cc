@@ -16,6 +16,7 @@ constexpr std::size_t kMaxJobId = 128;
 constexpr int64_t kMaxHidden = 1 << 16;
 constexpr int64_t kMaxModelWeights = 1ll << 30;  // 4 GiB of fp32
 constexpr int64_t kMaxImageSide = 4096;
+constexpr int64_t kMaxImageChannels = 64;
 constexpr int64_t kMaxClasses = 1 << 16;
 constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;
 
@@ -189,6 +190,8 @@ void parse_data(const YamlReader& data, const ConfigPath& in_base, DataConfig& c
   c.train_limit = data.get_int("train_limit", 0, 0, kMaxInt);
   c.image_rows = int(data.get_int("image_rows", c.image_rows, 1, kMaxImageSide));
   c.image_cols = int(data.get_int("image_cols", c.image_cols, 1, kMaxImageSide));
+  c.image_channels =
+      int(data.get_int("image_channels", c.image_channels, 1, kMaxImageChannels));
   c.classes = int(data.get_int("classes", c.classes, 2, kMaxClasses));
   data.reject_unknown();
 }

@@ -62,6 +62,7 @@ struct DataConfig {
   std::string path = "/usr/share/datasets/fashion-mnist";
   int64_t train_limit = 0;  // use only the first N training images (0: all)
   int image_rows = 28, image_cols = 28;  // every image's size (the files must agree)
+  int image_channels = 1;                // 1: grey (idx3 files); 3: colour (idx4)
   int classes = 10;                      // labels lie in [0, classes)
 };
 

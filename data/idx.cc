@@ -15,7 +15,8 @@
 namespace psrt::data {
 namespace {
 
-constexpr uint32_t kImagesMagic = 2051;
+constexpr uint32_t kImagesMagic = 2051;       // n, rows, cols
+constexpr uint32_t kColourImagesMagic = 2052;  // n, rows, cols, channels
 constexpr uint32_t kLabelsMagic = 2049;
 constexpr uint64_t kMaxElements = uint64_t{1} << 32;  // 4 Gi pixels: refuse absurd headers
 
@@ -117,6 +118,21 @@ int check_dim(IdxReader& r, uint32_t value, const char* what, bool allow_zero) {
   return static_cast<int>(value);
 }
 
+// (H, W, C) per image, as an idx4 file holds it, to (C, H, W). Grey images are passed through.
+std::vector<unsigned char> channel_major(std::vector<unsigned char> hwc, const Dataset& ds) {
+  if (ds.channels == 1) return hwc;
+  std::vector<unsigned char> chw(hwc.size());
+  const std::size_t plane = std::size_t(ds.rows) * std::size_t(ds.cols), image = ds.image_size();
+  for (std::size_t at = 0; at < hwc.size(); at += image) {
+    for (std::size_t p = 0; p < plane; ++p) {
+      for (std::size_t c = 0; c < std::size_t(ds.channels); ++c) {
+        chw[at + c * plane + p] = hwc[at + p * std::size_t(ds.channels) + c];
+      }
+    }
+  }
+  return chw;
+}
+
 }  // namespace
 
 namespace {
@@ -156,11 +172,20 @@ Dataset load_idx(const std::string& images_path, const std::string& labels_path,
                  PixelForm form) {
   Dataset ds;
   IdxReader images(images_path);
-  check_magic(images, kImagesMagic);
+  const uint32_t magic = images.read_u32("header (magic number)");
+  if (magic != kImagesMagic && magic != kColourImagesMagic) {
+    images.fail("bad magic number " + std::to_string(magic) + " (expected " +
+                std::to_string(kImagesMagic) + ", or " + std::to_string(kColourImagesMagic) +
+                " for colour images)");
+  }
   ds.n = check_dim(images, images.read_u32("header (image count)"), "image count", true);
   ds.rows = check_dim(images, images.read_u32("header (rows)"), "row count", false);
   ds.cols = check_dim(images, images.read_u32("header (columns)"), "column count", false);
-  const uint64_t pixels = uint64_t(ds.n) * uint64_t(ds.rows) * uint64_t(ds.cols);
+  if (magic == kColourImagesMagic) {
+    ds.channels = check_dim(images, images.read_u32("header (channels)"), "channel count", false);
+  }
+  const uint64_t pixels = uint64_t(ds.n) * uint64_t(ds.rows) * uint64_t(ds.cols) *
+                          uint64_t(ds.channels);
   if (pixels > kMaxElements) {
     images.fail("header says " + std::to_string(pixels) + " pixels, more than this loader takes");
   }
@@ -177,7 +202,7 @@ Dataset load_idx(const std::string& images_path, const std::string& labels_path,
 
   std::vector<unsigned char> raw = images.read_vector(pixels, "pixel data");
   images.expect_end();
-  ds.pixels = std::move(raw);  // raw is read anew for the labels below
+  ds.pixels = channel_major(std::move(raw), ds);  // raw is read anew for the labels below
   if (form == PixelForm::kFloats) ds.to_floats();
 
   raw = labels.read_vector(uint64_t(ds.n), "label data");
@@ -195,7 +220,12 @@ Dataset load_split(const std::string& dir, bool train, int classes, PixelForm fo
                : base + ".gz";
   };
   const std::string labels_path = named(prefix + "-labels-idx1-ubyte");
-  Dataset ds = load_idx(named(prefix + "-images-idx3-ubyte"), labels_path, form);
+  std::string images_path = named(prefix + "-images-idx3-ubyte");
+  if (std::error_code ec; !std::filesystem::exists(images_path, ec)) {
+    const std::string colour = named(prefix + "-images-idx4-ubyte");
+    if (std::filesystem::exists(colour, ec)) images_path = colour;
+  }
+  Dataset ds = load_idx(images_path, labels_path, form);
   for (const int32_t label : ds.labels) {
     if (label < 0 || label >= classes) {
       throw ConfigError("IDX file " + labels_path + ": label " + std::to_string(label) +

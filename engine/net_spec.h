@@ -15,7 +15,7 @@ inline NetSpec net_spec(const Config& config) {
   spec.hidden = model.hidden;
   spec.dropout = float(model.dropout);
   spec.layers = model.layers;
-  spec.channels = 1;  // IDX images are grey
+  spec.channels = config.data.image_channels;  // 1: grey
   spec.height = config.data.image_rows;
   spec.width = config.data.image_cols;
   spec.classes = config.data.classes;

@@ -9,14 +9,22 @@ namespace psrt {
 
 namespace {
 
-// The images must have the size the job declares (data.image_rows, data.image_cols): the
-// network was built for it.
+std::string channels_text(int channels) {
+  return channels == 1 ? "1 channel (grey)" : std::to_string(channels) + " channels";
+}
+
+// The images must have the size the job declares (data.image_rows, data.image_cols,
+// data.image_channels): the network was built for it.
 void check_size(const data::Dataset& ds, const DataConfig& c, const char* split) {
+  const std::string where = "data: the " + std::string(split) + " images in " + c.path;
   if (ds.rows != c.image_rows || ds.cols != c.image_cols) {
-    throw ConfigError("data: the " + std::string(split) + " images in " + c.path + " are " +
-                      std::to_string(ds.rows) + "x" + std::to_string(ds.cols) +
+    throw ConfigError(where + " are " + std::to_string(ds.rows) + "x" + std::to_string(ds.cols) +
                       ", but data.image_rows x data.image_cols is " +
                       std::to_string(c.image_rows) + "x" + std::to_string(c.image_cols));
+  }
+  if (ds.channels != c.image_channels) {
+    throw ConfigError(where + " have " + channels_text(ds.channels) +
+                      ", but data.image_channels is " + std::to_string(c.image_channels));
   }
 }
 
@@ -28,10 +36,10 @@ BatchSource::BatchSource(const Config& config, uint32_t rank, std::size_t input_
   train_ = data::load_split(data_.path, true, data_.classes, data::PixelForm::kBytes);
   check_size(train_, data_, "training");
   if (config.data.train_limit < train_.n) train_.truncate(int(config.data.train_limit));
-  if (std::size_t(train_.rows) * train_.cols != sample_) {
+  if (train_.image_size() != sample_) {
     throw ConfigError("data: images of " + std::to_string(train_.rows) + "x" +
-                      std::to_string(train_.cols) + " do not fit model input of " +
-                      std::to_string(sample_) + " values");
+                      std::to_string(train_.cols) + " with " + channels_text(train_.channels) +
+                      " do not fit model input of " + std::to_string(sample_) + " values");
   }
   const int batch = config.job.batch_size;
   sampler_ = std::make_unique<data::BatchSampler>(train_.n, int(rank), config.cluster.workers,

@@ -32,9 +32,11 @@ inline void write_plain(const std::string& path, const std::vector<unsigned char
 }
 
 // `n` images of 12x12 in 4 classes, dir/prefix-images-idx3-ubyte and dir/prefix-labels-idx1-ubyte:
-// class k lights quadrant k of the image over noise.
+// class k lights quadrant k of the image over noise. With `channels` > 1 the images are colour,
+// dir/prefix-images-idx4-ubyte in (H, W, C) order, and class k lights its quadrant in channel
+// k % channels only.
 inline void write_quadrant_split(const std::string& dir, const std::string& prefix, uint32_t n,
-                                 uint64_t seed) {
+                                 uint64_t seed, uint32_t channels = 1) {
   std::mt19937_64 gen(seed);
   std::uniform_int_distribution<int> noise(0, 120), label(0, 3);
   std::vector<unsigned char> pixels, labels;
@@ -43,12 +45,19 @@ inline void write_quadrant_split(const std::string& dir, const std::string& pref
     labels.push_back(static_cast<unsigned char>(k));
     for (int r = 0; r < 12; ++r) {
       for (int c = 0; c < 12; ++c) {
-        const bool lit = (r / 6) * 2 + (c / 6) == k;
-        pixels.push_back(static_cast<unsigned char>(noise(gen) + (lit ? 130 : 0)));
+        for (uint32_t ch = 0; ch < channels; ++ch) {
+          const bool lit = (r / 6) * 2 + (c / 6) == k && ch == uint32_t(k) % channels;
+          pixels.push_back(static_cast<unsigned char>(noise(gen) + (lit ? 130 : 0)));
+        }
       }
     }
   }
-  write_plain(dir + "/" + prefix + "-images-idx3-ubyte", idx_bytes(2051, {n, 12, 12}, pixels));
+  const std::string images = dir + "/" + prefix + "-images-idx";
+  if (channels == 1) {
+    write_plain(images + "3-ubyte", idx_bytes(2051, {n, 12, 12}, pixels));
+  } else {
+    write_plain(images + "4-ubyte", idx_bytes(2052, {n, 12, 12, channels}, pixels));
+  }
   write_plain(dir + "/" + prefix + "-labels-idx1-ubyte", idx_bytes(2049, {n}, labels));
 }
 

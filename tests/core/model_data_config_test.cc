@@ -82,23 +82,28 @@ TEST_CASE("model.layers errors name the entry and what is allowed", "[config][la
   CHECK_THAT(error_of(custom(many)), Contains("at most 1024"));
 }
 
-TEST_CASE("data.image_rows, image_cols and classes: defaults, values and bounds",
+TEST_CASE("data.image_rows, image_cols, image_channels and classes: defaults, values and bounds",
           "[config][data]") {
   using Catch::Matchers::Contains;
   const Config d = parse_config("", "job.yaml");
   CHECK(d.data.dataset == "fashion-mnist");
   CHECK(d.data.image_rows == 28);
   CHECK(d.data.image_cols == 28);
+  CHECK(d.data.image_channels == 1);
   CHECK(d.data.classes == 10);
-  const Config c = parse_config(
-      "data: {dataset: idx, path: /x, image_rows: 12, image_cols: 20, classes: 47}", "job.yaml");
+  const Config c = parse_config("data: {dataset: idx, path: /x, image_rows: 12, image_cols: 20, "
+                                "image_channels: 3, classes: 47}",
+                                "job.yaml");
   CHECK(c.data.dataset == "idx");
   CHECK(c.data.image_rows == 12);
   CHECK(c.data.image_cols == 20);
+  CHECK(c.data.image_channels == 3);
   CHECK(c.data.classes == 47);
   CHECK_THAT(error_of("data: {classes: 1}"), Contains("data.classes"));
   CHECK_THAT(error_of("data: {image_rows: 0}"), Contains("data.image_rows"));
   CHECK_THAT(error_of("data: {image_cols: 5000}"), Contains("data.image_cols"));
+  CHECK_THAT(error_of("data: {image_channels: 0}"), Contains("data.image_channels"));
+  CHECK_THAT(error_of("data: {image_channels: 65}"), Contains("data.image_channels"));
   CHECK_THAT(error_of("data: {dataset: cifar}"), Contains("data.dataset"));
 }
 

@@ -123,6 +123,34 @@ TEST_CASE("load_idx reads plain IDX files and full-range pixels", "[data][idx]")
   CHECK(ds.labels == std::vector<int32_t>{4});
 }
 
+TEST_CASE("load_idx reads colour (idx4) images channel by channel", "[data][idx]") {
+  TempDir dir;
+  const auto img = dir.file("img"), lab = dir.file("lab");
+  // 2 images of 1x2 pixels with 3 channels, as (H, W, C): pixel p of channel c is 10 p + c, plus
+  // 100 in the second image.
+  const std::vector<unsigned char> hwc = {0, 1, 2, 10, 11, 12, 100, 101, 102, 110, 111, 112};
+  write_plain(img, idx_bytes(2052, {2, 1, 2, 3}, hwc));
+  write_plain(lab, idx_bytes(2049, {2}, {1, 0}));
+  for (const auto form : {psrt::data::PixelForm::kFloats, psrt::data::PixelForm::kBytes}) {
+    const auto ds = load_idx(img, lab, form);
+    CHECK(ds.channels == 3);
+    CHECK(ds.rows == 1);
+    CHECK(ds.cols == 2);
+    REQUIRE(ds.image_size() == 6);
+    std::vector<float> second(6);
+    ds.copy_image(1, second.data());
+    // (C, H, W): channel 0's two pixels, then channel 1's, then channel 2's.
+    const std::vector<unsigned char> want = {100, 110, 101, 111, 102, 112};
+    for (std::size_t k = 0; k < 6; ++k) CHECK(second[k] == float(want[k]) / 255.0f);
+  }
+  // A colour file with a zero channel count is refused like any bad dimension.
+  write_plain(img, idx_bytes(2052, {2, 1, 2, 0}, {}));
+  CHECK_THROWS_WITH(load_idx(img, lab), Catch::Contains("bad channel count 0"));
+  // Neither image magic: both are named.
+  write_plain(img, idx_bytes(2053, {2, 1, 2, 3}, hwc));
+  CHECK_THROWS_WITH(load_idx(img, lab), Catch::Contains("expected 2051, or 2052"));
+}
+
 TEST_CASE("load_idx errors name the file and the problem", "[data][idx]") {
   TempDir dir;
   const auto img = dir.file("img.gz"), lab = dir.file("lab.gz");
@@ -228,6 +256,14 @@ TEST_CASE("load_split reads a folder's pair under plain names or .gz and checks 
   // The test split is named t10k-*; missing, it names the .gz file it looked for.
   CHECK_THROWS_WITH(psrt::data::load_split(dir.file(""), false, 4),
                     Catch::Contains("t10k-images-idx3-ubyte.gz"));
+  // Colour images may be named idx4 where no idx3 name exists.
+  write_plain(dir.file("t10k-images-idx4-ubyte"), idx_bytes(2052, {3, 2, 3, 2}, {}));
+  write_plain(dir.file("t10k-labels-idx1-ubyte"), idx_bytes(2049, {3}, labels));
+  CHECK_THROWS_WITH(psrt::data::load_split(dir.file(""), false, 4),
+                    Catch::Contains("t10k-images-idx4-ubyte: truncated"));
+  write_plain(dir.file("t10k-images-idx4-ubyte"),
+              idx_bytes(2052, {3, 2, 3, 2}, std::vector<unsigned char>(36, 51)));
+  CHECK(psrt::data::load_split(dir.file(""), false, 4).channels == 2);
 }
 
 TEST_CASE("load_split reads the real Fashion-MNIST training set when it is installed",

@@ -159,6 +159,9 @@ def idx_files():
     write("idx", "gzip", idx_pair(gzip_bytes(images), gzip_bytes(labels)))
     write("idx", "one_pixel", idx_pair(struct.pack(">IIII", 2051, 1, 1, 1) + b"\xff",
                                        struct.pack(">II", 2049, 1) + b"\x04"))
+    # colour: idx4 (magic 2052), 2 images of 1x2 pixels with 3 channels, (H, W, C)
+    write("idx", "colour", idx_pair(struct.pack(">IIIII", 2052, 2, 1, 2, 3) + bytes(range(12)),
+                                    struct.pack(">II", 2049, 2) + b"\x01\x00"))
 
 
 def models():

@@ -1,6 +1,7 @@
 // A job on data of its own: an MNIST-style folder (plain IDX files) of 12x12 images in 4 classes,
 // declared with data.image_rows, data.image_cols and data.classes, trains an MLP and a custom
-// convnet to a clearly learned test accuracy through the whole runtime (2 workers, a server);
+// convnet to a clearly learned test accuracy through the whole runtime (2 workers, a server), and
+// a convnet on colour images (data.image_channels);
 // a declaration that does not match the files stops the job with the key named.
 #include <catch2/catch.hpp>
 
@@ -58,6 +59,24 @@ TEST_CASE("A job trains on an IDX folder of its own image size and class count",
   Proc classes("launch", {bin("psrt-launch"), dir + "/job.yaml", "--set", "data.classes=3"});
   CHECK(classes.wait_exit(120) != std::optional<int>(0));
   CHECK_THAT(classes.output(), Catch::Contains("label 3 is not in [0, 3) (data.classes)"));
+}
+
+TEST_CASE("A job trains on colour images (idx4) declared with data.image_channels",
+          "[integration][data]") {
+  const std::string dir = temp_dir("owndata-colour");
+  write_quadrant_split(dir, "train", 640, 1, 3);
+  write_quadrant_split(dir, "t10k", 200, 2, 3);
+  write_file(dir + "/job.yaml",
+             job(dir, "{arch: custom, layers: [{conv: 4, kernel: 3}, relu, pool, {fc: 4}]}"));
+  Proc launch("launch", {bin("psrt-launch"), dir + "/job.yaml", "--set", "data.image_channels=3"});
+  const auto rc = launch.wait_exit(120);
+  INFO(launch.output());
+  REQUIRE(rc == std::optional<int>(0));
+  CHECK(accuracy(launch.output()) >= 0.9);  // chance is 0.25
+  // Left at its default (grey), the colour files are refused naming the key.
+  Proc grey("launch", {bin("psrt-launch"), dir + "/job.yaml"});
+  CHECK(grey.wait_exit(120) != std::optional<int>(0));
+  CHECK_THAT(grey.output(), Catch::Contains("have 3 channels, but data.image_channels is 1"));
 }
 
 // On a cluster each host reads its own copy of data.path. With job.epochs a worker whose copy is
