@@ -55,16 +55,20 @@ std::optional<std::string> dump_or_report(const std::function<void()>& write) {
 // Runs `work` with `client` open: a failure of this worker's own (a device, memory, a diverged
 // loss; not one the job told it of, which abandon() leaves alone) is told to the job through the
 // client before it goes on up (PsClient::abandon), so that the others stop at once, naming it,
-// instead of finding this worker silent after cluster.peer_timeout_s.
+// instead of finding this worker silent after cluster.peer_timeout_s. A failure of another kind
+// than psrt's own (JobError; ConfigError, exit 2) goes on as a JobError: the job knows, and
+// daemon_main does not tell it again over a connection of its own.
 void telling_the_job(psrt::PsClient& client, const std::function<void()>& work) {
   try {
     work();
-  } catch (const std::bad_alloc& e) {
-    client.abandon(psrt::failure_reason(e));
-    throw;
   } catch (const std::exception& e) {
-    client.abandon(e.what());
-    throw;
+    const std::string why =
+        dynamic_cast<const std::bad_alloc*>(&e) ? psrt::failure_reason(e) : e.what();
+    client.abandon(why);
+    if (dynamic_cast<const psrt::JobError*>(&e) || dynamic_cast<const psrt::ConfigError*>(&e)) {
+      throw;
+    }
+    throw psrt::JobError(why);
   }
 }
 
