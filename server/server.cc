@@ -95,7 +95,9 @@ Server::Server(const Config& config, uint32_t rank, zmq::context_t* shared)
   }
 }
 
-Server::~Server() = default;
+// Updates still in the pool (an abort can leave some) use the chunks, the codecs and the timeline,
+// which are declared after the pool and so would be destroyed before it: it is joined first.
+Server::~Server() { pool_.reset(); }
 
 double Server::bytes_per_element() const {
   double floats = 1;  // the parameters
