@@ -13,6 +13,14 @@ namespace {
 
 constexpr char kMagic[8] = {'P', 'S', 'R', 'T', 'C', 'K', 'P', 'T'};
 
+bool read_string(ByteReader& r, std::string& out) {
+  const auto len = r.get<uint32_t>();
+  if (r.failed() || len > r.left()) return false;
+  out.resize(len);
+  r.take(out.data(), len);
+  return true;
+}
+
 }  // namespace
 
 std::string checkpoint_path(const std::string& dir, const std::string& job_id, uint32_t rank,
@@ -34,6 +42,8 @@ std::vector<uint8_t> encode_checkpoint(const ShardSnapshot& s) {
   w.put<uint32_t>(s.rank);
   w.put<uint32_t>(s.servers);
   w.put<uint32_t>(s.workers);
+  w.put<uint32_t>(uint32_t(s.optimizer.size()));
+  w.bytes(s.optimizer.data(), s.optimizer.size());
   w.put<uint64_t>(s.iteration);
   w.put<uint32_t>(uint32_t(s.chunks.size()));
   for (const auto& c : s.chunks) {
@@ -62,7 +72,7 @@ Result<ShardSnapshot> decode_checkpoint(const std::vector<uint8_t>& bytes,
   ByteReader r(
       std::span<const uint8_t>(bytes).subspan(sizeof kMagic, bytes.size() - sizeof kMagic - 4));
   const auto version = r.get<uint32_t>();
-  if (version != kCheckpointVersion) {
+  if (version != kCheckpointVersion && version != 1) {
     return bad("format version " + std::to_string(version) + ", this build reads version " +
                std::to_string(kCheckpointVersion));
   }
@@ -72,13 +82,11 @@ Result<ShardSnapshot> decode_checkpoint(const std::vector<uint8_t>& bytes,
     return bad("checksum mismatch (truncated or corrupt)");
   }
   ShardSnapshot s;
-  const auto id_len = r.get<uint32_t>();
-  if (id_len > r.left()) return bad("truncated job id");
-  s.job_id.resize(id_len);
-  r.take(s.job_id.data(), id_len);
+  if (!read_string(r, s.job_id)) return bad("truncated job id");
   s.rank = r.get<uint32_t>();
   s.servers = r.get<uint32_t>();
   s.workers = r.get<uint32_t>();
+  if (version >= 2 && !read_string(r, s.optimizer)) return bad("truncated optimizer name");
   s.iteration = r.get<uint64_t>();
   const auto n = r.get<uint32_t>();
   // Each chunk takes at least 68 bytes: a count the file cannot hold is rejected unallocated.

@@ -5,7 +5,8 @@
 // an error that names it.
 //
 // Layout (little-endian): "PSRTCKPT", u32 version, string job_id, u32 rank, u32 servers,
-// u32 workers, u64 iteration, u32 chunk count, then per chunk u32 key, u64 offset, u64 length,
+// u32 workers, string optimizer (version 2 on; optimizer.type of the job that wrote it), u64
+// iteration, u32 chunk count, then per chunk u32 key, u64 offset, u64 length,
 // u64 iteration, u64 optimizer step, floats params, floats m, floats v, floats published (each
 // floats: u64 count then the values); last the u32 CRC32 of all bytes before it.
 #pragma once
@@ -37,9 +38,11 @@ struct ShardSnapshot {
   uint32_t workers = 0;
   uint64_t iteration = 0;
   std::vector<ChunkSnapshot> chunks;  // in the server's chunk-table order
+  std::string optimizer;  // optimizer.type of the job that wrote it; empty in a version-1 file
 };
 
-inline constexpr uint32_t kCheckpointVersion = 1;
+// Version 1 (no optimizer field) is still read.
+inline constexpr uint32_t kCheckpointVersion = 2;
 
 // DIR/JOB-server-RANK-ITERATION.ckpt: JOB is job.id with bytes other than letters, digits, '.',
 // '_' and '-' as '_'; the iteration zero-padded, so names sort by iteration. Jobs sharing a folder

@@ -15,6 +15,10 @@ std::string quoted(const std::string& id) {
   return "'" + (id.size() > 64 ? id.substr(0, 64) + "..." : id) + "'";
 }
 
+constexpr const char* kOtherOptimizer =
+    ": an optimizer's state does not carry over to another (optimizer.type; "
+    "compression.adam_correction runs Adam on the workers and plain SGD on the servers)";
+
 }  // namespace
 
 Checkpointer::Checkpointer(const Config& config, uint32_t rank)
@@ -23,6 +27,7 @@ Checkpointer::Checkpointer(const Config& config, uint32_t rank)
       rank_(rank),
       servers_(uint32_t(config.cluster.servers)),
       workers_(uint32_t(config.cluster.workers)),
+      optimizer_(config.optimizer.type),
       last_(Clock::now()),
       writer_(config_.dir, job_id_, rank, config_.keep) {}
 
@@ -69,6 +74,10 @@ std::vector<uint64_t> Checkpointer::start() {
 }
 
 Status Checkpointer::check_identity(const ShardSnapshot& s, const std::string& path) const {
+  if (!s.optimizer.empty() && s.optimizer != optimizer_) {
+    return Status::error("checkpoint " + path + " rejected: its servers ran optimizer '" +
+                         s.optimizer + "', this job's run '" + optimizer_ + "'" + kOtherOptimizer);
+  }
   if (s.job_id == job_id_ && s.rank == rank_ && s.servers == servers_ && s.workers == workers_) {
     return Status::ok();
   }
@@ -97,7 +106,7 @@ void Checkpointer::on_update(const ChunkState& c, const ChunkTable& table) {
   if (!enabled() || c.iteration == 0 || !wanted(c.iteration)) return;
   Pending& p = pending_[c.iteration];
   if (p.snapshot.chunks.empty()) {
-    p.snapshot = {job_id_, rank_, servers_, workers_, c.iteration, {}};
+    p.snapshot = {job_id_, rank_, servers_, workers_, c.iteration, {}, optimizer_};
     p.snapshot.chunks.resize(table.size());
   }
   p.snapshot.chunks.at(c.index) = {c.desc.key, c.desc.offset, c.desc.length, c.iteration,
@@ -128,6 +137,13 @@ Status Checkpointer::restore(ChunkTable& table, uint64_t iteration) {
     const auto sized = [&](const std::vector<float>& v) {
       return v.empty() || v.size() == c.desc.length;
     };
+    // A version-1 file does not name its optimizer: its state's shape must fit this one's.
+    const bool adam_state = !k.opt.v.empty();
+    if (adam_state != (optimizer_ == "adam") && (adam_state || !k.opt.m.empty())) {
+      return bad("chunk " + std::to_string(i) + " holds " +
+                 (adam_state ? "Adam's moments" : "SGD's momentum") +
+                 ", this job's servers run optimizer '" + optimizer_ + "'" + kOtherOptimizer);
+    }
     if (k.key != c.desc.key || k.offset != c.desc.offset || k.length != c.desc.length ||
         k.iteration != iteration || !sized(k.opt.m) || !sized(k.opt.v) || !sized(k.published)) {
       return bad("chunk " + std::to_string(i) + " is (" + std::to_string(k.key) + ", " +

@@ -48,6 +48,7 @@ class Checkpointer {
   std::string job_id_;
   uint32_t rank_;
   uint32_t servers_, workers_;
+  std::string optimizer_;  // optimizer.type
   Clock::time_point last_;
   uint64_t decided_ = 0;  // iterations up to this one have been decided
   std::map<uint64_t, bool> wanted_;

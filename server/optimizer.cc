@@ -44,7 +44,7 @@ class Adam final : public Optimizer {
 
   void update(std::span<float> p, std::span<const float> g, OptimizerState& s) const override {
     const std::size_t n = p.size();
-    if (s.m.size() != n) {
+    if (s.m.size() != n || s.v.size() != n) {
       s.m.assign(n, 0.0f);
       s.v.assign(n, 0.0f);
     }

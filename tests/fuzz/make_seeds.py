@@ -110,12 +110,15 @@ def payloads():
     write("payload", "laco_ternary", payload(1, 1, 2, 0, 40, [2, 5, 39], [1, -1, 1], scale=0.25))
 
 
-def checkpoint(job_id, rank, servers, workers, iteration, chunks):
+def checkpoint(job_id, rank, servers, workers, iteration, chunks, optimizer=b"sgd", version=2):
     # server/checkpoint_file.h's layout; chunks: (key, offset, params, m, v, published).
     def floats(v):
         return struct.pack("<Q", len(v)) + b"".join(struct.pack("<f", x) for x in v)
-    out = b"PSRTCKPT" + struct.pack("<I", 1) + struct.pack("<I", len(job_id)) + job_id
-    out += struct.pack("<IIIQI", rank, servers, workers, iteration, len(chunks))
+    out = b"PSRTCKPT" + struct.pack("<I", version) + struct.pack("<I", len(job_id)) + job_id
+    out += struct.pack("<III", rank, servers, workers)
+    if version >= 2:
+        out += struct.pack("<I", len(optimizer)) + optimizer
+    out += struct.pack("<QI", iteration, len(chunks))
     for key, offset, params, m, v, published in chunks:
         out += struct.pack("<IQQQQ", key, offset, len(params), iteration, iteration)
         out += floats(params) + floats(m) + floats(v) + floats(published)
@@ -123,11 +126,12 @@ def checkpoint(job_id, rank, servers, workers, iteration, chunks):
 
 
 def checkpoints():
-    write("checkpoint", "sgd", checkpoint(b"ckpt", 1, 2, 3, 40, [
-        (0, 0, [0.5, -1, 2], [0.1, 0.2, 0.3], [], []),
-        (2, 1024, [1, 2, 3, 4, 5], [0, 0, 0, 0, 0], [], [])]))
+    sgd = [(0, 0, [0.5, -1, 2], [0.1, 0.2, 0.3], [], []),
+           (2, 1024, [1, 2, 3, 4, 5], [0, 0, 0, 0, 0], [], [])]
+    write("checkpoint", "sgd", checkpoint(b"ckpt", 1, 2, 3, 40, sgd))
+    write("checkpoint", "sgd_version1", checkpoint(b"ckpt", 1, 2, 3, 40, sgd, version=1))
     write("checkpoint", "adam_published", checkpoint(b"job-a", 0, 1, 1, 7, [
-        (1, 0, [3, 4], [0.5, 0.5], [1e-3, 2e-3], [3, 4])]))
+        (1, 0, [3, 4], [0.5, 0.5], [1e-3, 2e-3], [3, 4])], optimizer=b"adam"))
     write("checkpoint", "empty", checkpoint(b"x", 0, 1, 1, 1, []))
 
 

@@ -15,6 +15,7 @@
 #include "core/durable_file.h"
 #include "server/checkpoint_file.h"
 #include "tests/integration/proc_util.h"
+#include "tests/server/checkpoint_v1.h"
 
 using namespace psrt;
 
@@ -196,6 +197,13 @@ TEST_CASE("a truncated or foreign checkpoint is refused naming the file",
                                 "--resume", "--set", "job.id=other"});
   CHECK(foreign.wait_exit(30) == 2);
   CHECK_THAT(foreign.output(), Catch::Contains(copy + " rejected: written by job 'ckpt'"));
+  // Another optimizer: its state would be taken for this one's (SGD's momentum for Adam's first
+  // moment, with no second moment: the server crashed).
+  test::Proc adam("server", {test::bin("psrt-server"), "--config", cfg, "--rank", "1",
+                             "--resume", "--set", "optimizer.type=adam"});
+  CHECK(adam.wait_exit(30) == 2);
+  CHECK_THAT(adam.output(), Catch::Contains(" rejected: its servers ran optimizer 'sgd', this "
+                                            "job's run 'adam'"));
   // A fresh start (no --resume) of job 'other' removes its own old files only. Alone it gives up
   // waiting for a coordinator it never heard from: a start-up error.
   test::Proc fresh("server", {test::bin("psrt-server"), "--config", cfg, "--rank", "1", "--set",
@@ -203,6 +211,33 @@ TEST_CASE("a truncated or foreign checkpoint is refused naming the file",
   CHECK(fresh.wait_exit(30) == 2);
   CHECK_FALSE(std::filesystem::exists(copy));
   CHECK(list_checkpoints(dir + "/ckpt", "ckpt", 1).size() == 2);
+}
+
+TEST_CASE("a checkpoint of an earlier format is checked against the optimizer by its state",
+          "[integration][issue17][checkpoint]") {
+  const std::string dir = test::temp_dir("ckpt-v1");
+  const std::string cfg = job_config(dir, kMlp);
+  test::Proc first("launch", {test::bin("psrt-launch"), cfg, "--set", "job.iterations=10"});
+  REQUIRE(first.wait_exit(120) == 0);
+  for (uint32_t s = 0; s < 2; ++s) {
+    for (const auto& [it, path] : list_checkpoints(dir + "/ckpt", "ckpt", s)) {
+      auto bytes = read_whole_file(path);
+      REQUIRE(bytes);
+      const auto v1 = test::as_version_1(*bytes);
+      test::write_file(path, std::string(v1.begin(), v1.end()));
+    }
+  }
+  test::Proc adam("resume", {test::bin("psrt-launch"), cfg, "--resume", "--set",
+                             "optimizer.type=adam", "--set", "job.iterations=20"});
+  const auto rc = adam.wait_exit(120);
+  INFO(adam.output());
+  CHECK(rc != 0);
+  CHECK_THAT(adam.output(), Catch::Contains("holds SGD's momentum, this job's servers run "
+                                            "optimizer 'adam'"));
+  test::Proc sgd("resume", {test::bin("psrt-launch"), cfg, "--resume", "--set",
+                            "job.iterations=20"});
+  INFO(sgd.output());
+  CHECK(sgd.wait_exit(120) == 0);
 }
 
 TEST_CASE("a corrupt worker checkpoint is refused naming it, and the job resumes from an older one",

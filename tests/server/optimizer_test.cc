@@ -163,6 +163,22 @@ TEST_CASE("optimizer state belongs to the chunk it is passed with", "[optimizer]
   CHECK(b[0] == Approx(0.9).epsilon(1e-6));
 }
 
+TEST_CASE("Adam given a state without its second moment starts both moments afresh",
+          "[optimizer]") {
+  OptimizerConfig c;
+  c.type = "adam";
+  c.lr = 0.1;
+  const auto opt = make_optimizer(c);
+  std::vector<float> fresh{1.0f, -2.0f}, other{1.0f, -2.0f};
+  const std::vector<float> g{0.5f, 0.25f};
+  OptimizerState none, sgd_momentum;
+  sgd_momentum.m = {3.0f, 3.0f};  // what SGD momentum leaves: no `v`
+  opt->update(fresh, g, none);
+  opt->update(other, g, sgd_momentum);
+  CHECK(other == fresh);
+  CHECK(sgd_momentum.v.size() == 2);
+}
+
 TEST_CASE("step decay multiplies the learning rate every lr_decay_every updates", "[server]") {
   psrt::OptimizerConfig c;
   c.type = "sgd";
