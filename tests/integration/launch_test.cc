@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <filesystem>
@@ -69,6 +70,18 @@ TEST_CASE("psrt-launch refuses a bad config with exit code 2", "[integration]") 
   test::Proc launch("launch", {test::bin("psrt-launch"), dir + "/bad.yaml"});
   CHECK(launch.wait_exit(30) == 2);
   CHECK_THAT(launch.output(), Catch::Contains("cluster.workers: 'zero' is not an integer"));
+}
+
+TEST_CASE("psrt-launch refuses a job file its processes could not read again (a FIFO, a pipe)",
+          "[integration]") {
+  // Before, each process opened the path again: a pipe's was empty (the job trained the
+  // defaults), a FIFO's blocked them.
+  const std::string dir = test::temp_dir("launch-fifo");
+  const std::string fifo = dir + "/job.yaml";
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  test::Proc launch("launch", {test::bin("psrt-launch"), fifo});
+  CHECK(launch.wait_exit(30) == 2);
+  CHECK_THAT(launch.output(), Catch::Contains(fifo + ": not a regular file (a pipe?)"));
 }
 
 TEST_CASE("psrt-launch refuses a model that cannot be built or split before starting anything",

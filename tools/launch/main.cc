@@ -225,6 +225,15 @@ int main(int argc, char** argv) {
   }
   psrt::Config config;
   try {
+    // Every server and worker reads the file again: a pipe (`<(...)`) would be empty for them
+    // and they would train the defaults, a FIFO would block them.
+    std::error_code ec;
+    const auto kind = std::filesystem::status(config_path, ec).type();
+    if (!check_only && !ec && kind != std::filesystem::file_type::regular &&
+        kind != std::filesystem::file_type::directory) {
+      throw psrt::ConfigError(config_path + ": not a regular file (a pipe?); every server and " +
+                              "worker reads the job file again, so save it to a file");
+    }
     config = psrt::load_config(config_path, sets);
     if (resume && config.checkpoint.dir.empty()) {
       throw psrt::ConfigError("--resume: checkpoint.dir is not set in " + config_path);
