@@ -80,7 +80,7 @@ std::optional<WireError> Coordinator::check_worker(PeerId peer, const wire::Regi
                     describe(peer) + " sent an unusable grouping plan: " + *e);
     }
   }
-  uint64_t total = 0;
+  uint64_t total = 0, largest = 0;
   for (int i = 0; i < reg.tensors_size(); ++i) {
     const auto& t = reg.tensors(i);
     if (t.key() != uint32_t(i)) {
@@ -100,10 +100,13 @@ std::optional<WireError> Coordinator::check_worker(PeerId peer, const wire::Regi
                                            " bytes; at most " + std::to_string(limits_.max_string));
     }
     total += t.num_elements();
+    largest = std::max<uint64_t>(largest, t.num_elements());
   }
-  // The shard map spreads bytes evenly: a server holds about total / servers, plus a chunk.
-  const double per_server =
-      (double(total) / servers_ + double(scheduler_.chunk_bytes) / 4) * limits_.bytes_per_element;
+  // The shard map spreads bytes evenly: a server holds about total / servers, plus a chunk (the
+  // mode's unit, never more than the largest tensor).
+  const double unit = double(SchedulePolicy(scheduler_.mode).unit_bytes(scheduler_.chunk_bytes));
+  const double per_server = (double(total) / servers_ + std::min(unit / 4, double(largest))) *
+                            limits_.bytes_per_element;
   if (limits_.server_bytes > 0 && per_server > double(limits_.server_bytes)) {
     char buf[160];
     std::snprintf(buf, sizeof buf,

@@ -112,6 +112,24 @@ TEST_CASE("workers with different tensor lists are refused with a message", "[co
   CHECK_FALSE(c.all_registered());
 }
 
+TEST_CASE("the memory cap counts a chunk no larger than the largest tensor", "[coordinator]") {
+  // A chunk_bytes far above the model (or a whole-tensor mode) adds at most one tensor to a
+  // server's share; it once added chunk_bytes and refused a 4 KB model over a 1 MiB cap.
+  const auto t0 = Clock::now();
+  RegisterLimits limits;
+  limits.server_bytes = 1 << 20;
+  for (const SchedulerConfig& sched : {chunked(1ull << 40), SchedulerConfig{}}) {
+    Coordinator c(1, 1, sched, limits);
+    REQUIRE(c.on_register(kS0, server_reg(1), t0));
+    CHECK(c.on_register(kW0, worker_reg({1000, 24}), t0));
+    Coordinator big(1, 1, sched, limits);
+    REQUIRE(big.on_register(kS0, server_reg(1), t0));
+    const Status st = big.on_register(kW0, worker_reg({200000, 100000}), t0);
+    CHECK_FALSE(st);
+    CHECK_THAT(st.message(), Catch::Contains("over the cap"));
+  }
+}
+
 TEST_CASE("the membership lists every chunk exactly once", "[coordinator]") {
   const auto t0 = Clock::now();
   for (const auto& sched : {chunked(4096), chunked(1 << 20), SchedulerConfig{}}) {
