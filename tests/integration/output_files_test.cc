@@ -55,4 +55,15 @@ TEST_CASE("Output files that cannot be written are reported and leave no partial
   CHECK_FALSE(fs::exists(dir + "/tl/worker-0.json"));
   CHECK(fs::file_size(dir + "/tl/worker-1.json") > 0);
   CHECK(fs::file_size(dir + "/tl/server-0.json") > 0);
+
+  // A timeline folder that cannot be created (a file stands there): no trace, the run goes on.
+  fs::remove(dir + "/p-1.bin.tmp");
+  Proc again("launch", {bin("psrt-launch"), dir + "/job.yaml", "--set",
+                        "timeline=" + dir + "/job.yaml"});
+  const auto rc2 = again.wait_exit(120);
+  INFO(again.output());
+  CHECK(rc2 == 0);
+  CHECK_THAT(again.output(), Catch::Contains("timeline: cannot create the folder '" + dir +
+                                             "/job.yaml'"));
+  CHECK_THAT(again.output(), Catch::Contains("test accuracy: "));
 }
