@@ -1,6 +1,7 @@
 #include "core/config_placement.h"
 
 #include "core/config_limits.h"
+#include "core/endpoint_form.h"
 #include "core/plan_yaml.h"
 #include "core/status.h"
 
@@ -13,6 +14,10 @@ PlacementConfig parse_placement(const YamlReader& r,
   if (!p.plan.empty() && p.plan != "auto") p.plan = resolve(p.plan);
   p.placer = r.get_string("placer", p.placer);
   p.address = r.get_string("address", "");
+  if (!p.address.empty()) {
+    if (const std::string why = connect_endpoint_problem(p.address); !why.empty())
+      r.fail("address", why + " (a running psrt-placer)");
+  }
   p.micro_batches = static_cast<uint32_t>(r.get_int("micro_batches", 1, 1, 4096));
   p.mode = r.get_choice("mode", "data", {"data", "model", "hybrid"});
   p.partitions = static_cast<uint32_t>(r.get_int("partitions", 1, 1, kMaxWorkers));

@@ -68,24 +68,6 @@ bool is_wildcard_host(const std::string& host) {
   return host == "*" || host == "0.0.0.0" || host == "::" || host == "[::]";
 }
 
-bool split_tcp_endpoint(const std::string& endpoint, std::string& host, int& port) {
-  if (endpoint.rfind("tcp://", 0) != 0) return false;
-  const std::string rest = endpoint.substr(6);
-  const auto colon = rest.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == rest.size()) return false;
-  host = rest.substr(0, colon);
-  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  }
-  const std::string p = rest.substr(colon + 1);
-  if (p == "*") {
-    port = 0;
-    return true;
-  }
-  auto [ptr, ec] = std::from_chars(p.data(), p.data() + p.size(), port);
-  return ec == std::errc() && ptr == p.data() + p.size() && port >= 0 && port <= 65535;
-}
-
 namespace {
 // One process's endpoint in an in-process job (cluster.coordinator inproc://NAME, set by tests
 // that run daemons on threads sharing a ZeroMQ context; a job file cannot ask for it): server 0

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/config.h"
+#include "core/endpoint_form.h"
 
 namespace psrt {
 
@@ -18,8 +19,6 @@ struct ListenAddress {
 
 // True for the bind_host values that mean "every interface": "*", "0.0.0.0", "::".
 bool is_wildcard_host(const std::string& host);
-// "tcp://host:port" -> host and port; false when `endpoint` is not of that form.
-bool split_tcp_endpoint(const std::string& endpoint, std::string& host, int& port);
 
 // Whether `endpoint` is ZeroMQ's in-process transport (inproc://): daemons on threads of one
 // process sharing a context, as the in-process tests run them.

@@ -14,7 +14,12 @@ Result<Plan> ask_placer(const std::string& address, const std::string& job_id,
   zmq::context_t ctx;
   const Sender self{wire::TOOL, static_cast<uint32_t>(::getpid()), job_id};
   zmq::socket_t dealer = make_dealer(ctx, routing_id(wire::TOOL, self.rank));
-  dealer.connect(address);
+  try {
+    dealer.connect(address);
+  } catch (const zmq::error_t& e) {
+    return Status::error("psrt-placer address " + address + ": " + e.what() +
+                         " (the form is tcp://HOST:PORT)");
+  }
   auto h = make_header(self, wire::PLACE_REQUEST);
   h.set_seq(1);
   *h.mutable_place_request() = to_message(request);

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <zmq.hpp>
 
 #include "core/cli.h"
 #include "core/logging.h"
@@ -32,6 +33,10 @@ int main(int argc, char** argv) {
     std::printf("PSRT_LISTENING %s\n", service.endpoint().c_str());
     std::fflush(stdout);
     service.run();
+  } catch (const zmq::error_t& e) {
+    std::cerr << "psrt-placer: cannot bind --bind " << bind << ": " << e.what()
+              << " (the form is tcp://HOST:PORT, port 0 for any)\n";
+    return 2;
   } catch (const std::exception& e) {
     std::cerr << "psrt-placer: " << e.what() << "\n";
     return 2;

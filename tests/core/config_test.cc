@@ -309,6 +309,13 @@ TEST_CASE("placement section: devices, links and the plan source", "[core]") {
       psrt::parse_config("placement: {devices: [{name: a, memory_gib: 1}]}\n", "job.yaml"),
       Catch::Contains("placement.devices[0].gflops"));
   CHECK(psrt::parse_config("", "job.yaml").placement.plan.empty());
+  // A placer address ZeroMQ cannot connect to ended psrt-place with std::terminate.
+  for (const char* bad : {"127.0.0.1:5700", "tcp://127.0.0.1", "tcp://h:0", "tcp://h:*"}) {
+    CHECK_THAT(error_of(std::string("placement: {address: '") + bad + "'}\n"),
+               Catch::Contains("placement.address: '") && Catch::Contains("tcp://HOST:PORT"));
+  }
+  CHECK(parse_config("placement: {address: 'tcp://[::1]:7'}\n", "j").placement.address ==
+        "tcp://[::1]:7");
 }
 
 TEST_CASE("split jobs are accepted on model.backend gpu, what stages cannot do is refused",

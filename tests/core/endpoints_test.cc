@@ -54,6 +54,10 @@ TEST_CASE("tcp endpoints split into host and port", "[endpoints]") {
   CHECK_FALSE(split_tcp_endpoint("ipc://x", host, port));
   CHECK_FALSE(split_tcp_endpoint("tcp://h:99999", host, port));
   CHECK_FALSE(split_tcp_endpoint("tcp://h:", host, port));
+  CHECK(connect_endpoint_problem("tcp://h:1").empty());
+  CHECK_THAT(connect_endpoint_problem("tcp://h:*"), Catch::Contains("'tcp://h:*' is not"));
+  CHECK_FALSE(connect_endpoint_problem("h:1").empty());
+  CHECK(connect_endpoint_problem(std::string(5000, 'x')).size() < 300);
   CHECK(is_wildcard_host("0.0.0.0"));
   CHECK(is_wildcard_host("*"));
   CHECK_FALSE(is_wildcard_host("127.0.0.1"));

@@ -26,6 +26,7 @@
 #include "core/cli.h"
 #include "core/config.h"
 #include "core/config_limits.h"
+#include "core/endpoint_form.h"
 #include "core/plan_yaml.h"
 #include "core/profile.h"
 #include "core/status.h"
@@ -116,7 +117,8 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--devices", a.devices_path,
                  "YAML with devices, link, server_link, batch_size, ...");
   app.add_option("--placer", a.placer, "netplacer (default) or a baseline");
-  app.add_option("--placer-address", a.address, "ask this running psrt-placer");
+  app.add_option("--placer-address", a.address, "ask this running psrt-placer (tcp://HOST:PORT)")
+      ->check([](const std::string& v) { return connect_endpoint_problem(v); });
   app.add_option("--job-id", a.job_id, "job id for the placer");
   app.add_option("--mode", a.mode, "push mode the plan is priced in");
   app.add_option("--servers", a.servers, "parameter servers (default: one per device)")
