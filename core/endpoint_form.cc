@@ -32,4 +32,19 @@ std::string connect_endpoint_problem(const std::string& endpoint) {
   return why;
 }
 
+bool is_loopback_host(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+std::string loopback_warning(const std::string& who, const std::string& advertised,
+                             const std::string& coordinator) {
+  std::string mine, theirs;
+  int port = 0;
+  if (!split_tcp_endpoint(advertised, mine, port) || !is_loopback_host(mine)) return "";
+  if (!split_tcp_endpoint(coordinator, theirs, port) || is_loopback_host(theirs)) return "";
+  return who + " listens at " + advertised + ", a loopback address, while the coordinator is " +
+         "at " + coordinator + ": peers on other hosts cannot reach it; set cluster.bind_host " +
+         "(PSRT_BIND_HOST) to 0.0.0.0, or cluster.advertise_host (PSRT_ADVERTISE_HOST)";
+}
+
 }  // namespace psrt

@@ -10,5 +10,12 @@ namespace psrt {
 bool split_tcp_endpoint(const std::string& endpoint, std::string& host, int& port);
 // Why `endpoint` cannot be connected to ("'x' is not tcp://HOST:PORT ..."); empty when it can.
 std::string connect_endpoint_problem(const std::string& endpoint);
+// "localhost", 127.x.x.x, "::1".
+bool is_loopback_host(const std::string& host);
+// The warning for a listener (`who`) that peers are told to reach at `advertised`, a loopback
+// address, while the coordinator is on another host's address: peers elsewhere cannot reach it.
+// Empty when that is not so.
+std::string loopback_warning(const std::string& who, const std::string& advertised,
+                             const std::string& coordinator);
 
 }  // namespace psrt

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <spdlog/spdlog.h>
+
 #include "core/status.h"
 #include "core/transport.h"
 
@@ -146,6 +148,8 @@ ListenAddress listen_as_peer(zmq::socket_t& socket, const ClusterConfig& cluster
   } else {
     out.advertised = out.bound;
   }
+  const std::string warning = loopback_warning(who, out.advertised, cluster.coordinator);
+  if (!warning.empty()) spdlog::warn("{}", warning);
   return out;
 }
 

@@ -65,6 +65,10 @@ def check_structure(docs, servers, workers, name):
         check(env["PSRT_RANK"]["valueFrom"]["fieldRef"]["fieldPath"] == INDEX_FIELD,
               f"{role}: rank from the completion index")
         check(c["command"][0] == f"psrt-{role}", f"{role}: runs psrt-{role}")
+        # Servers and model-parallel stage workers listen: every interface, reached at the pod IP.
+        check(env.get("PSRT_BIND_HOST", {}).get("value") == "0.0.0.0", f"{role}: binds 0.0.0.0")
+        adv = env.get("PSRT_ADVERTISE_HOST", {}).get("valueFrom", {}).get("fieldRef", {})
+        check(adv.get("fieldPath") == "status.podIP", f"{role}: advertises its pod IP")
         check(c["resources"]["requests"].get("cpu"), f"{role}: cpu request")
         mounts = {m["mountPath"] for m in c["volumeMounts"]}
         check(any(c["command"][c["command"].index("--config") + 1].startswith(m) for m in mounts),

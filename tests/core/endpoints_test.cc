@@ -59,6 +59,13 @@ TEST_CASE("tcp endpoints split into host and port", "[endpoints]") {
   CHECK_FALSE(connect_endpoint_problem("h:1").empty());
   CHECK(connect_endpoint_problem(std::string(5000, 'x')).size() < 300);
   CHECK(is_wildcard_host("0.0.0.0"));
+  // A listener peers on other hosts could not reach (a stage worker bound to the default).
+  CHECK_THAT(loopback_warning("worker 1", "tcp://127.0.0.1:4000", "tcp://a:29500"),
+             Catch::Contains("worker 1 listens at tcp://127.0.0.1:4000, a loopback address") &&
+                 Catch::Contains("PSRT_BIND_HOST"));
+  CHECK(loopback_warning("worker 1", "tcp://127.0.0.1:4000", "tcp://127.0.0.1:29500").empty());
+  CHECK(loopback_warning("worker 1", "tcp://10.0.0.2:4000", "tcp://a:29500").empty());
+  CHECK(loopback_warning("server 1", "tcp://[::1]:4000", "tcp://localhost:1").empty());
   CHECK(is_wildcard_host("*"));
   CHECK_FALSE(is_wildcard_host("127.0.0.1"));
 }
