@@ -27,7 +27,7 @@ PlacementConfig parse_placement(const YamlReader& r,
     for (const char* key : {"link", "server_link", "link_pairs"}) {
       if (r.has(key)) r.fail(key, "needs placement.devices");
     }
-    if (!p.plan.empty()) r.fail("devices", "is required when placement.plan is set");
+    if (p.plan == "auto") r.fail("devices", "is required when placement.plan is auto");
   }
   r.reject_unknown();
   return p;

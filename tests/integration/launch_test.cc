@@ -138,6 +138,41 @@ TEST_CASE("psrt-launch asks a psrt-placer it starts when placement.plan is auto"
   CHECK(test::processes_with(cfg).empty());  // the placer is gone too
 }
 
+TEST_CASE("psrt-launch refuses an auto plan its workers could not run, before starting them",
+          "[integration]") {
+  // Inception-v3's branches placed on different devices: not a chain of stages. Before, every
+  // process started and the workers refused the plan.
+  const std::string dir = test::temp_dir("launchdag");
+  const std::string cfg = dir + "/job.yaml";
+  test::write_file(cfg,
+                   "job: {id: dagplan, iterations: 2, batch_size: 32, log_every: 0}\n"
+                   "cluster: {servers: 1, workers: 4}\n"
+                   "model: {backend: replay, profile: " +
+                       test::source("bench/profiles/inception_v3.yaml") +
+                       "}\n"
+                       "optimizer: {type: adam, lr: 0.001}\n"
+                       "placement:\n  mode: model\n  partitions: 4\n  micro_batches: 3\n"
+                       "  plan: auto\n  devices:\n"
+                       "    - {name: g0, memory_gib: 1.2, gflops: 10000}\n"
+                       "    - {name: g1, memory_gib: 0.7, gflops: 5000}\n"
+                       "    - {name: g2, memory_gib: 2.5, gflops: 20000}\n"
+                       "    - {name: g3, memory_gib: 0.4, gflops: 10000}\n"
+                       "  link: {bandwidth_bytes_per_s: 1.25e10}\n"
+                       "  link_pairs: [{from: g0, to: g3, bandwidth_bytes_per_s: 1e8, "
+                       "latency_ms: 5}]\n");
+  test::Proc launch("launch", {test::bin("psrt-launch"), cfg});
+  const auto code = launch.wait_exit(120);
+  INFO(launch.output());
+  CHECK(code == std::optional<int>(2));
+  CHECK_THAT(launch.output(), Catch::Contains("netplacer's plan cannot run: placement.plan: ") &&
+                                  Catch::Contains("is not one contiguous range"));
+  CHECK_THAT(launch.output(), !Catch::Contains("worker 0 |"));
+  // --check (the cluster scripts' first step) refuses auto: daemons started alone cannot use it.
+  test::Proc check("check", {test::bin("psrt-launch"), cfg, "--check"});
+  CHECK(check.wait_exit(60) == std::optional<int>(2));
+  CHECK_THAT(check.output(), Catch::Contains("placement.plan: auto is resolved by psrt-launch"));
+}
+
 TEST_CASE("psrt-launch stops before starting anything when no plan fits", "[integration]") {
   const std::string dir = test::temp_dir("launchnoplan");
   const std::string cfg = dir + "/job.yaml";

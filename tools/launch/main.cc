@@ -264,6 +264,12 @@ int main(int argc, char** argv) {
       std::printf("psrt-launch: placement plan written to %s\n", plan.c_str());
       sets.push_back("placement.plan=" + plan);
       psrt::launch::check_plan_stages(config, plan);
+      try {  // as every worker will lay it out, before any starts
+        psrt::launch::check_model(psrt::load_config(config_path, sets), true);
+      } catch (const psrt::ConfigError& e) {
+        throw psrt::ConfigError(config.placement.placer + "'s plan cannot run: " + e.what() +
+                                " (placement.placer; or give placement.plan a file)");
+      }
     } catch (const psrt::JobError& e) {
       std::fprintf(stderr, "psrt-launch: placement: %s\n", e.what());
       return 1;

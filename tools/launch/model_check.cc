@@ -1,12 +1,41 @@
 #include "tools/launch/model_check.h"
 
+#include <cstdio>
+
+#include "core/plan_yaml.h"
 #include "core/profile.h"
+#include "core/status.h"
 #include "core/stage_layout.h"
 #include "engine/net_spec.h"
 
 namespace psrt::launch {
 
+namespace {
+
+// A plan is made for one batch size and micro-batch count; its memory and time predictions hold
+// for those only. The runtime takes the job's.
+void warn_if_plan_differs(const Config& config, const ModelDesc& model) {
+  const Plan plan = load_plan(config.placement.plan, model);
+  const uint64_t batch = uint64_t(config.job.batch_size);
+  const uint32_t micro = config.placement.micro_batches;
+  if (plan.setup.batch_size == batch && plan.setup.micro_batches == micro) return;
+  std::fprintf(stderr,
+               "psrt-launch: warning: %s was made for batch %u in %u micro-batches, this job "
+               "runs batch %llu in %u (job.batch_size, placement.micro_batches): its memory and "
+               "time predictions do not hold\n",
+               config.placement.plan.c_str(), plan.setup.batch_size, plan.setup.micro_batches,
+               (unsigned long long)batch, micro);
+}
+
+}  // namespace
+
 void check_model(const Config& config, bool read_files) {
+  if (!read_files && config.placement.plan == "auto") {
+    throw ConfigError(
+        "placement.plan: auto is resolved by psrt-launch running the job on this machine; "
+        "daemons started on a cluster need a plan file (psrt-place --config JOB --out "
+        "plan.yaml, then placement.plan: plan.yaml)");
+  }
   if (!read_files && config.model.backend == "replay") return;
   const ModelDesc model = config.model.backend == "replay"
                               ? load_profile(config.model.profile, config.model.scale)
@@ -15,6 +44,9 @@ void check_model(const Config& config, bool read_files) {
   // plan: auto is made after this; without read_files the plan file is not read either.
   if (laid_out.placement.plan == "auto" || !read_files) laid_out.placement.plan.clear();
   (void)stage_layout(laid_out, model);
+  if (!laid_out.placement.plan.empty() && laid_out.placement.split()) {
+    warn_if_plan_differs(laid_out, model);
+  }
 }
 
 }  // namespace psrt::launch

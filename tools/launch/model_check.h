@@ -4,7 +4,9 @@
 // a model-parallel split is laid out on it (more stages than layers, or a plan file that does not
 // fit the model). Throws ConfigError. `read_files` false (--check, which cluster scripts run where
 // the job's files may not be: a Kubernetes job's profile lives in its image) checks only what
-// the config itself holds: a native network, laid out without a plan file.
+// the config itself holds: a native network, laid out without a plan file; it refuses
+// placement.plan: auto, which only psrt-launch running the job resolves. A plan file made for
+// another batch size or micro-batch count is warned about.
 #pragma once
 
 #include "core/config.h"
