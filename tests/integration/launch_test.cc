@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/idx_files.h"
 #include "tests/integration/proc_util.h"
 
 using namespace psrt;
@@ -82,6 +83,27 @@ TEST_CASE("psrt-launch refuses a job file its processes could not read again (a 
   test::Proc launch("launch", {test::bin("psrt-launch"), fifo});
   CHECK(launch.wait_exit(30) == 2);
   CHECK_THAT(launch.output(), Catch::Contains(fifo + ": not a regular file (a pipe?)"));
+}
+
+TEST_CASE("a job one of whose workers refuses its data ends the launch with exit 2",
+          "[integration]") {
+  // Labels 0..3 with data.classes 3: each worker refuses its data (exit 2) and tells the job;
+  // the processes the job then aborts exit 1, and were often quicker: the launch exited 1.
+  const std::string dir = test::temp_dir("launch-labels");
+  test::write_quadrant_split(dir, "train", 64, 1);
+  test::write_quadrant_split(dir, "t10k", 16, 2);
+  test::write_file(dir + "/job.yaml",
+                   "job: {id: labels, iterations: 5, batch_size: 8, log_every: 0}\n"
+                   "cluster: {servers: 2, workers: 2}\nmodel: {hidden: [8]}\n"
+                   "data: {dataset: idx, path: " + dir +
+                       ", image_rows: 12, image_cols: 12, classes: 3}\n");
+  for (int run = 0; run < 2; ++run) {
+    test::Proc launch("launch", {test::bin("psrt-launch"), dir + "/job.yaml"});
+    const auto code = launch.wait_exit(60);
+    INFO(launch.output());
+    CHECK(code == std::optional<int>(2));
+    CHECK_THAT(launch.output(), Catch::Contains("data.classes"));
+  }
 }
 
 TEST_CASE("psrt-launch refuses a model that cannot be built or split before starting anything",

@@ -172,6 +172,10 @@ class Launcher {
           std::fprintf(stderr, "psrt-launch: %s exited with code %d; stopping the others\n",
                        c->name().c_str(), *code);
           stop(*code > 125 ? 1 : *code);
+        } else if (*code == 2 && rc_ == 1) {
+          // A refusal (a config or data error) ended the job, though a process it aborted was
+          // quicker to exit: the launch exits 2, as it would have without the race.
+          rc_ = 2;
         }
       }
     }
