@@ -9,7 +9,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <exception>
 
@@ -21,14 +23,52 @@ namespace {
 
 constexpr std::size_t kMaxRequest = 8192;
 constexpr int kAcceptBackoffMs = 100;
+constexpr int kRequestMs = 2000;  // a whole request and its reply
 
-void write_all(int fd, const std::string& data) {
+using Clock = std::chrono::steady_clock;
+
+// Waits until `fd` is ready for `events` or the deadline passes; false then, or when the daemon
+// stops. A scraper gets the whole request and reply kRequestMs together, however it trickles.
+bool wait_for(int fd, short events, int stop_fd, Clock::time_point deadline) {
+  while (true) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) return false;
+    pollfd fds[2] = {{fd, events, 0}, {stop_fd, POLLIN, 0}};
+    const int n = ::poll(fds, 2, int(left));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0 || fds[1].revents) return false;
+    return true;
+  }
+}
+
+void write_all(int fd, const std::string& data, int stop_fd, Clock::time_point deadline) {
   std::size_t off = 0;
-  while (off < data.size()) {
-    const ssize_t n = ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL);
+  while (off < data.size() && wait_for(fd, POLLOUT, stop_fd, deadline)) {
+    const ssize_t n =
+        ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
     if (n <= 0) return;  // the scraper went away: nothing to do
     off += std::size_t(n);
   }
+}
+
+// The request line of an HTTP request ("GET /metrics HTTP/1.1"), read until its blank line
+// (CRLF or LF); empty when it did not come by the deadline or the daemon stops.
+std::string request_line(int client, int stop_fd, Clock::time_point deadline) {
+  std::string request;
+  char buf[1024];
+  while (request.size() < kMaxRequest && request.find("\r\n\r\n") == std::string::npos &&
+         request.find("\n\n") == std::string::npos) {
+    if (!wait_for(client, POLLIN, stop_fd, deadline)) return "";
+    const ssize_t n = ::recv(client, buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
+    if (n <= 0) break;
+    request.append(buf, std::size_t(n));
+  }
+  std::string line = request.substr(0, std::min(request.find('\n'), request.size()));
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return line;
 }
 
 std::string response(const char* status, const char* type, const std::string& body) {
@@ -120,22 +160,16 @@ void MetricsHttpServer::serve() {
 }
 
 void MetricsHttpServer::answer(int client) {
-  const timeval limit{1, 0};
-  ::setsockopt(client, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-  ::setsockopt(client, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof limit);
-  std::string request;
-  char buf[1024];
-  while (request.size() < kMaxRequest && request.find("\r\n\r\n") == std::string::npos) {
-    const ssize_t n = ::recv(client, buf, sizeof buf, 0);
-    if (n <= 0) break;
-    request.append(buf, std::size_t(n));
-  }
-  const auto line_end = request.find("\r\n");
-  const std::string line = request.substr(0, line_end == std::string::npos ? 0 : line_end);
-  if (line.rfind("GET /metrics ", 0) == 0 || line.rfind("GET /metrics?", 0) == 0) {
-    write_all(client, response("200 OK", "text/plain; version=0.0.4; charset=utf-8", render_()));
+  const auto deadline = Clock::now() + std::chrono::milliseconds(kRequestMs);
+  const std::string line = request_line(client, stop_fd_, deadline);
+  if (line.empty()) return;  // nothing in time (or stopping): the next scraper's turn
+  if (line.rfind("GET /metrics ", 0) == 0 || line.rfind("GET /metrics?", 0) == 0 ||
+      line == "GET /metrics") {
+    write_all(client, response("200 OK", "text/plain; version=0.0.4; charset=utf-8", render_()),
+              stop_fd_, deadline);
   } else {
-    write_all(client, response("404 Not Found", "text/plain", "psrt serves GET /metrics only\n"));
+    write_all(client, response("404 Not Found", "text/plain", "psrt serves GET /metrics only\n"),
+              stop_fd_, deadline);
   }
 }
 

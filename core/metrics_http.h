@@ -1,7 +1,9 @@
 // The HTTP endpoint a daemon's metrics are scraped from: a listening TCP socket and one thread that
 // answers `GET /metrics` with the text the caller renders, and 404 to anything else. It sleeps in
-// poll() on the socket and an eventfd (no busy polling); a client gets at most 1 s to send its
-// request and 8 KiB of it are read, so a slow or hostile scraper cannot hold the endpoint. A scrape
+// poll() on the socket and an eventfd (no busy polling); a client gets 2 s in all for its request
+// (8 KiB of it are read; CRLF or LF line ends) and the reply, however it trickles, and a daemon
+// that stops drops it at once, so a slow or hostile scraper cannot hold the endpoint or the
+// daemon's exit (one sending a byte a second once did, for hours). A scrape
 // that fails (the render throws, memory) is closed unanswered and the thread serves on; out of
 // descriptors, it retries accept every 100 ms.
 // Written here instead of prometheus-cpp's civetweb exposer, whose 100 KiB thread stacks cannot be

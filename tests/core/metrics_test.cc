@@ -7,7 +7,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
+#include <memory>
 #include <stdexcept>
+#include <thread>
 #include <string>
 
 #include "core/config.h"
@@ -29,8 +33,11 @@ int connect_to(int port) {
   return fd;
 }
 
+// Gives up after 8 s without a byte (the endpoint holds no one longer than 2 s).
 std::string http_get(int port, const std::string& path) {
   const int fd = connect_to(port);
+  const timeval limit{8, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
   const std::string req = "GET " + path + " HTTP/1.1\r\nHost: x\r\n\r\n";
   REQUIRE(::send(fd, req.data(), req.size(), 0) == ssize_t(req.size()));
   std::string out;
@@ -56,6 +63,38 @@ TEST_CASE("the metrics endpoint answers GET /metrics and nothing else", "[metric
   const int silent = connect_to(http.port());
   CHECK(http_get(http.port(), "/metrics").find("psrt_x 2") != std::string::npos);
   ::close(silent);
+}
+
+TEST_CASE("a scraper that trickles its request holds neither the endpoint nor the daemon's exit",
+          "[metrics]") {
+  auto http = std::make_unique<MetricsHttpServer>("127.0.0.1", 0, [] { return "psrt_x 1\n"; });
+  const int port = http->port();
+  // One byte every 0.3 s: each read came within the old 1 s limit, so the request never ended.
+  std::atomic<bool> done{false};
+  const int slow = connect_to(port);
+  std::thread trickle([&] {
+    const std::string req = "GET /metrics HTTP/1.1\r\nHost: " + std::string(100, 'x');
+    for (std::size_t i = 0; !done && i < req.size(); ++i) {
+      (void)::send(slow, req.data() + i, 1, MSG_NOSIGNAL);
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    }
+  });
+  CHECK(http_get(port, "/metrics").find("psrt_x 1") != std::string::npos);
+  // An LF-only request is answered too.
+  const int fd = connect_to(port);
+  const std::string lf = "GET /metrics HTTP/1.0\n\n";
+  REQUIRE(::send(fd, lf.data(), lf.size(), 0) == ssize_t(lf.size()));
+  char buf[64] = {};
+  CHECK(::recv(fd, buf, sizeof buf - 1, MSG_WAITALL) > 0);
+  CHECK(std::string(buf).rfind("HTTP/1.1 200 OK", 0) == 0);
+  ::close(fd);
+  // The daemon ends while the trickle goes on (it waited for the trickle's end before).
+  const int waiting = connect_to(port);
+  http.reset();
+  done = true;
+  trickle.join();
+  ::close(slow);
+  ::close(waiting);
 }
 
 TEST_CASE("a scrape whose render throws is closed unanswered and the next is served",
