@@ -91,10 +91,20 @@ namespace {
 
 std::string file_prefix(const std::string& job_id, const std::string& role, uint32_t rank) {
   std::string job = job_id;
+  bool replaced = false;
   for (char& ch : job) {
     const bool plain = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
                        (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-';
-    if (!plain) ch = '_';
+    if (!plain) {
+      ch = '_';
+      replaced = true;
+    }
+  }
+  if (replaced) {  // 'team+a' and 'team_a' must not share files (a fresh start deletes its own)
+    char tag[16];
+    const auto* bytes = reinterpret_cast<const uint8_t*>(job_id.data());
+    std::snprintf(tag, sizeof tag, "~%08x", crc32_of(std::span(bytes, job_id.size())));
+    job += tag;
   }
   return job + "-" + role + "-" + std::to_string(rank) + "-";
 }

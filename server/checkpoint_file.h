@@ -44,9 +44,8 @@ struct ShardSnapshot {
 // Version 1 (no optimizer field) is still read.
 inline constexpr uint32_t kCheckpointVersion = 2;
 
-// DIR/JOB-server-RANK-ITERATION.ckpt: JOB is job.id with bytes other than letters, digits, '.',
-// '_' and '-' as '_'; the iteration zero-padded, so names sort by iteration. Jobs sharing a folder
-// do not touch each other's files.
+// DIR/JOB-server-RANK-ITERATION.ckpt (core/durable_file.h's checkpoint_file). Jobs sharing a
+// folder do not touch each other's files.
 std::string checkpoint_path(const std::string& dir, const std::string& job_id, uint32_t rank,
                             uint64_t iteration);
 // That job's server `rank`'s checkpoint files in `dir` by iteration, from their names (contents

@@ -114,7 +114,16 @@ TEST_CASE("checkpoint files are written atomically and listed by iteration", "[u
     REQUIRE(write_checkpoint(checkpoint_path(dir, "job-a", 1, it), s));
   }
   CHECK(checkpoint_path(dir, "job-a", 1, 40) == dir + "/job-a-server-1-000000000040.ckpt");
-  CHECK(checkpoint_path(dir, "a/b c", 0, 7) == dir + "/a_b_c-server-0-000000000007.ckpt");
+  CHECK_THAT(checkpoint_path(dir, "a/b c", 0, 7),
+             Catch::StartsWith(dir + "/a_b_c~") &&
+                 Catch::EndsWith("-server-0-000000000007.ckpt"));
+  // Ids that differ only in replaced bytes get names of their own: a fresh start of 'team_a'
+  // once deleted the files of 'team+a' in the same folder.
+  CHECK(checkpoint_path(dir, "team+a", 0, 7) != checkpoint_path(dir, "team_a", 0, 7));
+  CHECK(checkpoint_path(dir, "team+a", 0, 7) != checkpoint_path(dir, "team=a", 0, 7));
+  REQUIRE(write_checkpoint(checkpoint_path(dir, "team+a", 0, 7), s));
+  CHECK(list_checkpoints(dir, "team_a", 0).empty());
+  CHECK(list_checkpoints(dir, "team+a", 0).size() == 1);
   std::ofstream(dir + "/job-a-server-10-000000000040.ckpt") << "other rank";
   std::ofstream(dir + "/job-b-server-1-000000000040.ckpt") << "other job";
   std::ofstream(dir + "/job-a-server-1-000000000050.ckpt.tmp") << "a write that never finished";
