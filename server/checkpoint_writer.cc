@@ -61,6 +61,7 @@ void CheckpointWriter::run() {
 void CheckpointWriter::write(const Job& job) {
   if (Status st = write_checkpoint(job.path, job.snapshot); !st) {
     spdlog::error("{}; the run carries on without it", st.message());
+    ++failed_;
     return;
   }
   ++written_;

@@ -29,6 +29,7 @@ class CheckpointWriter {
   // Blocks until everything submitted so far is written (or failed).
   void drain();
   uint64_t written() const { return written_.load(); }
+  uint64_t failed() const { return failed_.load(); }
 
  private:
   struct Job {
@@ -47,6 +48,7 @@ class CheckpointWriter {
   bool busy_ = false;
   bool stop_ = false;
   std::atomic<uint64_t> written_{0};
+  std::atomic<uint64_t> failed_{0};
   std::thread thread_;  // started by the first submit
 };
 

@@ -39,6 +39,13 @@ std::vector<uint64_t> Checkpointer::start() {
     throw ConfigError("checkpoint.dir: cannot create the folder '" + config_.dir +
                       "': " + ec.message());
   }
+  // A folder the server cannot write in (read-only, another user's) lost every checkpoint of
+  // the run, each with an error line only: refused now.
+  const std::string probe = checkpoint_path(config_.dir, job_id_, rank_, 0) + ".probe";
+  if (Status st = write_durably(probe, std::span<const uint8_t>()); !st) {
+    throw ConfigError("checkpoint.dir: cannot write in '" + config_.dir + "': " + st.message());
+  }
+  std::filesystem::remove(probe, ec);
   const auto files = list_checkpoints(config_.dir, job_id_, rank_);
   if (!config_.resume) {
     for (const auto& [iteration, path] : files) std::filesystem::remove(path, ec);
@@ -86,6 +93,15 @@ Status Checkpointer::check_identity(const ShardSnapshot& s, const std::string& p
                        " servers and " + std::to_string(s.workers) + " workers; this is job " +
                        quoted(job_id_) + ", server " + std::to_string(rank_) + " of " +
                        std::to_string(servers_) + " and " + std::to_string(workers_));
+}
+
+void Checkpointer::summarize() {
+  if (!enabled()) return;
+  writer_.drain();
+  if (writer_.failed() == 0) return;
+  spdlog::error("{} of {} checkpoints could not be written (the lines above say why); --resume "
+                "goes back to the newest one written",
+                writer_.failed(), writer_.failed() + writer_.written());
 }
 
 bool Checkpointer::wanted(uint64_t iteration) {

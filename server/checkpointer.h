@@ -37,6 +37,9 @@ class Checkpointer {
   // iteration, published) and removes its later checkpoints. The error names the file.
   Status restore(ChunkTable& table, uint64_t iteration);
   uint64_t written() const { return writer_.written(); }
+  // After the run: finishes the writes and says how many failed (an error line; nothing when
+  // none did).
+  void summarize();
   // Blocks until every checkpoint submitted so far is on disk (or failed).
   void drain() { writer_.drain(); }
 

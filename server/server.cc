@@ -139,6 +139,7 @@ void Server::run() {
     throw;
   }
   timeline_.flush();
+  checkpointer_.summarize();
   log_.flush(Clock::now(), true);
   spdlog::info("shut down: {} pushes, {} duplicates, {} updates, {} errors, {} replies dropped",
                stats_.pushes, stats_.duplicates, stats_.updates, stats_.errors,

@@ -174,9 +174,14 @@ TEST_CASE("a truncated or foreign checkpoint is refused naming the file",
           "[integration][issue17][checkpoint]") {
   const std::string dir = test::temp_dir("ckpt-bad");
   const std::string cfg = job_config(dir, kMlp);
-  // A real checkpoint of a short run.
+  // A real checkpoint of a short run, where server 1 cannot write iteration 10's: the run goes
+  // on, and says at its end how many were lost.
+  const std::string blocked = checkpoint_path(dir + "/ckpt", "ckpt", 1, 10) + ".tmp";
+  std::filesystem::create_directories(blocked + "/x");
   test::Proc first("launch", {test::bin("psrt-launch"), cfg, "--set", "job.iterations=20"});
   REQUIRE(first.wait_exit(120) == 0);
+  CHECK_THAT(first.output(), Catch::Contains("1 of 4 checkpoints could not be written"));
+  std::filesystem::remove_all(blocked);
   const auto files = list_checkpoints(dir + "/ckpt", "ckpt", 1);
   REQUIRE(files.size() == 2);
   const std::string newest = files.rbegin()->second;
@@ -204,6 +209,15 @@ TEST_CASE("a truncated or foreign checkpoint is refused naming the file",
   CHECK(adam.wait_exit(30) == 2);
   CHECK_THAT(adam.output(), Catch::Contains(" rejected: its servers ran optimizer 'sgd', this "
                                             "job's run 'adam'"));
+  // A folder the server cannot write in: refused at start, not one error line per checkpoint.
+  // (Its write test's temporary file is blocked by a folder of that name: root writes anywhere.)
+  const std::string probe_tmp = checkpoint_path(dir + "/ckpt", "ckpt", 1, 0) + ".probe.tmp";
+  std::filesystem::create_directories(probe_tmp + "/x");
+  test::Proc unwritable("server", {test::bin("psrt-server"), "--config", cfg, "--rank", "1"});
+  CHECK(unwritable.wait_exit(30) == 2);
+  CHECK_THAT(unwritable.output(), Catch::Contains("checkpoint.dir: cannot write in '" + dir +
+                                                  "/ckpt'"));
+  std::filesystem::remove_all(probe_tmp);
   // A fresh start (no --resume) of job 'other' removes its own old files only. Alone it gives up
   // waiting for a coordinator it never heard from: a start-up error.
   test::Proc fresh("server", {test::bin("psrt-server"), "--config", cfg, "--rank", "1", "--set",
