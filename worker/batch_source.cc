@@ -17,6 +17,12 @@ std::string channels_text(int channels) {
 // data.image_channels): the network was built for it.
 void check_size(const data::Dataset& ds, const DataConfig& c, const char* split) {
   const std::string where = "data: the " + std::string(split) + " images in " + c.path;
+  if (ds.n == 0) {  // a test set without images gave "test accuracy: 0.0000"
+    throw ConfigError(where + ": there are none" +
+                      (std::string(split) == "test"
+                           ? " (set job.evaluate: false and job.eval_every: 0 to train without)"
+                           : ""));
+  }
   if (ds.rows != c.image_rows || ds.cols != c.image_cols) {
     throw ConfigError(where + " are " + std::to_string(ds.rows) + "x" + std::to_string(ds.cols) +
                       ", but data.image_rows x data.image_cols is " +
@@ -42,6 +48,13 @@ BatchSource::BatchSource(const Config& config, uint32_t rank, std::size_t input_
                       " do not fit model input of " + std::to_string(sample_) + " values");
   }
   const int batch = config.job.batch_size;
+  const int workers = config.cluster.workers;
+  if (train_.n / workers < batch) {
+    throw ConfigError("data: " + std::to_string(train_.n) + " training images (data.path, " +
+                      "data.train_limit) give each of " + std::to_string(workers) +
+                      " workers (cluster.workers) " + std::to_string(train_.n / workers) +
+                      ", fewer than one batch of job.batch_size " + std::to_string(batch));
+  }
   sampler_ = std::make_unique<data::BatchSampler>(train_.n, int(rank), config.cluster.workers,
                                                   batch, config.job.seed);
   images_.resize(std::size_t(batch) * sample_);

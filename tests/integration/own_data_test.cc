@@ -116,3 +116,21 @@ TEST_CASE("Workers whose training sets differ in size are refused at registratio
     CHECK_THAT(p->output(), Catch::Contains(why));
   }
 }
+
+TEST_CASE("A data folder without test images, or with less than a batch per worker, is refused "
+          "naming the keys", "[integration][data]") {
+  const std::string dir = temp_dir("owndata-empty");
+  write_quadrant_split(dir, "train", 64, 1);
+  write_quadrant_split(dir, "t10k", 0, 2);
+  write_file(dir + "/job.yaml", job(dir, "{hidden: [8]}"));
+  // Before: "test accuracy: 0.0000" for a test split of no images.
+  Proc none("launch", {bin("psrt-launch"), dir + "/job.yaml"});
+  CHECK(none.wait_exit(60) == std::optional<int>(2));
+  CHECK_THAT(none.output(), Catch::Contains("there are none (set job.evaluate: false"));
+  // Before: "BatchSampler(n=64, rank=0, world=2, batch=40): ... fewer than one batch".
+  Proc big("launch", {bin("psrt-launch"), dir + "/job.yaml", "--set", "job.batch_size=40",
+                      "--set", "job.evaluate=false"});
+  CHECK(big.wait_exit(60) == std::optional<int>(2));
+  CHECK_THAT(big.output(), Catch::Contains("give each of 2 workers (cluster.workers) 32, fewer "
+                                           "than one batch of job.batch_size 40"));
+}

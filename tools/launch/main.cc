@@ -86,7 +86,7 @@ class Launcher {
       if (Clock::now() > deadline) {
         std::fprintf(stderr, "psrt-launch: server 0 did not start listening within %.0f s\n",
                      config.cluster.start_timeout_s);
-        stop(1);
+        stop(1, 0);
         break;
       }
       step(200);
@@ -98,7 +98,7 @@ class Launcher {
       for (int w = 0; w < config.cluster.workers; ++w)
         spawn(dir + "/psrt-worker", "worker", w, extra);
     }
-    while (!all_done()) step(kill_at_ ? 100 : 1000);
+    while (!all_done()) step(kill_at_ || term_at_ ? 100 : 1000);
     return rc_;
   }
 
@@ -121,14 +121,23 @@ class Launcher {
     return true;
   }
 
-  void stop(int rc) {
-    if (!stopping_) {
-      stopping_ = true;
-      rc_ = rc;
-      for (auto& c : children_) c->signal(SIGTERM);
-      kill_at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                    std::chrono::duration<double>(grace_s_));
-    }
+  // Stops every process: SIGTERM after `term_delay_s`, SIGKILL `grace_s_` later. A job that
+  // failed gets a second first: its coordinator tells the others why, and a process that refused
+  // the job ends telling it so (exit 2) instead of dying by the signal.
+  void stop(int rc, double term_delay_s) {
+    if (stopping_) return;
+    stopping_ = true;
+    rc_ = rc;
+    term_at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(term_delay_s));
+  }
+
+  void signal_stop() {
+    if (!term_at_ || Clock::now() < *term_at_) return;
+    term_at_.reset();
+    for (auto& c : children_) c->signal(SIGTERM);
+    kill_at_ = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                  std::chrono::duration<double>(grace_s_));
   }
 
   void step(int timeout_ms) {
@@ -160,7 +169,7 @@ class Launcher {
       while (::read(sig_fd_, &info, sizeof info) == sizeof info) {
         if (info.ssi_signo == SIGINT || info.ssi_signo == SIGTERM || info.ssi_signo == SIGHUP) {
           if (!stopping_) std::fprintf(stderr, "psrt-launch: stopping every process\n");
-          stop(130);
+          stop(130, 0);
         }
       }
     }
@@ -171,7 +180,7 @@ class Launcher {
         if (*code != 0 && !stopping_) {
           std::fprintf(stderr, "psrt-launch: %s exited with code %d; stopping the others\n",
                        c->name().c_str(), *code);
-          stop(*code > 125 ? 1 : *code);
+          stop(*code > 125 ? 1 : *code, 1.0);
         } else if (*code == 2 && rc_ == 1) {
           // A refusal (a config or data error) ended the job, though a process it aborted was
           // quicker to exit: the launch exits 2, as it would have without the race.
@@ -179,6 +188,7 @@ class Launcher {
         }
       }
     }
+    signal_stop();
     if (kill_at_ && Clock::now() > *kill_at_) {
       for (auto& c : children_) {
         if (c->exit_code()) continue;
@@ -200,7 +210,7 @@ class Launcher {
   std::string endpoint_;
   bool stopping_ = false;
   int rc_ = 0;
-  std::optional<Clock::time_point> kill_at_;
+  std::optional<Clock::time_point> term_at_, kill_at_;
 };
 
 }  // namespace
