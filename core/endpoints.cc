@@ -64,6 +64,22 @@ std::string yaml_quoted(const std::string& v) {
   return out + "'";
 }
 
+bool resolves(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) return false;
+  freeaddrinfo(res);
+  return true;
+}
+
+void warn_if_unresolvable(const std::string& advertise_host) {
+  if (advertise_host.empty() || resolves(advertise_host)) return;
+  spdlog::warn("cluster.advertise_host '{}' does not resolve on this host: peers that cannot "
+               "resolve it either will never reach this process",
+               advertise_host);
+}
+
 }  // namespace
 
 bool is_wildcard_host(const std::string& host) {
@@ -117,6 +133,7 @@ ListenAddress listen_as_server(zmq::socket_t& socket, const ClusterConfig& clust
     }
     // Peers already reach server 0 at the coordinator's host.
     const std::string& adv = cluster.advertise_host;
+    warn_if_unresolvable(adv);
     out.advertised = !adv.empty() ? with_host(out.bound, adv)
                      : wildcard   ? with_host(out.bound, host)
                                   : out.bound;
@@ -142,6 +159,7 @@ ListenAddress listen_as_peer(zmq::socket_t& socket, const ClusterConfig& cluster
     }
   }
   if (!cluster.advertise_host.empty()) {
+    warn_if_unresolvable(cluster.advertise_host);
     out.advertised = with_host(out.bound, cluster.advertise_host);
   } else if (wildcard) {
     out.advertised = with_host(out.bound, host_name());
@@ -160,15 +178,8 @@ std::string coordinator_unreachable(const std::string& coordinator, double waite
                     "cluster.coordinator or PSRT_COORDINATOR name it?)";
   std::string host;
   int port = 0;
-  if (split_tcp_endpoint(coordinator, host, port)) {
-    addrinfo hints{};
-    hints.ai_socktype = SOCK_STREAM;
-    addrinfo* res = nullptr;
-    if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) {
-      why = "its host '" + host + "' does not resolve";
-    } else {
-      freeaddrinfo(res);
-    }
+  if (split_tcp_endpoint(coordinator, host, port) && !resolves(host)) {
+    why = "its host '" + host + "' does not resolve";
   }
   return "never heard from the coordinator at " + coordinator + " within " + secs + " s: " + why;
 }

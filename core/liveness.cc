@@ -2,9 +2,17 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdio>
+
 #include "core/endpoints.h"
 
 namespace psrt {
+
+std::string seconds_text(double s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", s);
+  return buf;
+}
 
 namespace {
 Liveness::Clock::duration seconds(double s) {
@@ -60,15 +68,15 @@ std::optional<Liveness::Verdict> Liveness::check(Clock::time_point now, bool mem
                      coordinator_unreachable(cluster_.coordinator, cluster_.start_timeout_s)};
     }
     return Verdict{Verdict::kStartTimeout,
-                   "gave up after " + std::to_string(cluster_.start_timeout_s) +
-                       " s waiting for " + (membership ? "the start barrier" : "the membership") +
+                   "gave up after " + seconds_text(cluster_.start_timeout_s) + " s waiting for " +
+                       (membership ? "the start barrier" : "the membership") +
                        " from the coordinator at " + cluster_.coordinator};
   }
   if (membership && now - coordinator_seen_ > seconds(cluster_.peer_timeout_s)) {
-    return Verdict{Verdict::kLostCoordinator,
-                   "lost the coordinator (server 0 at " + cluster_.coordinator +
-                       "): nothing heard from it for " + std::to_string(cluster_.peer_timeout_s) +
-                       " s"};
+    return Verdict{Verdict::kLostCoordinator, "lost the coordinator (server 0 at " +
+                                                  cluster_.coordinator +
+                                                  "): nothing heard from it for " +
+                                                  seconds_text(cluster_.peer_timeout_s) + " s"};
   }
   return std::nullopt;
 }

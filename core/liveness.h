@@ -12,6 +12,10 @@
 
 namespace psrt {
 
+// A duration in seconds as people write it: 10 -> "10", 0.25 -> "0.25" (std::to_string gave
+// "10.000000").
+std::string seconds_text(double s);
+
 class Liveness {
  public:
   using Clock = std::chrono::steady_clock;

@@ -4,6 +4,7 @@
 
 #include <fstream>
 #include <iterator>
+#include <limits>
 #include <map>
 
 #include "core/status.h"
@@ -203,8 +204,11 @@ Plan plan_from_yaml(const std::string& text, const std::string& where, const Mod
     }
   }
   const YamlReader pred = r.child("predicted");
-  plan.step_ms = pred.get_double("step_ms", 0, 0, 1e15);
-  plan.search_ms = pred.get_double("search_ms", 0, 0, 1e15);
+  // Predictions only inform: any finite value psrt-place may write (4.5e17 ms for a slow model
+  // on slow devices was once refused by the tools that read the plan back).
+  constexpr double kAny = std::numeric_limits<double>::max();
+  plan.step_ms = pred.get_double("step_ms", 0, 0, kAny);
+  plan.search_ms = pred.get_double("search_ms", 0, 0, kAny);
   plan.cut_bytes = static_cast<uint64_t>(pred.get_int("cut_bytes", 0, 0, INT64_MAX));
   pred.mark_used("device_compute_ms");
   pred.mark_used("device_memory_bytes");

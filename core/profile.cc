@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -180,10 +181,22 @@ std::string profile_yaml(const ModelDesc& model) {
 }
 
 ModelDesc load_profile(const std::string& path, double scale) {
+  // A folder read as a file gave "basic_filebuf::underflow error"; /dev/zero read for ever.
+  constexpr std::uintmax_t kMaxProfileBytes = 256ull << 20;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw ConfigError(path + ": " +
+                      (std::filesystem::exists(path, ec) ? "not a regular file" : "no such file") +
+                      "; a model profile (model.profile, --profile) is a YAML file");
+  }
+  if (std::filesystem::file_size(path, ec) > kMaxProfileBytes) {
+    throw ConfigError(path + ": a model profile of more than 256 MiB");
+  }
   std::ifstream in(path);
   if (!in) throw ConfigError(path + ": cannot open profile");
   std::string text;
   text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (in.bad()) throw ConfigError(path + ": cannot read profile");
   return parse_profile(text, path, scale);
 }
 

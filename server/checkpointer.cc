@@ -165,7 +165,8 @@ Status Checkpointer::restore(ChunkTable& table, uint64_t iteration) {
       return bad("chunk " + std::to_string(i) + " is (" + std::to_string(k.key) + ", " +
                  std::to_string(k.offset) + ", " + std::to_string(k.length) + ") there, (" +
                  std::to_string(c.desc.key) + ", " + std::to_string(c.desc.offset) + ", " +
-                 std::to_string(c.desc.length) + ") in this job");
+                 std::to_string(c.desc.length) +
+                 ") in this job (key, offset, length: another model, or scheduler.chunk_bytes?)");
     }
   }
   for (uint32_t i = 0; i < table.size(); ++i) {

@@ -168,7 +168,7 @@ Clock::time_point Server::coordinator_tick(Clock::time_point now) {
   }
   if (!started_ && liveness_.start_overdue(now)) {
     const bool registered = coordinator_->all_registered();
-    abort_job(std::string("gave up after ") + std::to_string(config_.cluster.start_timeout_s) +
+    abort_job(std::string("gave up after ") + seconds_text(config_.cluster.start_timeout_s) +
               " s waiting for " + (registered ? "the start barrier" : "registration") +
               "; never came: " + coordinator_->missing(registered ? "start" : ""));
   }

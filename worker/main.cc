@@ -20,9 +20,13 @@
 
 namespace {
 
+// Every {rank} in `path` (only the first was replaced: "dp{rank}{rank}.bin" gave "dp0{rank}.bin").
 std::string with_rank(std::string path, int rank) {
-  const auto pos = path.find("{rank}");
-  if (pos != std::string::npos) path.replace(pos, 6, std::to_string(rank));
+  const std::string r = std::to_string(rank);
+  for (auto pos = path.find("{rank}"); pos != std::string::npos; pos = path.find("{rank}", pos)) {
+    path.replace(pos, 6, r);
+    pos += r.size();
+  }
   return path;
 }
 

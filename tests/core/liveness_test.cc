@@ -60,6 +60,8 @@ TEST_CASE("liveness: a silent coordinator is lost, unless this process was the o
   REQUIRE(v);
   CHECK(v->kind == Liveness::Verdict::kLostCoordinator);
   CHECK_THAT(v->message, Catch::Contains("lost the coordinator"));
+  CHECK_THAT(v->message, Catch::EndsWith("nothing heard from it for 10 s"));  // not 10.000000
+  CHECK(seconds_text(0.25) == "0.25");
   CHECK_FALSE(l.check(t0 + 11s, false, false));  // no membership yet: nothing to lose
   // The loop ran at 1 s, then not for 29 s (SIGSTOP): silence is counted from 30 s.
   CHECK_FALSE(l.gap(t0 + 1s));

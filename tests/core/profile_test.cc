@@ -65,6 +65,11 @@ TEST_CASE("profile errors name the file and the key", "[core]") {
   CHECK_THROWS_WITH(parse_profile("layers: [{name: \"a\\r\", tensors: [{elements: 1}]}]\n",
                                   "p.yaml"),
                     Catch::Contains("layers[0].name: holds the control character 0x0d"));
+  // A folder, a device or nothing at all: named, not "basic_filebuf::underflow error".
+  CHECK_THROWS_WITH(psrt::load_profile("/tmp", 1.0),
+                    Catch::Contains("/tmp: not a regular file; a model profile (model.profile"));
+  CHECK_THROWS_WITH(psrt::load_profile("/dev/zero", 1.0), Catch::Contains("not a regular file"));
+  CHECK_THROWS_WITH(psrt::load_profile("/no/such.yaml", 1.0), Catch::Contains("no such file"));
 }
 
 TEST_CASE("profile sizes that would overflow are refused, never wrapped", "[core]") {

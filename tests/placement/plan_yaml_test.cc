@@ -39,6 +39,9 @@ TEST_CASE("a plan survives a YAML round trip", "[placement]") {
   CHECK(q.cut_bytes == 4096);
   CHECK(q.device_memory_bytes == p.device_memory_bytes);
   CHECK(plan_to_yaml(q, m) == text);
+  // Whatever finite prediction psrt-place writes reads back (4.5e17 ms was refused).
+  p.step_ms = 4.5e17;
+  CHECK(plan_from_yaml(plan_to_yaml(p, m), "p.yaml", m).step_ms == Approx(4.5e17));
 }
 
 TEST_CASE("a bad plan file is rejected naming what is wrong", "[placement]") {

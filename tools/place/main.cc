@@ -14,6 +14,7 @@
 // arguments: one line on stderr, exit 2; no plan fits: the reason on stderr, exit 1.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -31,6 +32,7 @@
 #include "core/profile.h"
 #include "core/status.h"
 #include "core/yaml_reader.h"
+#include "placement/placer.h"
 #include "placement/plan_table.h"
 #include "placement/service/client.h"
 #include "engine/net_spec.h"
@@ -170,6 +172,12 @@ placement::Request make_request(Args& a) {
   if (a.batch) r.setup.batch_size = a.batch;
   if (a.micro_batches) r.setup.micro_batches = a.micro_batches;
   if (!a.placer.empty()) r.placer = a.placer;
+  const auto& names = placement::placer_names();
+  if (!r.placer.empty() && std::find(names.begin(), names.end(), r.placer) == names.end()) {
+    std::string known;
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+    throw ConfigError("--placer: '" + r.placer + "' is not a placer (" + known + ")");
+  }
   if (a.profile.empty() == a.arch.empty()) {
     throw ConfigError("give one model: --profile, --arch or --config");
   }

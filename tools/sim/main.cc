@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config_limits.h"
 #include "core/cli.h"
 #include "core/config.h"
 #include "core/grouping_spec.h"
@@ -98,7 +99,9 @@ struct Args {
 void add_options(CLI::App& app, Args& a) {
   app.add_option("--profile", a.profile, "model profile YAML (bench/profiles/*.yaml)")->required();
   app.add_option("--workers", a.workers, "number of workers")->check(CLI::Range(1u, 100000u));
-  app.add_option("--servers", a.servers, "number of servers")->check(CLI::Range(1u, 100000u));
+  // The runtime's limit: beyond it the shard map's balancing took minutes (10000: 140 s).
+  app.add_option("--servers", a.servers, "number of servers (at most 1024, as in a job)")
+      ->check(CLI::Range(1u, unsigned(psrt::kMaxServers)));
   app.add_option("--simulated-workers", a.simulated_workers,
                  "simulate at most this many workers, each standing for workers / N (their "
                  "servers carry the whole load: fast for large clusters, a few % pessimistic; "
