@@ -1,8 +1,10 @@
 // timeline: each process writes its Chrome-trace file; psrt-timeline merge joins them.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 
@@ -43,25 +45,51 @@ TEST_CASE("every process writes a timeline and psrt-timeline merges them", "[int
                    "model: {backend: native, arch: mlp, hidden: [32]}\n"
                    "data: {train_limit: 500}\n"
                    "scheduler: {mode: preemptive, chunk_bytes: 8192}\n"
-                   "timeline: " + dir + "/trace\n");
+                   "timeline: " +
+                       dir + "/trace\n");
   test::Proc launch("launch", {test::bin("psrt-launch"), cfg});
   REQUIRE(launch.wait_exit(120) == 0);
   for (const char* f : {"server-0", "server-1", "worker-0", "worker-1"}) {
     CHECK(std::filesystem::exists(dir + "/trace/" + f + ".json"));
   }
-  test::Proc merge("merge", {test::bin("psrt-timeline"), "merge", dir + "/trace", "-o",
-                             dir + "/merged.json"});
+  test::Proc merge(
+      "merge", {test::bin("psrt-timeline"), "merge", dir + "/trace", "-o", dir + "/merged.json"});
   REQUIRE(merge.wait_exit(30) == 0);
   int lines = 0;
   auto n = count_events(dir + "/merged.json", lines);
   CHECK(lines > 50);
-  CHECK(n["M"] == 4 * 6);          // process name, sort index and 4 track names per process
-  CHECK(n["b"] == n["e"]);         // every chunk in flight begins and ends
+  CHECK(n["M"] == 4 * 6);   // process name, sort index and 4 track names per process
+  CHECK(n["b"] == n["e"]);  // every chunk in flight begins and ends
   CHECK(n["b"] > 0);
   CHECK(n["forward"] == 2 * 4 * 4);  // 2 workers x 4 iterations x 4 layers (fc, relu, fc, loss)
   CHECK(n["backward"] == n["forward"]);
   CHECK(n["update"] > 0);
   CHECK(n["params"] > 0);
+
+  // Merged again with the earlier merge in the folder, a file named twice, and a copy cut in
+  // the middle of a line, with CRLF line ends: the same events, and a trace that still parses
+  // (before: every event twice, and a half line or a double comma in the output).
+  const std::string cut = dir + "/trace/worker-1-copy.json";
+  std::ifstream whole(dir + "/trace/worker-1.json");
+  std::string text((std::istreambuf_iterator<char>(whole)), std::istreambuf_iterator<char>());
+  std::string crlf;
+  for (char ch : text.substr(0, text.size() / 2))
+    crlf += ch == '\n' ? std::string("\r\n") : std::string(1, ch);
+  test::write_file(cut, crlf);
+  std::filesystem::copy_file(dir + "/merged.json", dir + "/trace/merged-before.json");
+  test::Proc again("merge", {test::bin("psrt-timeline"), "merge", dir + "/trace",
+                             dir + "/trace/worker-0.json", "-o", dir + "/again.json"});
+  REQUIRE(again.wait_exit(30) == 0);
+  CHECK_THAT(again.output(), Catch::Contains("skipped " + dir +
+                                             "/trace/merged-before.json: a "
+                                             "merged trace"));
+  CHECK_THAT(again.output(), Catch::Contains("worker-1-copy.json: skipped 1 event line(s) cut"));
+  int again_lines = 0;
+  CHECK(count_events(dir + "/again.json", again_lines) == n);
+  CHECK(again_lines == lines);
+  const auto py =
+      std::system(("/usr/bin/python3 -m json.tool " + dir + "/again.json > /dev/null").c_str());
+  CHECK(py == 0);
 
   test::Proc bad("merge", {test::bin("psrt-timeline"), "merge", cfg, "-o", dir + "/x.json"});
   CHECK(bad.wait_exit(30) == 2);

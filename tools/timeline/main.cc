@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -13,8 +14,14 @@ namespace fs = std::filesystem;
 
 namespace {
 
+struct FileEvents {
+  std::vector<std::string> events;
+  int processes = 0;  // process_name events: one in a process's file, several in a merged trace
+  int truncated = 0;  // lines cut short (a file copied while written, or a disk that filled)
+};
+
 // The event lines of one of our timeline files (one event per line, see core/timeline.h).
-bool read_events(const fs::path& file, std::vector<std::string>& events, std::string& error) {
+bool read_events(const fs::path& file, FileEvents& out, std::string& error) {
   std::ifstream in(file);
   if (!in) {
     error = file.string() + ": cannot open";
@@ -27,9 +34,15 @@ bool read_events(const fs::path& file, std::vector<std::string>& events, std::st
     return false;
   }
   while (std::getline(in, line)) {
-    if (line.rfind("{\"ph\":", 0) != 0) continue;  // the footer
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF line ends
+    if (line.rfind("{\"ph\":", 0) != 0) continue;               // the footer
     if (!line.empty() && line.back() == ',') line.pop_back();
-    events.push_back(std::move(line));
+    if (line.empty() || line.back() != '}') {  // a line cut short would break the whole trace
+      ++out.truncated;
+      continue;
+    }
+    if (line.rfind("{\"ph\":\"M\",\"name\":\"process_name\"", 0) == 0) ++out.processes;
+    out.events.push_back(std::move(line));
   }
   return true;
 }
@@ -47,11 +60,13 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   std::vector<fs::path> files;
+  std::set<fs::path> from_folder;
   for (const auto& in : inputs) {
     if (fs::is_directory(in)) {
       for (const auto& e : fs::directory_iterator(in)) {
         if (e.path().extension() == ".json" && fs::absolute(e.path()) != fs::absolute(output)) {
           files.push_back(e.path());
+          from_folder.insert(e.path());
         }
       }
     } else {
@@ -64,12 +79,27 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::vector<std::string> events;
+  std::set<std::string> seen;  // an event given twice (a file named twice) is written once
+  std::size_t merged = 0;
   for (const auto& f : files) {
     std::string error;
-    if (!read_events(f, events, error)) {
+    FileEvents got;
+    if (!read_events(f, got, error)) {
       std::fprintf(stderr, "psrt-timeline: %s\n", error.c_str());
       return 2;
     }
+    if (got.processes > 1 && from_folder.count(f)) {  // an earlier merge in the run's folder
+      std::fprintf(stderr, "psrt-timeline: skipped %s: a merged trace\n", f.string().c_str());
+      continue;
+    }
+    if (got.truncated > 0) {
+      std::fprintf(stderr, "psrt-timeline: %s: skipped %d event line(s) cut short\n",
+                   f.string().c_str(), got.truncated);
+    }
+    for (auto& e : got.events) {
+      if (seen.insert(e).second) events.push_back(std::move(e));
+    }
+    ++merged;
   }
   std::ofstream out(output, std::ios::trunc);
   out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
@@ -81,7 +111,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "psrt-timeline: cannot write %s\n", output.c_str());
     return 2;
   }
-  std::printf("psrt-timeline: %zu events from %zu files -> %s\n", events.size(), files.size(),
+  std::printf("psrt-timeline: %zu events from %zu files -> %s\n", events.size(), merged,
               output.c_str());
   return 0;
 }
