@@ -70,6 +70,10 @@ DeviceSet read_devices(const YamlReader& r) {
     d.gflops = dr.get_double("gflops", 0, 1e-6, 1e12);
     if (!dr.has("gflops")) dr.fail("gflops", "is required");
     if (!dr.has("memory_bytes") && !dr.has("memory_gib")) dr.fail("memory_bytes", "is required");
+    if (dr.has("memory_bytes") && dr.has("memory_gib")) {
+      dr.fail("memory_gib", "give memory_bytes or memory_gib, not both");
+    }
+    if (d.memory_bytes == 0) dr.fail("memory_gib", "must be more than 0");
     dr.reject_unknown();
     for (const auto& other : set.devices) {
       if (other.name == d.name) dr.fail("name", "'" + d.name + "' used twice");
@@ -180,13 +184,19 @@ Plan plan_from_yaml(const std::string& text, const std::string& where, const Mod
   r.mark_used("stages");
   const YAML::Node stages = r.node()["stages"];
   if (!stages || !stages.IsSequence()) r.fail("stages", "must be a list");
+  std::map<std::string, std::size_t> stage_on;  // a stage is what one device runs
   for (std::size_t s = 0; s < stages.size(); ++s) {
     YamlReader sr(stages[s], r.full("stages[" + std::to_string(s) + "]"), where);
     const std::string dev = sr.get_string("device", "");
     if (!devices.count(dev)) sr.fail("device", "'" + dev + "' is no device of the plan");
+    if (const auto [at, fresh] = stage_on.emplace(dev, s); !fresh) {
+      sr.fail("device", "'" + dev + "' runs stages[" + std::to_string(at->second) +
+                            "] too: each device runs one stage");
+    }
     sr.mark_used("layers");
     const YAML::Node names = sr.node()["layers"];
     if (!names || !names.IsSequence()) sr.fail("layers", "must be a list of layer names");
+    if (names.size() == 0) sr.fail("layers", "is empty: a stage runs at least one layer");
     for (const auto& n : names) {
       const std::string name = n.IsScalar() ? n.Scalar() : "";
       const auto it = layers.find(name);

@@ -55,5 +55,23 @@ TEST_CASE("a bad plan file is rejected naming what is wrong", "[placement]") {
   CHECK_THROWS_WITH(plan_from_yaml(head + "  - {device: a, layers: [l0, l1, l0]}\n", "p.yaml", m),
                     Catch::Contains("two stages"));
   CHECK_THROWS_WITH(plan_from_yaml("model: other\n", "p.yaml", m), Catch::Contains("'other'"));
+  // Once merged silently into one stage (or counted as fewer stages, naming the wrong cause).
+  const std::string two = "model: test\ndevices: [{name: a, memory_bytes: 100, gflops: 1}, "
+                          "{name: b, memory_bytes: 100, gflops: 1}]\nstages:\n";
+  CHECK_THROWS_WITH(plan_from_yaml(two + "  - {device: a, layers: [l0]}\n"
+                                         "  - {device: a, layers: [l1]}\n",
+                                   "p.yaml", m),
+                    Catch::Contains("stages[1].device: 'a' runs stages[0] too"));
+  CHECK_THROWS_WITH(plan_from_yaml(two + "  - {device: a, layers: [l0, l1]}\n"
+                                         "  - {device: b, layers: []}\n",
+                                   "p.yaml", m),
+                    Catch::Contains("stages[1].layers: is empty"));
+  for (const char* dev : {"{name: a, memory_gib: 0, gflops: 1}",
+                          "{name: a, memory_gib: 1, memory_bytes: 100, gflops: 1}"}) {
+    CHECK_THROWS_WITH(plan_from_yaml("model: test\ndevices: [" + std::string(dev) +
+                                         "]\nstages: [{device: a, layers: [l0, l1]}]\n",
+                                     "p.yaml", m),
+                      Catch::Contains("devices[0].memory_gib"));
+  }
   CHECK_THROWS_AS(plan_from_yaml("[", "p.yaml", m), ConfigError);
 }

@@ -171,6 +171,10 @@ placement::Request make_request(Args& a) {
   if (!a.devices_path.empty()) read_devices_file(a.devices_path, r);
   if (a.batch) r.setup.batch_size = a.batch;
   if (a.micro_batches) r.setup.micro_batches = a.micro_batches;
+  if (r.setup.micro_batches > r.setup.batch_size) {  // a plan its own readers would refuse
+    throw ConfigError("--micro-batches: " + std::to_string(r.setup.micro_batches) +
+                      " micro-batches of a batch of " + std::to_string(r.setup.batch_size));
+  }
   if (!a.placer.empty()) r.placer = a.placer;
   const auto& names = placement::placer_names();
   if (!r.placer.empty() && std::find(names.begin(), names.end(), r.placer) == names.end()) {
