@@ -176,6 +176,13 @@ void parse_model(const YamlReader& model, const ConfigPath& in_base, ModelConfig
     model.fail("layers", "is for model.arch: custom, not " + c.arch);
   }
   c.dropout = model.get_double("dropout", c.dropout, 0, 0.95);
+  if (c.backend != "replay") {  // keys the network would not use were accepted without a word
+    if (model.has("hidden") && c.arch != "mlp") model.fail("hidden", "is for model.arch: mlp");
+    if (model.has("dropout") && c.arch != "vgg-small") {
+      model.fail("dropout", "is for model.arch: vgg-small (a custom network takes {dropout: P} "
+                            "entries)");
+    }
+  }
   c.profile = in_base(model.get_string("profile", ""));
   c.scale = model.get_double("scale", 0, 0, 1e6);
   if (c.backend == "replay" && c.profile.empty()) {
@@ -229,7 +236,12 @@ YAML::Node load_config_root(const std::string& yaml_text, const std::string& whe
                             const std::vector<std::string>& sets) {
   YAML::Node root;
   try {
-    root = YAML::Load(yaml_text);
+    const std::vector<YAML::Node> docs = YAML::LoadAll(yaml_text);
+    if (docs.size() > 1) {  // the second (after `---`) was ignored without a word
+      throw ConfigError(where + ": holds " + std::to_string(docs.size()) +
+                        " YAML documents (separated by ---); a job file is one");
+    }
+    if (!docs.empty()) root = docs.front();
   } catch (const YAML::Exception& e) {
     throw ConfigError(where + ": not valid YAML: " + e.what());
   }

@@ -67,9 +67,14 @@ LayerSpec read_mapping(const YamlReader& list, const std::string& at, const YAML
       l.p = e.get_double("dropout", 0, 0, 0.95);
       break;
     case Kind::kRelu:
-    case Kind::kFlatten:
-      e.mark_used(kind_name(l.kind));  // `relu: ~` and the like: the kind alone
+    case Kind::kFlatten: {
+      const std::string name = kind_name(l.kind);
+      e.mark_used(name);  // `relu: ~` and the like: the kind alone
+      if (const YAML::Node v = e.node()[name]; v && !v.IsNull()) {
+        e.fail(name, "takes no value (write " + name + " alone)");  // {relu: 5} meant nothing
+      }
       break;
+    }
   }
   e.reject_unknown();
   return l;

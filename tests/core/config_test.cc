@@ -289,6 +289,23 @@ TEST_CASE("every example job file parses", "[config]") {
   CHECK(laco.optimizer.momentum == 0);
 }
 
+TEST_CASE("keys the job would not use are refused, not ignored", "[core]") {
+  CHECK_THAT(error_of("model: {arch: lenet5, hidden: [64]}\n"),
+             Catch::Contains("model.hidden: is for model.arch: mlp"));
+  CHECK_THAT(error_of("model: {arch: mlp, dropout: 0.3}\n"),
+             Catch::Contains("model.dropout: is for model.arch: vgg-small"));
+  CHECK(parse_config("model: {arch: vgg-small, dropout: 0.3}\n", "j").model.dropout == 0.3);
+  CHECK_THAT(error_of("model: {arch: custom, layers: [{conv: 4}, {relu: 5}, {fc: 10}]}\n"),
+             Catch::Contains("relu: takes no value"));
+  CHECK(parse_config("model: {arch: custom, layers: [{conv: 4}, {relu: ~}, relu, {fc: 10}]}\n",
+                     "j")
+            .model.layers.size() == 4);
+  // A second document after --- was dropped without a word.
+  CHECK_THAT(error_of("job: {iterations: 5}\n---\njob: {iterations: 7}\n"),
+             Catch::Contains("holds 2 YAML documents"));
+  CHECK(parse_config("---\njob: {iterations: 5}\n", "j").job.iterations == 5);
+}
+
 TEST_CASE("placement section: devices, links and the plan source", "[core]") {
   const auto c = psrt::parse_config(
       "placement:\n  plan: auto\n  placer: pipedream\n  micro_batches: 4\n"

@@ -130,6 +130,9 @@ TEST_CASE("psrt-launch refuses a model that cannot be built or split before star
   refused({"placement.mode=model", "placement.partitions=4", "cluster.workers=4",
            "model.layers=[{fc: 10}]"},
           "placement.partitions: 4 stages for 3 layers of custom");  // flatten, fc1, loss
+  refused({"model.layers=[relu, flatten]", "data.image_rows=1", "data.image_cols=2",
+           "data.classes=2"},
+          "has no parameters to train (model.layers)");
   test::Proc check("check", {test::bin("psrt-launch"), cfg, "--check"});
   CHECK(check.wait_exit(60) == std::optional<int>(0));
   CHECK_THAT(check.output(), Catch::Contains("1 servers, 2 workers"));

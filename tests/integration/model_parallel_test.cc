@@ -42,7 +42,7 @@ std::string job_yaml(const Job& j, const std::string& dir) {
          std::to_string(j.workers) +
          ", start_timeout_s: 60, heartbeat_s: 0.2, peer_timeout_s: 20}\n"
          "model: {backend: native, arch: " +
-         j.arch + ", dropout: " + std::to_string(j.dropout) +
+         j.arch + (j.arch == "vgg-small" ? ", dropout: " + std::to_string(j.dropout) : "") +
          (j.layers.empty() ? "" : ", layers: " + j.layers) + "}\n"
          "data: {train_limit: 512}\n"
          "optimizer: {type: sgd, lr: 0.05, momentum: 0.9}\n"

@@ -40,6 +40,10 @@ void check_model(const Config& config, bool read_files) {
   const ModelDesc model = config.model.backend == "replay"
                               ? load_profile(config.model.profile, config.model.scale)
                               : engine::describe_network(engine::net_spec(config));
+  if (model.tensors.empty()) {  // the coordinator refused it only once every server was up
+    throw ConfigError("model: " + model.name + " has no parameters to train (" +
+                      (config.model.backend == "replay" ? "model.profile" : "model.layers") + ")");
+  }
   Config laid_out = config;
   // plan: auto is made after this; without read_files the plan file is not read either.
   if (laid_out.placement.plan == "auto" || !read_files) laid_out.placement.plan.clear();
