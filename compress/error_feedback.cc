@@ -125,8 +125,10 @@ Status ErrorFeedback::load_state(CodecState& state, ByteReader& in) const {
   std::vector<float> residual, momentum;
   if (!in.floats(residual, s->residual_.size()) || residual.size() != s->residual_.size() ||
       !in.floats(momentum, s->momentum_.size()) || momentum.size() != s->momentum_.size()) {
-    return Status::error("error feedback: the saved residual does not fit this tensor (" +
-                         std::to_string(s->residual_.size()) + " elements)");
+    return Status::error("error feedback: the saved residual or momentum does not fit this "
+                         "tensor (" + std::to_string(s->residual_.size()) +
+                         " elements): the model, or compression.momentum_correction / "
+                         "adam_correction, changed since the checkpoint?");
   }
   if (s->with_adam_) {
     std::vector<float> second;

@@ -1,7 +1,9 @@
 #include "core/config_sections.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 
 #include "core/config_limits.h"
 #include "core/layer_spec.h"
@@ -232,18 +234,40 @@ void parse_checkpoint(const YamlReader& ckpt, const ConfigPath& in_base, Checkpo
   ckpt.reject_unknown();
 }
 
+namespace {
+
+// The line (from 1) of a `---` that starts a document after the first one's content; 0: none.
+int second_document_line(const std::string& text) {
+  bool content = false;
+  int number = 0;
+  for (std::size_t at = 0; at < text.size();) {
+    const std::size_t end = std::min(text.find('\n', at), text.size());
+    const std::string_view line(text.data() + at, end - at);
+    ++number;
+    at = end + 1;
+    const bool marker =
+        line.substr(0, 3) == "---" && (line.size() == 3 || line[3] == ' ' || line[3] == '\t' ||
+                                       line[3] == '\r');
+    if (marker && content) return number;
+    const auto first = line.find_first_not_of(" \t\r");
+    if (!marker && first != std::string_view::npos && line[first] != '#') content = true;
+  }
+  return 0;
+}
+
+}  // namespace
+
 YAML::Node load_config_root(const std::string& yaml_text, const std::string& where,
                             const std::vector<std::string>& sets) {
   YAML::Node root;
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAll(yaml_text);
-    if (docs.size() > 1) {  // the second (after `---`) was ignored without a word
-      throw ConfigError(where + ": holds " + std::to_string(docs.size()) +
-                        " YAML documents (separated by ---); a job file is one");
-    }
-    if (!docs.empty()) root = docs.front();
+    root = YAML::Load(yaml_text);  // not LoadAll: it never returns on some malformed input
   } catch (const YAML::Exception& e) {
     throw ConfigError(where + ": not valid YAML: " + e.what());
+  }
+  if (const int line = second_document_line(yaml_text); line > 0) {  // it was ignored
+    throw ConfigError(where + ": line " + std::to_string(line) + " starts a second YAML " +
+                      "document (---); a job file is one");
   }
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) throw ConfigError(where + ": the top level must be a mapping");

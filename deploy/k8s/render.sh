@@ -29,6 +29,11 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ $name =~ ^[a-z]([-a-z0-9]{0,30}[a-z0-9])?$ ]] || die "--name '$name' is not a DNS label"
+# What goes into the manifest as it is (an '&' became the matched text in awk's gsub).
+[[ $image =~ ^[A-Za-z0-9][A-Za-z0-9._/:@-]*$ ]] || die "--image '$image' is not an image reference"
+[[ $namespace =~ ^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$ ]] || die "--namespace '$namespace' is not a DNS label"
+[[ $cpu =~ ^[0-9]+(\.[0-9]+|m)?$ ]] || die "--cpu '$cpu' is not a CPU quantity (2, 0.5, 500m)"
+[[ $memory =~ ^[0-9]+(Ki|Mi|Gi|Ti|k|M|G|T)?$ ]] || die "--memory '$memory' is not a memory quantity (2Gi)"
 [[ $port =~ ^[0-9]+$ ]] && ((port > 0 && port < 65526)) || die "--port '$port' must be 1..65525"
 [[ -f $job ]] || die "no job file '$job'"
 sizes=$("$bin/psrt-launch" --check "$job") || exit 2

@@ -140,6 +140,13 @@ def main():
     bad = subprocess.run(["bash", f"{SRC}/deploy/k8s/render.sh", job, "--name", "Bad_Name"],
                          env=dict(os.environ, PSRT_BIN=BIN), capture_output=True, text=True)
     check(bad.returncode == 2 and "DNS label" in bad.stderr, "a bad --name is refused")
+    # An '&' went into the manifest as the matched placeholder (awk's gsub).
+    for flag, value, why in (("--image", "reg/psrt&x", "image reference"),
+                             ("--cpu", "2 cores", "CPU quantity"),
+                             ("--memory", "lots", "memory quantity")):
+        bad = subprocess.run(["bash", f"{SRC}/deploy/k8s/render.sh", job, flag, value],
+                             env=dict(os.environ, PSRT_BIN=BIN), capture_output=True, text=True)
+        check(bad.returncode == 2 and why in bad.stderr, f"a bad {flag} is refused")
     if got and not failures:
         run_pods(got[0], got[1], "qs")
     for f in failures:

@@ -302,8 +302,9 @@ TEST_CASE("keys the job would not use are refused, not ignored", "[core]") {
             .model.layers.size() == 4);
   // A second document after --- was dropped without a word.
   CHECK_THAT(error_of("job: {iterations: 5}\n---\njob: {iterations: 7}\n"),
-             Catch::Contains("holds 2 YAML documents"));
-  CHECK(parse_config("---\njob: {iterations: 5}\n", "j").job.iterations == 5);
+             Catch::Contains("line 2 starts a second YAML document"));
+  CHECK(parse_config("# a job\n---\njob: {iterations: 5}\n", "j").job.iterations == 5);
+  CHECK(parse_config("job: {id: '---'}\n", "j").job.id == "---");
 }
 
 TEST_CASE("placement section: devices, links and the plan source", "[core]") {
