@@ -37,10 +37,14 @@ void PsClient::search_grouping(wire::Register& reg) {
   sc.credit_bytes = config_.scheduler.credit_bytes;
   sc.batch_bytes = config_.scheduler.batch_bytes;
   sc.host_cores = config_.scheduler.host_cores;
-  try {
-    if (!config_.scheduler.calibration.empty()) {
+  if (!config_.scheduler.calibration.empty()) {
+    try {  // the file's own key, and a refusal (exit 2), not "scheduler.grouping" and exit 1
       sc.calibration = sim::load_calibration(config_.scheduler.calibration);
+    } catch (const std::exception& e) {
+      throw ConfigError(std::string("scheduler.calibration: ") + e.what());
     }
+  }
+  try {
     const auto choice = sim::choose_grouping(model_, sc, spec);
     *reg.mutable_grouping() = grouping_plan(config_.scheduler.grouping, choice, sc.workers,
                                             config_.scheduler.grouping_trials,

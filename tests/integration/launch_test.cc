@@ -130,6 +130,10 @@ TEST_CASE("psrt-launch refuses a model that cannot be built or split before star
   refused({"placement.mode=model", "placement.partitions=4", "cluster.workers=4",
            "model.layers=[{fc: 10}]"},
           "placement.partitions: 4 stages for 3 layers of custom");  // flatten, fc1, loss
+  // Read by worker 0 only once every server was up, and blamed on scheduler.grouping there.
+  test::write_file(dir + "/cal.yaml", "worker_message_us: -1\n");
+  refused({"scheduler.calibration=" + dir + "/cal.yaml"},
+          "scheduler.calibration: " + dir + "/cal.yaml: worker_message_us: -1 is out of range");
   refused({"model.layers=[relu, flatten]", "data.image_rows=1", "data.image_cols=2",
            "data.classes=2"},
           "has no parameters to train (model.layers)");

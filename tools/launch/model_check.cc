@@ -7,6 +7,7 @@
 #include "core/status.h"
 #include "core/stage_layout.h"
 #include "engine/net_spec.h"
+#include "scheduler/sim/calibration.h"
 
 namespace psrt::launch {
 
@@ -35,6 +36,13 @@ void check_model(const Config& config, bool read_files) {
         "placement.plan: auto is resolved by psrt-launch running the job on this machine; "
         "daemons started on a cluster need a plan file (psrt-place --config JOB --out "
         "plan.yaml, then placement.plan: plan.yaml)");
+  }
+  if (read_files && !config.scheduler.calibration.empty()) {  // read by worker 0 at start
+    try {
+      (void)sim::load_calibration(config.scheduler.calibration);
+    } catch (const std::exception& e) {
+      throw ConfigError(std::string("scheduler.calibration: ") + e.what());
+    }
   }
   if (!read_files && config.model.backend == "replay") return;
   const ModelDesc model = config.model.backend == "replay"
