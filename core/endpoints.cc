@@ -64,15 +64,6 @@ std::string yaml_quoted(const std::string& v) {
   return out + "'";
 }
 
-bool resolves(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* res = nullptr;
-  if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) return false;
-  freeaddrinfo(res);
-  return true;
-}
-
 void warn_if_unresolvable(const std::string& advertise_host) {
   if (advertise_host.empty() || resolves(advertise_host)) return;
   spdlog::warn("cluster.advertise_host '{}' does not resolve on this host: peers that cannot "
@@ -169,6 +160,15 @@ ListenAddress listen_as_peer(zmq::socket_t& socket, const ClusterConfig& cluster
   const std::string warning = loopback_warning(who, out.advertised, cluster.coordinator);
   if (!warning.empty()) spdlog::warn("{}", warning);
   return out;
+}
+
+bool resolves(const std::string& host) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  if (getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0) return false;
+  freeaddrinfo(res);
+  return true;
 }
 
 std::string coordinator_unreachable(const std::string& coordinator, double waited_s) {

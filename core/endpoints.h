@@ -38,6 +38,8 @@ ListenAddress listen_as_peer(zmq::socket_t& socket, const ClusterConfig& cluster
 // The start-up error of a process that never heard from the coordinator in `waited_s` seconds:
 // names the address and whether its host resolves at all.
 std::string coordinator_unreachable(const std::string& coordinator, double waited_s);
+// Whether `host` resolves here (getaddrinfo).
+bool resolves(const std::string& host);
 
 // The cluster.* overrides that the environment gives (PSRT_COORDINATOR, PSRT_BIND_HOST,
 // PSRT_ADVERTISE_HOST), as --set strings; they go before the command line's own --set.

@@ -4,6 +4,8 @@
 
 #include <chrono>
 
+#include "core/endpoints.h"
+#include "core/liveness.h"
 #include "core/transport.h"
 #include "core/wire.h"
 
@@ -27,8 +29,13 @@ Result<Plan> ask_placer(const std::string& address, const std::string& job_id,
   zmq::pollitem_t item{dealer.handle(), 0, ZMQ_POLLIN, 0};
   const auto wait = std::chrono::milliseconds(static_cast<int64_t>(timeout_s * 1000));
   if (zmq::poll(&item, 1, wait) == 0) {
+    dealer.set(zmq::sockopt::linger, 0);  // the unsent request kept it 2 s past the timeout
+    std::string host;
+    int port = 0;
+    const bool lost = split_tcp_endpoint(address, host, port) && !resolves(host);
     return Status::error("psrt-placer at " + address + " did not answer within " +
-                         std::to_string(timeout_s) + " s");
+                         seconds_text(timeout_s) + " s" +
+                         (lost ? ": its host '" + host + "' does not resolve" : std::string()));
   }
   Envelope env;
   if (!recv_envelope(dealer, env, false)) return Status::error("psrt-placer: no reply frame");

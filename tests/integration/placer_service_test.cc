@@ -139,6 +139,11 @@ TEST_CASE("psrt-placer answers bad requests with errors and still serves a good 
   CHECK(asked->device_of_layer == local->device_of_layer);
   const auto wrong_job = placement::ask_placer(ep, "otherjob", r, 30);
   CHECK_FALSE(wrong_job);
+  // A placer that cannot be there: the name that does not resolve is given.
+  const auto nowhere = placement::ask_placer("tcp://no-such-host.invalid:5700", "placejob", r, 0.2);
+  REQUIRE_FALSE(nowhere);
+  CHECK_THAT(nowhere.status().message(),
+             Catch::Contains("within 0.2 s: its host 'no-such-host.invalid' does not resolve"));
 
   const std::string dir = temp_dir("placer");
   write_file(dir + "/devices.yaml",
