@@ -71,6 +71,14 @@ TEST_CASE("psrt-launch refuses a bad config with exit code 2", "[integration]") 
   test::Proc launch("launch", {test::bin("psrt-launch"), dir + "/bad.yaml"});
   CHECK(launch.wait_exit(30) == 2);
   CHECK_THAT(launch.output(), Catch::Contains("cluster.workers: 'zero' is not an integer"));
+  // A replay job counts no epochs: every worker refused it, once the servers were up.
+  test::write_file(dir + "/replay.yaml",
+                   "job: {epochs: 2}\nmodel: {backend: replay, profile: " +
+                       test::source("tests/integration/data/tiny_profile.yaml") + "}\n");
+  test::Proc replay("launch", {test::bin("psrt-launch"), dir + "/replay.yaml"});
+  CHECK(replay.wait_exit(30) == 2);
+  CHECK_THAT(replay.output(), Catch::Contains("job.iterations: must be set for the replay"));
+  CHECK_THAT(replay.output(), !Catch::Contains("server 0 |"));
 }
 
 TEST_CASE("psrt-launch refuses a job file its processes could not read again (a FIFO, a pipe)",

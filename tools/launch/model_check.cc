@@ -37,6 +37,9 @@ void check_model(const Config& config, bool read_files) {
         "daemons started on a cluster need a plan file (psrt-place --config JOB --out "
         "plan.yaml, then placement.plan: plan.yaml)");
   }
+  if (config.model.backend == "replay" && config.job.iterations == 0) {  // each worker refused
+    throw ConfigError("job.iterations: must be set for the replay backend (it has no epochs)");
+  }
   if (read_files && !config.scheduler.calibration.empty()) {  // read by worker 0 at start
     try {
       (void)sim::load_calibration(config.scheduler.calibration);
