@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <filesystem>
 
 #include "core/plan_yaml.h"
 #include "core/profile.h"
@@ -206,4 +207,29 @@ TEST_CASE("psrt-place --config describes the job's own native network", "[integr
   const ModelDesc m = load_profile(dir + "/mlp.yaml");
   REQUIRE(m.tensors.size() == 4);
   CHECK(m.tensors[0].num_elements == 784 * 48);
+}
+
+TEST_CASE("psrt-place and psrt-sim refuse what would make a plan or a run no reader takes",
+          "[integration][placer]") {
+  const std::string dir = temp_dir("placerefuse");
+  write_file(dir + "/devices.yaml",
+             "devices: [{name: a, memory_gib: 4, gflops: 100}, {name: b, memory_gib: 4, "
+             "gflops: 100}]\nbatch_size: 8\n");
+  const auto refused = [&](std::vector<std::string> argv, const std::string& why) {
+    Proc p("tool", std::move(argv));
+    CHECK(p.wait_exit(60) == std::optional<int>(2));
+    CHECK_THAT(p.output(), Catch::Contains(why));
+  };
+  const std::string profile = source("bench/profiles/lenet5.yaml");
+  // An unknown placer exited 1 after the request was made.
+  refused({bin("psrt-place"), "--profile", profile, "--devices", dir + "/devices.yaml",
+           "--placer", "foo"},
+          "--placer: 'foo' is not a placer (netplacer, ");
+  // 100 micro-batches of a batch of 8: a plan its readers refused.
+  refused({bin("psrt-place"), "--profile", profile, "--devices", dir + "/devices.yaml",
+           "--micro-batches", "100", "--out", dir + "/plan.yaml"},
+          "--micro-batches: 100 micro-batches of a batch of 8");
+  CHECK_FALSE(std::filesystem::exists(dir + "/plan.yaml"));
+  // More servers than a job may have: the shard map's balancing took minutes there.
+  refused({bin("psrt-sim"), "--profile", profile, "--servers", "2000"}, "--servers");
 }
