@@ -87,9 +87,7 @@ Result<std::vector<uint8_t>> read_whole_file(const std::string& path) {
   return bytes;
 }
 
-namespace {
-
-std::string file_prefix(const std::string& job_id, const std::string& role, uint32_t rank) {
+std::string file_safe_id(const std::string& job_id) {
   std::string job = job_id;
   bool replaced = false;
   for (char& ch : job) {
@@ -106,7 +104,13 @@ std::string file_prefix(const std::string& job_id, const std::string& role, uint
     std::snprintf(tag, sizeof tag, "~%08x", crc32_of(std::span(bytes, job_id.size())));
     job += tag;
   }
-  return job + "-" + role + "-" + std::to_string(rank) + "-";
+  return job;
+}
+
+namespace {
+
+std::string file_prefix(const std::string& job_id, const std::string& role, uint32_t rank) {
+  return file_safe_id(job_id) + "-" + role + "-" + std::to_string(rank) + "-";
 }
 
 }  // namespace

@@ -25,6 +25,8 @@ Result<std::vector<uint8_t>> read_whole_file(const std::string& path);
 // letters, digits, '.', '_' and '-' as '_' (and then '~' and the CRC32 of job.id in hex, so that
 // ids differing only there get files of their own), the iteration zero-padded so that names sort
 // by it. Jobs sharing a folder do not touch each other's files.
+// job.id as a part of a file name: the JOB above.
+std::string file_safe_id(const std::string& job_id);
 std::string checkpoint_file(const std::string& dir, const std::string& job_id,
                             const std::string& role, uint32_t rank, uint64_t iteration);
 // That job's ROLE RANK checkpoint files in `dir` by iteration, from their names only.

@@ -4,13 +4,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 
 #include <yaml-cpp/yaml.h>
 
+#include "core/durable_file.h"
 #include "core/status.h"
 #include "core/process.h"
 
@@ -60,12 +60,10 @@ std::string make_plan(const Config& config, const std::string& config_path,
                                            "--max-search-s", limit});
     address = await_prefix(*placer, "PSRT_LISTENING ", timeout);
   }
-  std::string job = config.job.id;  // a '/' in job.id named a folder that is not there
-  for (char& ch : job) {
-    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '.' && ch != '-') ch = '_';
-  }
+  // file_safe_id: a '/' in job.id named a folder that is not there.
   const auto plan = std::filesystem::temp_directory_path() /
-                    ("psrt-" + job + "-" + std::to_string(::getpid()) + "-plan.yaml");
+                    ("psrt-" + file_safe_id(config.job.id) + "-" + std::to_string(::getpid()) +
+                     "-plan.yaml");
   std::vector<std::string> argv{bin_dir + "/psrt-place", "--config", config_path,
                                 "--placer-address", address, "--out", plan.string()};
   for (const auto& s : sets) {
