@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "config/daemon_main.h"
+#include "core/stop_signals.h"
 #include "server/server.h"
 
 int main(int argc, char** argv) {
@@ -12,6 +13,12 @@ int main(int argc, char** argv) {
     // Machine-readable, for psrt-launch and tests that bound port 0.
     std::printf("PSRT_LISTENING %s\n", server.endpoint().c_str());
     std::fflush(stdout);
+    // SIGTERM, SIGINT, SIGHUP: the job is told which server stopped (core/stop_signals.h).
+    psrt::StopSignals stop("psrt-server " + std::to_string(args.rank),
+                           [&server](const std::string& sig) {
+                             return server.request_stop("stopped by " + sig);
+                           });
+    psrt::StopSignals::block_in_this_thread();  // this thread runs the server's I/O loop
     server.run();
   });
 }

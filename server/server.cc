@@ -118,6 +118,11 @@ void Server::run() {
   if (rank_ == 0 && coordinator_->all_registered()) {
     on_membership(coordinator_->membership(), coordinator_->stage_map());
   }
+  const auto looping = [this](bool on) {
+    std::lock_guard lock(stop_mu_);
+    looping_ = on;
+  };
+  looping(true);
   try {
     try {
       messenger_.run({[this] { return done_; },
@@ -135,9 +140,14 @@ void Server::run() {
       abort_job(control_ ? why : "server 0 gave up: " + why);
     }
   } catch (const JobError& e) {
+    looping(false);
     if (coordinator_) tell_latecomers(e.what());
     throw;
+  } catch (...) {
+    looping(false);
+    throw;
   }
+  looping(false);
   timeline_.flush();
   checkpointer_.summarize();
   log_.flush(Clock::now(), true);
@@ -146,7 +156,21 @@ void Server::run() {
                stats_.dropped_replies + error_budget_.dropped());
 }
 
+bool Server::request_stop(const std::string& why) {
+  std::lock_guard lock(stop_mu_);
+  if (!looping_) return false;
+  if (!stop_why_) stop_why_ = why;
+  messenger_.wakeup().notify();
+  return true;
+}
+
 Clock::time_point Server::tick(Clock::time_point now) {
+  std::optional<std::string> stop;
+  {
+    std::lock_guard lock(stop_mu_);
+    stop.swap(stop_why_);
+  }
+  if (stop) abort_job(control_ ? *stop : "server 0 gave up: " + *stop);  // as in run()
   if (control_) return control_->tick(now, have_membership_, started_);
   return coordinator_tick(now);
 }

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <span>
@@ -58,6 +59,9 @@ class Server {
   const std::string& endpoint() const { return endpoint_; }
   // Serves until the shutdown barrier is released. Throws JobError when the job aborts.
   void run();
+  // From any thread (a signal's: core/stop_signals.h): the job ends at the loop's next pass, told
+  // `why` as this server's failure. False when the loop is over (or never ran): nothing to tell.
+  bool request_stop(const std::string& why);
   const ServerStats& stats() const { return stats_; }
 
  private:
@@ -228,6 +232,9 @@ class Server {
   bool have_membership_ = false;
   bool started_ = false;
   bool done_ = false;
+  std::mutex stop_mu_;  // guards the two below (request_stop)
+  std::optional<std::string> stop_why_;
+  bool looping_ = false;
   Liveness liveness_;                // server 0: its heartbeats and the start's deadline
   Clock::time_point last_progress_;  // an update completed, or nobody was waited for
   ServerStats stats_;

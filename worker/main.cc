@@ -6,12 +6,14 @@
 
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <new>
 #include <optional>
 #include <string>
 
 #include "config/daemon_main.h"
 #include "core/abort_notice.h"
+#include "core/stop_signals.h"
 #include "worker/backend.h"
 #include "worker/layer_timing.h"
 #include "worker/ps_client.h"
@@ -76,12 +78,21 @@ void telling_the_job(psrt::PsClient& client, const std::function<void()>& work) 
   }
 }
 
+// SIGTERM, SIGINT, SIGHUP while `client` is open: the job is told which worker stopped, and
+// why (core/stop_signals.h); the others end at once instead of after cluster.peer_timeout_s.
+std::unique_ptr<psrt::StopSignals> stop_signals(psrt::PsClient& client, uint32_t rank) {
+  return std::make_unique<psrt::StopSignals>(
+      "psrt-worker " + std::to_string(rank),
+      [&client](const std::string& sig) { return client.abandon("stopped by " + sig); });
+}
+
 // placement.mode model | hybrid: this worker runs one stage of a replica.
 void run_stage(const psrt::Config& config, uint32_t rank, const std::string& dump) {
   psrt::StageWorker stage(config, rank);
   psrt::Timeline timeline(config.timeline, "worker-" + std::to_string(rank), 1000 + int(rank));
   psrt::PsClient client(config, rank, stage.desc(), [&](uint32_t key) { return stage.param(key); },
                         &timeline, stage.role());
+  const auto stop = stop_signals(client, rank);
   std::optional<std::string> dump_error;
   telling_the_job(client, [&] {
     const auto result = stage.train(client, &timeline);
@@ -139,6 +150,7 @@ void run_replica(const psrt::Config& job_config, uint32_t rank, int arg_rank) {
   psrt::Timeline timeline(config.timeline, "worker-" + std::to_string(rank), 1000 + int(rank));
   psrt::PsClient client(config, rank, timed_desc(config, rank, *backend),
                         [&](uint32_t key) { return backend->param(key); }, &timeline);
+  const auto stop = stop_signals(client, rank);
   std::optional<std::string> dump_error;
   telling_the_job(client, [&] {
     const auto result = psrt::train(config, rank, *backend, client, &timeline);

@@ -152,7 +152,8 @@ class PsClient {
   void finish();
   // This worker fails for a cause of its own (compute, data; not the job's): the I/O thread
   // tells the coordinator why before it closes, so the job ends at once naming it. Thread-safe.
-  void abandon(const std::string& why);
+  // False when the client had failed or finished already: nothing was told.
+  bool abandon(const std::string& why);
 
   const ShardMap& shards() const { return shards_; }
   ClientStats stats() const;

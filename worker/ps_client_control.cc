@@ -33,14 +33,15 @@ void PsClient::refused(const std::string& why) {
   lent_.abandon();
 }
 
-void PsClient::abandon(const std::string& why) {
+bool PsClient::abandon(const std::string& why) {
   std::unique_lock lock(mu_);
-  if (error_ || finished_) return;  // the job's own failure, known to it; or over
+  if (error_ || finished_) return false;  // the job's own failure, known to it; or over
   abandoned_ = why;
   messenger_.wakeup().notify();
   // Until the I/O thread has taken it (report() fails the client), so that the destructor's
   // "worker stopped" cannot end the loop first; bounded, should the loop be stuck.
   cv_.wait_for(lock, std::chrono::seconds(2), [&] { return error_.has_value(); });
+  return true;
 }
 
 void PsClient::report(const std::string& why) {

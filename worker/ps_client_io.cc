@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/stop_signals.h"
 #include "worker/ps_client.h"
 
 namespace psrt {
@@ -33,6 +34,7 @@ wire::Header& PsClient::tensor_header(wire::Header& h, wire::MsgType type, const
 }
 
 void PsClient::io_loop() {
+  StopSignals::block_in_this_thread();  // a stop signal's handler runs elsewhere: no EINTR here
   try {
     wire::Register reg;
     for (const auto& t : model_.tensors) {

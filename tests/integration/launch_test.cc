@@ -231,20 +231,23 @@ TEST_CASE("psrt-launch stops before starting anything when no plan fits", "[inte
 
 namespace {
 
-// The SigBlk (blocked signals) mask of a process, as /proc shows it (hex).
-std::string blocked_signals(pid_t pid) {
+// A signal mask of a process's main thread as /proc shows it: `field` is SigBlk (blocked), SigIgn
+// (ignored) or SigCgt (caught). All ones when it cannot be read.
+uint64_t signal_mask(pid_t pid, const std::string& field) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   for (std::string line; std::getline(in, line);) {
-    if (line.rfind("SigBlk:", 0) == 0) return line.substr(line.find_first_not_of(" \t", 7));
+    if (line.rfind(field + ":", 0) == 0) return std::stoull(line.substr(field.size() + 1), 0, 16);
   }
-  return "?";
+  return ~uint64_t(0);
 }
+
+constexpr uint64_t bit(int sig) { return uint64_t(1) << (sig - 1); }
 
 }  // namespace
 
 // Issue 17, row 4: the launcher blocked INT/TERM/CHLD/HUP for its signalfd and the children kept
 // that mask through exec, so every stop waited out the grace period and ended in SIGKILL.
-TEST_CASE("launched daemons block no signals and a stop ends without SIGKILL",
+TEST_CASE("launched daemons catch SIGTERM, block only what they take, and stop without SIGKILL",
           "[integration][issue17]") {
   const std::string dir = test::temp_dir("launch");
   const std::string cfg = long_job(dir);
@@ -255,7 +258,11 @@ TEST_CASE("launched daemons block no signals and a stop ends without SIGKILL",
   REQUIRE(procs.size() == 4);
   for (const auto& [pid, cmd] : procs) {
     INFO(cmd);
-    CHECK(blocked_signals(pid) == "0000000000000000");
+    // A server's main thread runs its I/O loop, which keeps the stop signals from itself: their
+    // handler runs on a thread of its own (core/stop_signals.h). Nothing else is blocked.
+    CHECK((signal_mask(pid, "SigBlk") & ~(bit(SIGTERM) | bit(SIGINT) | bit(SIGHUP))) == 0);
+    CHECK((signal_mask(pid, "SigCgt") & bit(SIGTERM)) != 0);  // SIGTERM is told to the job
+    CHECK((signal_mask(pid, "SigIgn") & bit(SIGINT)) != 0);   // Ctrl-C is the launcher's
   }
   launch.kill(SIGINT);
   const auto rc = launch.wait_exit(50);  // well inside the 60 s grace: SIGTERM did it

@@ -1,6 +1,7 @@
 // Killing one process of a running job (2 servers, 2 workers, replay backend) makes every other
 // process exit with an error naming the lost peer, within the configured peer timeout (checked
-// against a generous deadline: behaviour, not timing).
+// against a generous deadline: behaviour, not timing). Stopping one with a signal ends the job
+// naming it, whatever the peer timeout.
 #include <catch2/catch.hpp>
 #include <signal.h>
 
@@ -18,10 +19,10 @@ namespace {
 constexpr double kPeerTimeout = 1.5;
 constexpr double kDeadline = kPeerTimeout + 15;
 
-std::string job_yaml() {
+std::string job_yaml(double peer_timeout) {
   return "job: {id: lost, iterations: 1000000, log_every: 0}\n"
          "cluster: {servers: 2, workers: 2, start_timeout_s: 60, heartbeat_s: 0.2, "
-         "peer_timeout_s: 1.5}\n"
+         "peer_timeout_s: " + std::to_string(peer_timeout) + "}\n"
          "model: {backend: replay, profile: '" +
          source("tests/integration/data/tiny_profile.yaml") +
          "'}\n"
@@ -33,10 +34,10 @@ struct Cluster {
   std::vector<std::unique_ptr<Proc>> procs;  // server 0, server 1, worker 0, worker 1
   std::vector<std::string> names;
 
-  Cluster() {
+  explicit Cluster(double peer_timeout = kPeerTimeout) {
     const std::string dir = temp_dir("lost");
     const std::string cfg = dir + "/job.yaml";
-    write_file(cfg, job_yaml());
+    write_file(cfg, job_yaml(peer_timeout));
     Daemons d = start_daemons(cfg, 2, 2);
     INFO(d.procs[0]->output());
     REQUIRE(d.started);
@@ -58,7 +59,27 @@ struct Cluster {
       CHECK_THAT(procs[i]->output(), Catch::Contains("job failed"));
     }
   }
+
+  // Sends `sig` to process `victim`, whose peers wait out a peer timeout far longer than the
+  // deadline: every process, the victim too, must end with the job's failure naming `stopped`.
+  // (The victim itself says only why it stops.)
+  void stop_and_check(std::size_t victim, int sig, const std::string& signal,
+                      const std::string& stopped) {
+    procs[victim]->kill(sig);
+    for (std::size_t i = 0; i < procs.size(); ++i) {
+      const auto rc = procs[i]->wait_exit(kDeadline);
+      INFO(names[i] << " output:\n" << procs[i]->output());
+      REQUIRE(rc.has_value());  // else it is still running past the deadline
+      CHECK(*rc == 1);
+      CHECK_THAT(procs[i]->output(), Catch::Contains(i == victim ? "stopped by " + signal : stopped));
+      CHECK_THAT(procs[i]->output(), Catch::Contains("job failed"));
+      CHECK_THAT(procs[i]->output(), !Catch::Contains("lost"));
+    }
+  }
 };
+
+// Far beyond kDeadline: a stop told to the job cannot be mistaken for a silence found.
+constexpr double kLongPeerTimeout = 600;
 
 }  // namespace
 
@@ -75,4 +96,22 @@ TEST_CASE("a killed server makes every other process exit naming it", "[integrat
 TEST_CASE("a killed coordinator makes every other process exit naming it", "[integration][lost]") {
   Cluster c;
   c.kill_and_check(0, "server 0");
+}
+
+// A daemon told to stop tells its job why (core/stop_signals.h): the others end at once, naming
+// it and the signal, where they waited out cluster.peer_timeout_s before.
+TEST_CASE("a worker sent SIGTERM ends the job naming it", "[integration][lost]") {
+  Cluster c(kLongPeerTimeout);
+  c.stop_and_check(3, SIGTERM, "SIGTERM", "worker 1 gave up: stopped by SIGTERM");
+}
+
+TEST_CASE("a server sent SIGHUP ends the job naming it", "[integration][lost]") {
+  Cluster c(kLongPeerTimeout);
+  c.stop_and_check(1, SIGHUP, "SIGHUP", "server 1 gave up: stopped by SIGHUP");
+}
+
+// (SIGINT is ignored here: these processes are started as psrt-launch starts its children.)
+TEST_CASE("a coordinator sent SIGTERM ends the job naming it", "[integration][lost]") {
+  Cluster c(kLongPeerTimeout);
+  c.stop_and_check(0, SIGTERM, "SIGTERM", "server 0 gave up: stopped by SIGTERM");
 }
