@@ -59,8 +59,26 @@ Config parse_config(const std::string& yaml_text, const std::string& where,
   }
 }
 
+namespace {
+// A file whose YAML holds nothing: empty, blank or comments only.
+bool holds_nothing(const std::string& text) {
+  try {
+    const YAML::Node root = YAML::Load(text);
+    return !root || root.IsNull();
+  } catch (const YAML::Exception&) {
+    return false;  // parse_config names the error
+  }
+}
+}  // namespace
+
 Config load_config(const std::string& path, const std::vector<std::string>& sets) {
   const std::string text = read_config_file(path);
+  // A job file emptied by a failed copy, or the wrong file, ran the defaults as if all was well.
+  if (holds_nothing(text)) {
+    throw ConfigError(path + ": the file sets nothing (" +
+                      (text.empty() ? "it is empty" : "blank or comments only") +
+                      "); a job file sets at least job.id and the model (docs/config.md)");
+  }
   const auto dir = std::filesystem::path(path).parent_path().string();
   return parse_config(text, path, sets, dir.empty() ? "." : dir);
 }

@@ -93,7 +93,9 @@ bool YamlReader::has(const std::string& key) const {
 YamlReader YamlReader::child(const std::string& key) const {
   used_.insert(key);
   YAML::Node sub = node_.IsMap() ? node_[key] : YAML::Node();
-  if (sub && !sub.IsNull() && !sub.IsMap()) fail(key, "must be a mapping");
+  // `job:` with nothing after it (or --set job=) reset the whole section to its defaults, silently.
+  if (sub && sub.IsNull()) fail(key, "has no value (leave the section out for its defaults)");
+  if (sub && !sub.IsMap()) fail(key, "must be a mapping");
   return YamlReader(sub ? sub : YAML::Node(YAML::NodeType::Map), full(key), where_);
 }
 

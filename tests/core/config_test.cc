@@ -262,6 +262,14 @@ TEST_CASE("relative paths resolve against the config file's folder", "[config]")
     CHECK(got == dir + "/profiles/tiny.yaml");
     std::filesystem::remove_all(cwd_dir);
   }
+  SECTION("a file that sets nothing is refused, where it trained the defaults") {
+    for (const std::string& text : {std::string(), std::string("\n  \n"),
+                                    std::string("# job: {id: x}\n---\n")}) {
+      INFO("file: '" << text << "'");
+      write(dir + "/blank.yaml", text);
+      CHECK_THROWS_WITH(load_config(dir + "/blank.yaml"), Catch::Contains("sets nothing"));
+    }
+  }
   SECTION("a missing file is a ConfigError naming it") {
     try {
       (void)load_config(dir + "/nope.yaml");

@@ -125,3 +125,14 @@ TEST_CASE("Strings that are not UTF-8 are refused naming the key", "[config][utf
   CHECK_THAT(error_of("job: {id: \"a\\nb\"}"),
              Contains("job.id: holds the control character 0x0a"));
 }
+
+// A section present without a value (`job:` and nothing under it, or --set job=) reset the whole
+// section to its defaults, silently: job.id became psrt, checkpoints were not written.
+TEST_CASE("a section with no value is refused, naming it", "[config]") {
+  CHECK_THAT(error_of("job:\ncluster: {workers: 2}\n"),
+             Catch::Contains("job: has no value"));
+  CHECK_THAT(error_of("cluster: {workers: 2}\ncheckpoint: ~\n"),
+             Catch::Contains("checkpoint: has no value"));
+  CHECK_THAT(error_of("job: {id: x}\n", {"job="}), Catch::Contains("job: has no value"));
+  CHECK(parse_config("cluster: {workers: 2}\n", "job.yaml").job.id == "psrt");  // left out: defaults
+}
