@@ -31,6 +31,16 @@ Checkpointer::Checkpointer(const Config& config, uint32_t rank)
       last_(Clock::now()),
       writer_(config_.dir, job_id_, rank, config_.keep) {}
 
+void Checkpointer::fresh_start() {
+  std::error_code ec;
+  for (const auto& path : stale_) std::filesystem::remove(path, ec);
+  if (!stale_.empty()) {
+    spdlog::info("fresh start: removed {} checkpoint(s) of server {} from {}", stale_.size(),
+                 rank_, config_.dir);
+  }
+  stale_.clear();
+}
+
 std::vector<uint64_t> Checkpointer::start() {
   if (!enabled()) return {};
   std::error_code ec;
@@ -48,11 +58,7 @@ std::vector<uint64_t> Checkpointer::start() {
   std::filesystem::remove(probe, ec);
   const auto files = list_checkpoints(config_.dir, job_id_, rank_);
   if (!config_.resume) {
-    for (const auto& [iteration, path] : files) std::filesystem::remove(path, ec);
-    if (!files.empty()) {
-      spdlog::info("fresh start: removed {} checkpoint(s) of server {} from {}", files.size(),
-                   rank_, config_.dir);
-    }
+    for (const auto& [iteration, path] : files) stale_.push_back(path);
     return {};
   }
   std::vector<uint64_t> usable;

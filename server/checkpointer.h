@@ -26,10 +26,14 @@ class Checkpointer {
   Checkpointer(const Config& config, uint32_t rank);
 
   bool enabled() const { return !config_.dir.empty(); }
-  // Start-up. Fresh run: removes this server's old checkpoint files. --resume: checks every one
-  // of them and returns the iterations of those that are complete and this job's (a rejected file
-  // is logged with the reason). Throws ConfigError when resuming finds none.
+  // Start-up. Fresh run: notes this server's old checkpoint files, for fresh_start(). --resume:
+  // checks every one of them and returns the iterations of those that are complete and this
+  // job's (a rejected file is logged with the reason). Throws ConfigError when resuming finds none.
   std::vector<uint64_t> start();
+  // Once the coordinator has found the whole job starting fresh (the membership): removes the
+  // files start() noted. Not at start-up: a process started without --resume beside others
+  // that resume (by hand) deleted its files before the coordinator refused the mix.
+  void fresh_start();
   // After chunk `c` completed its update to c.iteration: copies it if that iteration is
   // checkpointed, and writes the file once every chunk of the table has been copied.
   void on_update(const ChunkState& c, const ChunkTable& table);
@@ -60,6 +64,7 @@ class Checkpointer {
     std::size_t copied = 0;
   };
   std::map<uint64_t, Pending> pending_;
+  std::vector<std::string> stale_;  // a fresh run's old files, removed by fresh_start()
   CheckpointWriter writer_;  // last: its destructor finishes the writes before the rest goes
 };
 

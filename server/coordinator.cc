@@ -232,10 +232,13 @@ void Coordinator::set_resume_point(wire::Membership& m) const {
   std::string have;
   // Every server, and the workers that checkpoint their compression state.
   for (const auto& [peer, r] : registrations_) {
-    if (peer.role == wire::SERVER && r.resume() != self_reg.resume()) {
-      throw std::runtime_error("server 0 was started " +
-                               std::string(self_reg.resume() ? "with" : "without") +
-                               " --resume, " + describe(peer) + " was not");
+    // Workers too: one started fresh beside resuming servers lost its codec state, one that
+    // resumes beside fresh servers was ignored.
+    if (r.resume() != self_reg.resume()) {
+      throw std::runtime_error(describe(peer) + " was started " +
+                               (r.resume() ? "with" : "without") + " --resume, server 0 " +
+                               (self_reg.resume() ? "with" : "without") +
+                               " it: start every process of the job alike");
     }
     if (peer.role != wire::SERVER && !(peer.role == wire::WORKER && r.codec_state())) continue;
     std::set<uint64_t> both;

@@ -124,6 +124,7 @@ void Server::on_membership(const wire::Membership& m, const wire::StageMap& stag
     abort_job("server " + std::to_string(rank_) + " has not enough memory for its " +
               "share of the model");
   }
+  if (!m.resume()) checkpointer_.fresh_start();
   if (m.resume()) {
     if (Status st = checkpointer_.restore(chunks_, m.resume_iteration()); !st)
       abort_job(st.message());

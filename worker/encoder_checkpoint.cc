@@ -8,13 +8,17 @@
 
 #include "core/byte_io.h"
 #include "core/durable_file.h"
+#include "core/wire.h"
 
 namespace psrt {
 
 namespace {
 
 constexpr char kMagic[8] = {'P', 'S', 'R', 'T', 'W', 'K', 'P', 'T'};
-constexpr uint32_t kVersion = 1;
+// 2: the codec's name after the iteration (a file of another codec's was loaded as this one's,
+// or refused as "truncated"). 1 is still read.
+constexpr uint32_t kVersion = 2;
+constexpr uint32_t kMaxCodecName = 64;
 // A worker is up to an interval ahead of the servers, which are up to one iteration apart: two
 // more files than the servers keep always include the iteration they have in common.
 constexpr int kExtraKept = 2;
@@ -26,18 +30,27 @@ EncoderCheckpointer::EncoderCheckpointer(const Config& config, uint32_t rank)
       job_id_(config.job.id),
       rank_(rank),
       workers_(uint32_t(config.cluster.workers)),
+      codec_(config.compression.codec),
       enabled_(!config.checkpoint.dir.empty() && config.checkpoint.every > 0 &&
                config.compression.codec != "none") {}
 
 std::vector<uint64_t> EncoderCheckpointer::start() {
-  if (!enabled_) return {};
+  if (config_.dir.empty()) return {};
   std::error_code ec;
-  std::filesystem::create_directories(config_.dir, ec);
-  const auto files = list_checkpoint_files(config_.dir, job_id_, "worker", rank_);
   if (!config_.resume) {
-    for (const auto& [iteration, path] : files) std::filesystem::remove(path, ec);
+    // Also when this run writes none (no codec, every_s only): an earlier run's files left
+    // behind were loaded by a later --resume, their residuals added to this run's parameters.
+    if (std::filesystem::is_directory(config_.dir, ec)) {
+      for (const auto& [iteration, path] :
+           list_checkpoint_files(config_.dir, job_id_, "worker", rank_)) {
+        stale_.push_back(path);
+      }
+    }
+    if (enabled_) std::filesystem::create_directories(config_.dir, ec);
     return {};
   }
+  if (!enabled_) return {};
+  const auto files = list_checkpoint_files(config_.dir, job_id_, "worker", rank_);
   std::vector<uint64_t> usable;
   std::string first_error;
   for (const auto& [iteration, path] : files) {
@@ -58,6 +71,16 @@ std::vector<uint64_t> EncoderCheckpointer::start() {
   return usable;
 }
 
+void EncoderCheckpointer::fresh_start() {
+  std::error_code ec;
+  for (const auto& path : stale_) std::filesystem::remove(path, ec);
+  if (!stale_.empty()) {
+    spdlog::info("fresh start: removed {} checkpoint(s) of worker {} from {}", stale_.size(),
+                 rank_, config_.dir);
+  }
+  stale_.clear();
+}
+
 void EncoderCheckpointer::maybe_write(uint64_t iteration, const GradEncoder& encoder) {
   if (!enabled_ || iteration == 0 || iteration % uint64_t(config_.every) != 0) return;
   ByteWriter w;
@@ -68,6 +91,8 @@ void EncoderCheckpointer::maybe_write(uint64_t iteration, const GradEncoder& enc
   w.put<uint32_t>(rank_);
   w.put<uint32_t>(workers_);
   w.put<uint64_t>(iteration);
+  w.put<uint32_t>(uint32_t(codec_.size()));
+  w.bytes(codec_.data(), codec_.size());
   const std::string path = checkpoint_file(config_.dir, job_id_, "worker", rank_, iteration);
   Status st = encoder.save_state(w);
   if (st) {
@@ -99,8 +124,9 @@ Status EncoderCheckpointer::check(const std::string& path, uint64_t iteration,
     return bad("checksum mismatch (truncated or corrupt)");
   }
   ByteReader r(std::span<const uint8_t>(b).subspan(sizeof kMagic, b.size() - sizeof kMagic - 4));
-  if (const auto v = r.get<uint32_t>(); v != kVersion) {
-    return bad("format version " + std::to_string(v) + ", this build reads version " +
+  const auto version = r.get<uint32_t>();
+  if (version != kVersion && version != 1) {
+    return bad("format version " + std::to_string(version) + ", this build reads versions 1 to " +
                std::to_string(kVersion));
   }
   const auto id_len = r.get<uint32_t>();
@@ -116,6 +142,16 @@ Status EncoderCheckpointer::check(const std::string& path, uint64_t iteration,
                " of " + std::to_string(workers) + " at iteration " + std::to_string(it) +
                "; this is job '" + job_id_ + "', worker " + std::to_string(rank_) + " of " +
                std::to_string(workers_) + " at iteration " + std::to_string(iteration));
+  }
+  if (version >= 2) {
+    const auto len = r.get<uint32_t>();
+    if (r.failed() || len > kMaxCodecName || len > r.left()) return bad("truncated codec name");
+    std::string codec(len, '\0');
+    r.take(codec.data(), len);
+    if (codec != codec_) {
+      return bad("written with compression.codec " + printable(codec) + ", this job's is " +
+                 codec_ + ": that state cannot be carried over");
+    }
   }
   if (!use) return Status::ok();
   if (Status st = use(r); !st) return bad(st.message());

@@ -2,8 +2,9 @@
 // one iteration to the next (error-feedback residuals, momentum correction, LACO's calibration),
 // written at the top of each checkpointed iteration beside the servers' files as
 // JOB-worker-RANK-ITERATION.ckpt. Only with a compression codec and checkpoint.every (a worker
-// cannot follow the servers' every_s clocks). Layout: "PSRTWKPT", u32 version, string job id,
-// u32 rank, u32 workers, u64 iteration, the encoder's bytes, u32 CRC32 of all before it.
+// cannot follow the servers' every_s clocks). Layout: "PSRTWKPT", u32 version (2), string job
+// id, u32 rank, u32 workers, u64 iteration, string codec (compression.codec; not in version 1),
+// the encoder's bytes, u32 CRC32 of all before it. Strings: u32 length, then the bytes.
 #pragma once
 
 #include <cstdint>
@@ -24,10 +25,13 @@ class EncoderCheckpointer {
 
   // Whether this worker writes checkpoints (and needs one to resume).
   bool enabled() const { return enabled_; }
-  // Start-up, as Checkpointer::start on the servers: fresh run, removes this worker's old files;
-  // --resume, returns the iterations of its usable files (a rejected one is logged; none at all
-  // is a warning: the job resumes with this worker's codec state empty).
+  // Start-up, as Checkpointer::start on the servers: fresh run, notes this worker's old files
+  // (with a codec or not) for fresh_start(); --resume, returns the iterations of its usable files
+  // (a rejected one, another codec's among them, is logged; none at all is a warning: the job
+  // resumes with this worker's codec state empty).
   std::vector<uint64_t> start();
+  // Once the membership says the job starts fresh: removes the files start() noted.
+  void fresh_start();
   // At the top of iteration `iteration`: writes the encoder's state if it is a checkpoint
   // iteration. A failure is logged; the run carries on.
   void maybe_write(uint64_t iteration, const GradEncoder& encoder);
@@ -43,7 +47,9 @@ class EncoderCheckpointer {
   CheckpointConfig config_;
   std::string job_id_;
   uint32_t rank_, workers_;
+  std::string codec_;  // compression.codec
   bool enabled_;
+  std::vector<std::string> stale_;  // a fresh run's old files, removed by fresh_start()
 };
 
 }  // namespace psrt

@@ -218,11 +218,16 @@ TEST_CASE("a truncated or foreign checkpoint is refused naming the file",
   CHECK_THAT(unwritable.output(), Catch::Contains("checkpoint.dir: cannot write in '" + dir +
                                                   "/ckpt'"));
   std::filesystem::remove_all(probe_tmp);
-  // A fresh start (no --resume) of job 'other' removes its own old files only. Alone it gives up
-  // waiting for a coordinator it never heard from: a start-up error.
+  // A fresh start (no --resume) removes old files only once the job has started: alone, server 1
+  // gives up waiting for a coordinator it never heard from (a start-up error), removing nothing.
   test::Proc fresh("server", {test::bin("psrt-server"), "--config", cfg, "--rank", "1", "--set",
                               "job.id=other", "--set", "cluster.start_timeout_s=0.5"});
   CHECK(fresh.wait_exit(30) == 2);
+  CHECK(std::filesystem::exists(copy));
+  // A whole fresh job 'other' removes its own old files, and only those.
+  test::Proc other("launch", {test::bin("psrt-launch"), cfg, "--set", "job.id=other", "--set",
+                              "job.iterations=2"});
+  CHECK(other.wait_exit(120) == 0);
   CHECK_FALSE(std::filesystem::exists(copy));
   CHECK(list_checkpoints(dir + "/ckpt", "ckpt", 1).size() == 2);
 }
@@ -275,4 +280,74 @@ TEST_CASE("a corrupt worker checkpoint is refused naming it, and the job resumes
   CHECK(rc == 0);
   CHECK_THAT(resume.output(), Catch::Contains(newest + " rejected: checksum mismatch"));
   CHECK_THAT(resume.output(), Catch::Contains("resuming from the checkpoint of iteration 15"));
+}
+
+namespace {
+
+// Every checkpoint file of the job: servers' and workers'.
+std::size_t checkpoint_files(const std::string& dir) {
+  std::size_t n = 0;
+  for (uint32_t s = 0; s < 2; ++s) n += list_checkpoints(dir, "ckpt", s).size();
+  for (uint32_t w = 0; w < kWorkers; ++w) {
+    n += list_checkpoint_files(dir, "ckpt", "worker", w).size();
+  }
+  return n;
+}
+
+// Daemons started by hand, the servers with `server_args`, the workers with `worker_arg` (if not
+// empty): every one must end non-zero, server 0 saying `why`.
+void refused_mix(const std::string& cfg, const std::vector<std::string>& server_args,
+                 const std::string& worker_arg, const std::string& why) {
+  std::vector<std::vector<std::string>> worker_args;
+  if (!worker_arg.empty()) worker_args.assign(kWorkers, {worker_arg});
+  test::Daemons d = test::start_daemons(cfg, 2, kWorkers, worker_args, server_args);
+  for (std::size_t i = 0; i < d.procs.size(); ++i) {
+    const auto rc = d.procs[i]->wait_exit(60);
+    INFO(d.names[i] << ":\n" << d.procs[i]->output());
+    CHECK((rc && *rc != 0));
+  }
+  INFO(d.procs[0]->output());
+  CHECK_THAT(d.procs[0]->output(), Catch::Contains(why));
+}
+
+}  // namespace
+
+TEST_CASE("processes that disagree on --resume are refused before any checkpoint is removed",
+          "[integration][checkpoint]") {
+  const std::string dir = test::temp_dir("ckpt-mix");
+  Job job = kMlp;
+  job.iterations = 10;
+  job.extra = "compression: {codec: topk, density: 0.05}\n";
+  const std::string cfg = job_config(dir, job);
+  test::Proc first("launch", {test::bin("psrt-launch"), cfg});
+  REQUIRE(first.wait_exit(120) == 0);
+  const std::size_t files = checkpoint_files(dir + "/ckpt");
+  REQUIRE(files == 2 * 2 + 2 * kWorkers);  // iterations 5 and 10, every process
+  // The workers started fresh deleted their codec state before the coordinator refused the mix;
+  // resuming ones beside fresh servers were not refused at all, their --resume ignored.
+  refused_mix(cfg, {"--resume"}, "",
+              "worker 0 was started without --resume, server 0 with it");
+  CHECK(checkpoint_files(dir + "/ckpt") == files);
+  refused_mix(cfg, {}, "--resume", "worker 0 was started with --resume, server 0 without it");
+  CHECK(checkpoint_files(dir + "/ckpt") == files);
+
+  // Another codec's state is not this one's: the workers restart theirs, saying why (it was
+  // refused as "truncated", or loaded: top-k's residuals into Gradient Dropping).
+  test::Proc laco("resume", {test::bin("psrt-launch"), cfg, "--resume", "--set",
+                             "compression.codec=graddrop", "--set", "job.iterations=15"});
+  const auto rc = laco.wait_exit(120);
+  INFO(laco.output());
+  CHECK(rc == 0);
+  CHECK_THAT(laco.output(), Catch::Contains("written with compression.codec topk, this job's "
+                                            "is graddrop"));
+  CHECK_THAT(laco.output(), Catch::Contains("resuming from the checkpoint of iteration 10"));
+
+  // A fresh run without a codec removes the workers' old files too (a later --resume loaded
+  // them, adding an earlier run's residuals to this one's parameters).
+  test::Proc plain("launch", {test::bin("psrt-launch"), cfg, "--set", "compression.codec=none"});
+  REQUIRE(plain.wait_exit(120) == 0);
+  for (uint32_t w = 0; w < kWorkers; ++w) {
+    CHECK(list_checkpoint_files(dir + "/ckpt", "ckpt", "worker", w).empty());
+  }
+  CHECK(list_checkpoints(dir + "/ckpt", "ckpt", 0).size() == 2);  // this run's
 }

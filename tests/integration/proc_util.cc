@@ -50,7 +50,8 @@ void write_file(const std::string& path, const std::string& text) {
 }
 
 Daemons start_daemons(const std::string& cfg, int servers, int workers,
-                      const std::vector<std::vector<std::string>>& worker_args) {
+                      const std::vector<std::vector<std::string>>& worker_args,
+                      const std::vector<std::string>& server_args) {
   Daemons d;
   auto start = [&](const std::string& program, const std::string& role, int rank,
                    const std::string& coordinator) {
@@ -60,6 +61,7 @@ Daemons start_daemons(const std::string& cfg, int servers, int workers,
     if (role == "worker" && std::size_t(rank) < worker_args.size()) {
       argv.insert(argv.end(), worker_args[rank].begin(), worker_args[rank].end());
     }
+    if (role == "server") argv.insert(argv.end(), server_args.begin(), server_args.end());
     d.procs.push_back(std::make_unique<Proc>(d.names.back(), std::move(argv)));
   };
   start("psrt-server", "server", 0, "tcp://127.0.0.1:0");

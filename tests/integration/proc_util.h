@@ -43,7 +43,8 @@ pid_t daemon_pid(const std::string& needle, const std::string& program, int rank
 // listens, servers 1 .. servers-1 and workers 0 .. workers-1 against it, all with `cfg`.
 // procs and names in that order; endpoint is empty (and only server 0 runs) if it never listened;
 // started: server 0 passed the start barrier (within 30 s). `worker_args` adds arguments to
-// worker w's command line (worker_args[w], where there is one: e.g. "--set", "key=value").
+// worker w's command line (worker_args[w], where there is one: e.g. "--set", "key=value");
+// `server_args` to every server's.
 struct Daemons {
   std::vector<std::unique_ptr<Proc>> procs;
   std::vector<std::string> names;
@@ -51,7 +52,8 @@ struct Daemons {
   bool started = false;
 };
 Daemons start_daemons(const std::string& cfg, int servers, int workers,
-                      const std::vector<std::vector<std::string>>& worker_args = {});
+                      const std::vector<std::vector<std::string>>& worker_args = {},
+                      const std::vector<std::string>& server_args = {});
 // Non-empty lines in `s`.
 std::size_t count_lines(const std::string& s);
 

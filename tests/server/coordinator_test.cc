@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -239,13 +240,17 @@ wire::Register resuming(int port, std::vector<uint64_t> checkpoints, bool resume
   return r;
 }
 
-Coordinator with_servers(const wire::Register& s0, const wire::Register& s1) {
+// The workers start as server 0 does, unless `worker_resume` says otherwise.
+Coordinator with_servers(const wire::Register& s0, const wire::Register& s1,
+                         std::optional<bool> worker_resume = std::nullopt) {
   const auto t0 = Clock::now();
   Coordinator c(2, 2, chunked(4096));
   REQUIRE(c.on_register(kS0, s0, t0));
   REQUIRE(c.on_register(kS1, s1, t0));
-  REQUIRE(c.on_register(kW0, worker_reg(kModel), t0));
-  REQUIRE(c.on_register(kW1, worker_reg(kModel), t0));
+  wire::Register w = worker_reg(kModel);
+  w.set_resume(worker_resume.value_or(s0.resume()));
+  REQUIRE(c.on_register(kW0, w, t0));
+  REQUIRE(c.on_register(kW1, w, t0));
   return c;
 }
 
@@ -267,7 +272,15 @@ TEST_CASE("resume: no common checkpoint or a server without --resume is refused,
                     Catch::Contains("no checkpoint iteration is common to every server") &&
                         Catch::Contains("server 1: 1 checkpoint(s) up to iteration 15"));
   auto mixed = with_servers(resuming(1, {10}), resuming(2, {10}, false));
-  CHECK_THROWS_WITH(mixed.membership(), Catch::Contains("server 1 was not"));
+  CHECK_THROWS_WITH(mixed.membership(),
+                    Catch::Contains("server 1 was started without --resume, server 0 with it"));
+  // Workers too: a fresh one deleted its codec state, a resuming one was ignored.
+  auto fresh_workers = with_servers(resuming(1, {10}), resuming(2, {10}), false);
+  CHECK_THROWS_WITH(fresh_workers.membership(),
+                    Catch::Contains("worker 0 was started without --resume, server 0 with it"));
+  auto resuming_workers = with_servers(resuming(1, {}, false), resuming(2, {}, false), true);
+  CHECK_THROWS_WITH(resuming_workers.membership(),
+                    Catch::Contains("worker 0 was started with --resume, server 0 without it"));
 }
 
 TEST_CASE("worker 0's grouping plan reaches every worker, unusable ones are refused",
