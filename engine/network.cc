@@ -7,6 +7,7 @@
 #include "engine/arch_builders.h"
 #include "engine/init.h"
 #include "engine/layer.h"
+#include "engine/predictions.h"
 #include "engine/softmax_xent.h"
 
 namespace psrt::engine {
@@ -142,11 +143,7 @@ double Network::evaluate(const float* images, const int32_t* labels, int n, int 
     for (std::size_t i = 0; i < logits; ++i) {
       layers_[i]->forward(eval_acts_[i].data(), eval_acts_[i + 1].data(), m, false);
     }
-    for (int r = 0; r < m; ++r) {
-      const float* z = eval_acts_[logits].data() + static_cast<std::size_t>(r) * k;
-      const auto best = static_cast<int32_t>(std::max_element(z, z + k) - z);
-      if (best == labels[start + r]) ++correct;
-    }
+    correct += count_correct(eval_acts_[logits].data(), labels + start, std::size_t(m), k);
   }
   return static_cast<double>(correct) / n;
 }

@@ -9,6 +9,7 @@
 #include "engine/dropout.h"
 #include "engine/init.h"
 #include "engine/layer.h"
+#include "engine/predictions.h"
 #include "engine/softmax_xent.h"
 
 namespace psrt::engine {
@@ -153,12 +154,7 @@ int64_t StageNet::eval_correct(uint32_t slot) const {
   if (s.labels.size() != std::size_t(s.n)) throw std::logic_error("StageNet: no labels");
   const auto k = std::size_t(classes_);
   const std::vector<float>& logits = s.acts[layers_.size() - 1];
-  int64_t correct = 0;
-  for (int r = 0; r < s.n; ++r) {
-    const float* z = logits.data() + std::size_t(r) * k;
-    if (std::max_element(z, z + k) - z == s.labels[std::size_t(r)]) ++correct;
-  }
-  return correct;
+  return count_correct(logits.data(), s.labels.data(), std::size_t(s.n), k);
 }
 
 std::span<const float> StageNet::output(uint32_t slot) const {

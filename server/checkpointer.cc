@@ -151,7 +151,8 @@ Status Checkpointer::restore(ChunkTable& table, uint64_t iteration) {
   if (s->chunks.size() != table.size()) {
     return bad("it holds " + std::to_string(s->chunks.size()) + " chunks, this server's share of " +
                "the model has " + std::to_string(table.size()) +
-               " (another model or scheduler.chunk_bytes?)");
+               " (another model, scheduler.mode or scheduler.chunk_bytes? They lay the model "
+               "out in chunks: resume with the run's own)");
   }
   for (uint32_t i = 0; i < table.size(); ++i) {
     ChunkSnapshot& k = s->chunks[i];

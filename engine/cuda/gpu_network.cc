@@ -9,6 +9,7 @@
 #include "engine/cuda/gpu_layers.h"
 #include "engine/layer.h"
 #include "engine/network.h"
+#include "engine/predictions.h"
 
 namespace psrt::engine::cuda {
 
@@ -123,11 +124,7 @@ double GpuNetwork::evaluate(const float* images, const int32_t* labels, int n, i
     // The argmax on the host, as Network::evaluate takes it (the first maximum wins).
     z.resize(rows * k);
     copy_to_host(z.data(), d.eval_acts[logits].data(), z.size());
-    for (std::size_t r = 0; r < rows; ++r) {
-      const float* row = z.data() + r * k;
-      const auto best = static_cast<int32_t>(std::max_element(row, row + k) - row);
-      if (best == labels[static_cast<std::size_t>(start) + r]) ++correct;
-    }
+    correct += count_correct(z.data(), labels + start, rows, k);
   }
   return static_cast<double>(correct) / n;
 }

@@ -12,6 +12,7 @@
 #include "engine/cuda/gpu_layers.h"
 #include "engine/init.h"
 #include "engine/layer.h"
+#include "engine/predictions.h"
 #include "engine/stage_net.h"
 
 namespace psrt::engine::cuda {
@@ -202,12 +203,7 @@ int64_t GpuStageNet::eval_correct(uint32_t slot) const {
   // The argmax on the host, as StageNet takes it (the first maximum wins).
   std::vector<float> logits(rows(s.n) * k);
   copy_to_host(logits.data(), s.acts[dev_->stack.size()].data(), logits.size());
-  int64_t correct = 0;
-  for (std::size_t r = 0; r < rows(s.n); ++r) {
-    const float* z = logits.data() + r * k;
-    if (std::max_element(z, z + k) - z == s.host_labels[r]) ++correct;
-  }
-  return correct;
+  return count_correct(logits.data(), s.host_labels.data(), rows(s.n), k);
 }
 
 std::span<const float> GpuStageNet::output(uint32_t slot) const {

@@ -9,6 +9,7 @@
 #include "core/status.h"
 #include "tests/engine/reference.h"
 #include "engine/network.h"
+#include "engine/predictions.h"
 
 using namespace psrt::engine;
 using namespace psrt::engine::testing;
@@ -262,4 +263,27 @@ TEST_CASE("evaluate counts argmax hits over ragged chunks and keeps the batch st
   const std::vector<int32_t> bad_labels = {0, 3};
   CHECK_THROWS_AS(net->set_batch(images.data(), bad_labels.data(), 2), std::invalid_argument);
   CHECK_THROWS_AS(net->set_batch(images.data(), labels.data(), 0), std::invalid_argument);
+}
+
+// A model that diverged in its last updates (outputs NaN) was reported at 1 / classes accuracy,
+// max_element over NaN picking class 0, and the job exited 0.
+TEST_CASE("evaluation refuses a model whose outputs are not finite, saying how many",
+          "[engine][network]") {
+  auto net = build_network(NetSpec{}, 1);
+  const int n = 6;
+  std::vector<float> x(std::size_t(n) * net->input_size(), 0.5f);
+  std::vector<int32_t> labels(n, 0);
+  const double before = net->evaluate(x.data(), labels.data(), n, 4);
+  CHECK((before >= 0.0 && before <= 1.0));
+  auto w = net->param(net->desc().tensors.back().key);  // the last layer: ReLU takes NaN for 0
+  std::fill(w.begin(), w.end(), std::numeric_limits<float>::quiet_NaN());
+  CHECK_THROWS_WITH(net->evaluate(x.data(), labels.data(), n, 4),
+                    Catch::Contains("NaN or infinite for 4 of 4 samples") &&
+                        Catch::Contains("training diverged"));
+  // Every class from finite logits; one infinite row is enough to refuse.
+  const float finite[] = {0.1f, 0.9f, 0.2f, 0.8f, 0.3f, 0.7f};
+  const int32_t want[] = {1, 1, 0};
+  CHECK(count_correct(finite, want, 3, 2) == 2);
+  const float inf[] = {0.1f, std::numeric_limits<float>::infinity()};
+  CHECK_THROWS_WITH(count_correct(inf, want, 1, 2), Catch::Contains("1 of 1"));
 }
