@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <new>
@@ -12,6 +13,7 @@
 #include "config/job_config.h"
 #include "core/abort_notice.h"
 #include "core/endpoints.h"
+#include "core/fd_limit.h"
 #include "core/logging.h"
 #include "core/rank_env.h"
 #include "core/status.h"
@@ -20,6 +22,9 @@ namespace psrt {
 
 int daemon_main(int argc, char** argv, const std::string& role,
                 const std::function<void(const Config&, const DaemonArgs&)>& body) {
+  // Output to a reader that went away (a closed pipe, a log collector that died) fails the write
+  // only: the default action ended the daemon silently and its job with "lost".
+  ::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"psrt-" + role + ": the psrt parameter-server runtime's " + role + " daemon"};
   DaemonArgs args;
   int rank_flag = -1;
@@ -61,6 +66,11 @@ int daemon_main(int argc, char** argv, const std::string& role,
     if (args.rank >= count) {
       throw ConfigError(role + " rank " + std::to_string(args.rank) + " is outside the job: " +
                         config.source + " has cluster." + role + "s = " + std::to_string(count));
+    }
+    if (const std::string why = ensure_open_files(daemon_open_files(
+            config.cluster.servers, config.cluster.workers, config.metrics.port >= 0));
+        !why.empty()) {
+      throw ConfigError(why);
     }
     config.checkpoint.resume = args.resume;
     if (args.resume && config.checkpoint.dir.empty()) {

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/config_limits.h"
+#include "core/endpoint_form.h"
 #include "core/layer_spec.h"
 #include "core/status.h"
 
@@ -73,8 +74,15 @@ void parse_cluster(const YamlReader& cl, ClusterConfig& c) {
   c.servers = static_cast<int>(cl.get_int("servers", 1, 1, kMaxServers));
   c.workers = static_cast<int>(cl.get_int("workers", 1, 1, kMaxWorkers));
   c.coordinator = cl.get_string("coordinator", c.coordinator);
-  if (c.coordinator.rfind("tcp://", 0) != 0) {
-    cl.fail("coordinator", "'" + c.coordinator + "' must be a tcp://host:port endpoint");
+  // The whole form, for every role: a port left out gave the processes other than server 0 an
+  // "internal error: Invalid argument" from ZeroMQ's connect.
+  std::string host;
+  int port = 0;
+  if (!split_tcp_endpoint(c.coordinator, host, port)) {
+    cl.fail("coordinator", "'" + c.coordinator.substr(0, 200) +
+                               "' must be a tcp://HOST:PORT endpoint with a port from 0 to "
+                               "65535 (0: server 0 takes a free one, and psrt-launch tells the "
+                               "others)");
   }
   c.bind_host = cl.get_string("bind_host", c.bind_host);
   if (c.bind_host.empty()) cl.fail("bind_host", "must not be empty (0.0.0.0: every interface)");

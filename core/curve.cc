@@ -1,9 +1,11 @@
 #include "core/curve.h"
 
 #include <sodium.h>
+#include <spdlog/spdlog.h>
 #include <zmq.h>
 
 #include <array>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <vector>
@@ -58,6 +60,17 @@ CurveKeys load_curve_keys(const SecurityConfig& security) {
   if (security.secret_file.empty()) {
     throw ConfigError("security.curve: true needs security.secret_file (psrt-launch writes one "
                       "for each job when none is given)");
+  }
+  std::error_code ec;
+  const auto status = std::filesystem::status(security.secret_file, ec);
+  if (!ec && std::filesystem::is_directory(status)) {
+    throw ConfigError("security.secret_file: " + security.secret_file + " is a directory");
+  }
+  using std::filesystem::perms;
+  if (!ec && (status.permissions() & (perms::group_read | perms::others_read)) != perms::none) {
+    spdlog::warn("security.secret_file {} is readable by other users (anyone who reads it can "
+                 "join or impersonate this job's processes): chmod 600 it",
+                 security.secret_file);
   }
   std::ifstream in(security.secret_file, std::ios::binary);
   if (!in) throw ConfigError("security.secret_file: cannot read " + security.secret_file);

@@ -174,14 +174,25 @@ bool resolves(const std::string& host) {
 std::string coordinator_unreachable(const std::string& coordinator, double waited_s) {
   char secs[32];
   std::snprintf(secs, sizeof secs, "%.0f", waited_s);
-  std::string why = "nothing answered there (is server 0 running, is its port open, and does "
-                    "cluster.coordinator or PSRT_COORDINATOR name it?)";
+  // A CURVE handshake that fails (another secret, or CURVE on one side only) is silent too.
+  std::string why = "nothing answered there (is server 0 running, is its port open, does "
+                    "cluster.coordinator or PSRT_COORDINATOR name it, and do both sides have the "
+                    "same security.curve and secret_file?)";
   std::string host;
   int port = 0;
   if (split_tcp_endpoint(coordinator, host, port) && !resolves(host)) {
     why = "its host '" + host + "' does not resolve";
   }
   return "never heard from the coordinator at " + coordinator + " within " + secs + " s: " + why;
+}
+
+void check_coordinator_port(const std::string& coordinator) {
+  std::string host;
+  int port = 0;
+  if (!split_tcp_endpoint(coordinator, host, port) || port > 0) return;  // inproc: in-process
+  throw ConfigError("cluster.coordinator " + coordinator + ": port 0 lets server 0 take a free "
+                    "port, which only psrt-launch tells the others; started by hand, give the "
+                    "port server 0 listens on (PSRT_COORDINATOR or --set cluster.coordinator)");
 }
 
 std::vector<std::string> cluster_sets_from_env() {

@@ -38,6 +38,10 @@ ListenAddress listen_as_peer(zmq::socket_t& socket, const ClusterConfig& cluster
 // The start-up error of a process that never heard from the coordinator in `waited_s` seconds:
 // names the address and whether its host resolves at all.
 std::string coordinator_unreachable(const std::string& coordinator, double waited_s);
+// Before a process other than server 0 connects to the coordinator: throws ConfigError for port
+// 0, which lets server 0 take a free port but names none a peer could reach (it waited out
+// cluster.start_timeout_s). Checked where it connects, after the model and data checks.
+void check_coordinator_port(const std::string& coordinator);
 // Whether `host` resolves here (getaddrinfo).
 bool resolves(const std::string& host);
 

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <vector>
 
 #include "core/status.h"
 
@@ -24,48 +25,18 @@ namespace {
 constexpr std::size_t kMaxRequest = 8192;
 constexpr int kAcceptBackoffMs = 100;
 constexpr int kRequestMs = 2000;  // a whole request and its reply
+constexpr std::size_t kMaxClients = 64;  // more wait in the listen backlog
 
 using Clock = std::chrono::steady_clock;
 
-// Waits until `fd` is ready for `events` or the deadline passes; false then, or when the daemon
-// stops. A scraper gets the whole request and reply kRequestMs together, however it trickles.
-bool wait_for(int fd, short events, int stop_fd, Clock::time_point deadline) {
-  while (true) {
-    const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-    if (left <= 0) return false;
-    pollfd fds[2] = {{fd, events, 0}, {stop_fd, POLLIN, 0}};
-    const int n = ::poll(fds, 2, int(left));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0 || fds[1].revents) return false;
-    return true;
-  }
+// The request line of a complete request ("GET /metrics HTTP/1.1"): read until its blank line
+// (CRLF or LF), or kMaxRequest bytes. Empty while incomplete.
+bool request_complete(const std::string& r) {
+  return r.size() >= kMaxRequest || r.find("\r\n\r\n") != std::string::npos ||
+         r.find("\n\n") != std::string::npos;
 }
 
-void write_all(int fd, const std::string& data, int stop_fd, Clock::time_point deadline) {
-  std::size_t off = 0;
-  while (off < data.size() && wait_for(fd, POLLOUT, stop_fd, deadline)) {
-    const ssize_t n =
-        ::send(fd, data.data() + off, data.size() - off, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (n <= 0) return;  // the scraper went away: nothing to do
-    off += std::size_t(n);
-  }
-}
-
-// The request line of an HTTP request ("GET /metrics HTTP/1.1"), read until its blank line
-// (CRLF or LF); empty when it did not come by the deadline or the daemon stops.
-std::string request_line(int client, int stop_fd, Clock::time_point deadline) {
-  std::string request;
-  char buf[1024];
-  while (request.size() < kMaxRequest && request.find("\r\n\r\n") == std::string::npos &&
-         request.find("\n\n") == std::string::npos) {
-    if (!wait_for(client, POLLIN, stop_fd, deadline)) return "";
-    const ssize_t n = ::recv(client, buf, sizeof buf, MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR)) continue;
-    if (n <= 0) break;
-    request.append(buf, std::size_t(n));
-  }
+std::string request_line(const std::string& request) {
   std::string line = request.substr(0, std::min(request.find('\n'), request.size()));
   if (!line.empty() && line.back() == '\r') line.pop_back();
   return line;
@@ -110,6 +81,16 @@ int listen_at(const std::string& host, int port, int& bound_port) {
 
 }  // namespace
 
+// One scraper's connection: its request as it arrives, then the reply as it leaves; the whole
+// exchange gets kRequestMs, however it trickles.
+struct MetricsHttpServer::Client {
+  int fd = -1;
+  Clock::time_point deadline;
+  std::string request;
+  std::string reply;  // empty while the request is read
+  std::size_t sent = 0;
+};
+
 MetricsHttpServer::MetricsHttpServer(const std::string& host, int port,
                                      std::function<std::string()> render)
     : render_(std::move(render)) {
@@ -131,46 +112,83 @@ MetricsHttpServer::~MetricsHttpServer() {
 }
 
 void MetricsHttpServer::serve() {
+  // Every connection at once, each on its own deadline: one scraper that sends nothing (or
+  // several) held every other one for 2 s each, past Prometheus' 10 s scrape timeout.
+  std::vector<Client> clients;
+  std::vector<pollfd> fds;
   while (true) {
-    pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {stop_fd_, POLLIN, 0}};
-    if (::poll(fds, 2, -1) < 0) {
+    const short accepting = clients.size() < kMaxClients ? POLLIN : 0;
+    fds.assign({{stop_fd_, POLLIN, 0}, {listen_fd_, accepting, 0}});
+    auto wake = Clock::now() + std::chrono::hours(1);
+    for (const auto& c : clients) {
+      fds.push_back({c.fd, short(c.reply.empty() ? POLLIN : POLLOUT), 0});
+      wake = std::min(wake, c.deadline);
+    }
+    const auto wait_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             wake - Clock::now()).count() + 1;
+    if (::poll(fds.data(), fds.size(), int(std::clamp<int64_t>(wait_ms, 0, 3600000))) < 0) {
       if (errno == EINTR) continue;
       return;
     }
-    if (fds[1].revents) return;
-    if (!(fds[0].revents & POLLIN)) continue;
-    const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
-    if (client < 0) {
-      // Out of descriptors (or memory), the pending connection stays and the socket stays
-      // readable: wait a little (or for the stop) instead of spinning on accept.
-      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-        pollfd stop{stop_fd_, POLLIN, 0};
-        if (::poll(&stop, 1, kAcceptBackoffMs) > 0) return;
-      }
-      continue;
+    if (fds[0].revents) break;
+    for (std::size_t i = 0; i < clients.size(); ++i) {
+      if (fds[i + 2].revents) step(clients[i]);
     }
-    try {
-      answer(client);
-    } catch (const std::exception& e) {
-      // A render or a reply that failed (memory) costs this scrape, not the daemon.
-      spdlog::warn("metrics: a scrape failed: {}", e.what());
-    }
-    ::close(client);
+    const auto now = Clock::now();
+    std::erase_if(clients, [&](Client& c) {
+      const bool over = c.fd < 0 || now >= c.deadline;
+      if (over && c.fd >= 0) ::close(c.fd);
+      return over;
+    });
+    if (fds[1].revents & POLLIN) accept_client(clients);
   }
+  for (auto& c : clients) ::close(c.fd);
 }
 
-void MetricsHttpServer::answer(int client) {
-  const auto deadline = Clock::now() + std::chrono::milliseconds(kRequestMs);
-  const std::string line = request_line(client, stop_fd_, deadline);
-  if (line.empty()) return;  // nothing in time (or stopping): the next scraper's turn
+void MetricsHttpServer::accept_client(std::vector<Client>& clients) {
+  const int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
+  if (fd < 0) {
+    // Out of descriptors (or memory), the pending connection stays and the socket stays
+    // readable: wait a little (or for the stop) instead of spinning on accept.
+    if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+      pollfd stop{stop_fd_, POLLIN, 0};
+      (void)::poll(&stop, 1, kAcceptBackoffMs);
+    }
+    return;
+  }
+  clients.push_back({fd, Clock::now() + std::chrono::milliseconds(kRequestMs), {}, {}, 0});
+}
+
+void MetricsHttpServer::step(Client& c) {
+  try {
+    if (c.reply.empty()) {
+      char buf[1024];
+      const ssize_t n = ::recv(c.fd, buf, sizeof buf, 0);
+      if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+      if (n > 0) c.request.append(buf, std::size_t(n));
+      if (n <= 0 || request_complete(c.request)) c.reply = reply_to(request_line(c.request));
+      if (c.reply.empty()) return;
+    }
+    const ssize_t n = ::send(c.fd, c.reply.data() + c.sent, c.reply.size() - c.sent,
+                             MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
+    if (n > 0) c.sent += std::size_t(n);
+    if (n > 0 && c.sent < c.reply.size()) return;
+  } catch (const std::exception& e) {
+    // A render that failed (memory) costs this scrape, not the daemon.
+    spdlog::warn("metrics: a scrape failed: {}", e.what());
+  }
+  ::close(c.fd);  // answered, gone, or failed
+  c.fd = -1;
+}
+
+std::string MetricsHttpServer::reply_to(const std::string& line) {
+  if (line.empty()) return response("400 Bad Request", "text/plain", "no request line\n");
   if (line.rfind("GET /metrics ", 0) == 0 || line.rfind("GET /metrics?", 0) == 0 ||
       line == "GET /metrics") {
-    write_all(client, response("200 OK", "text/plain; version=0.0.4; charset=utf-8", render_()),
-              stop_fd_, deadline);
-  } else {
-    write_all(client, response("404 Not Found", "text/plain", "psrt serves GET /metrics only\n"),
-              stop_fd_, deadline);
+    return response("200 OK", "text/plain; version=0.0.4; charset=utf-8", render_());
   }
+  return response("404 Not Found", "text/plain", "psrt serves GET /metrics only\n");
 }
 
 }  // namespace psrt

@@ -88,6 +88,7 @@ Server::Server(const Config& config, uint32_t rank, zmq::context_t* shared)
   } else {
     const auto link =
         messenger_.add_dealer("the coordinator", process_identity(wire::SERVER, rank));
+    check_coordinator_port(config.cluster.coordinator);
     messenger_.socket(link).connect(config.cluster.coordinator);
     control_.emplace(messenger_, link, self_, config.cluster,
                      std::size_t(config.limits.max_string_bytes), member_events());

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/config_limits.h"
+#include "core/endpoints.h"
 #include "core/status.h"
 
 #include <stdexcept>
@@ -56,6 +57,7 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
   queue_.expect_tensors(stage_ ? uint32_t(stage_->keys.size()) : uint32_t(model.tensors.size()));
   encoder_checkpoints_ = encoder_ckpt_.start();
   servers_.push_back(messenger_.add_dealer("server 0", identity_));
+  check_coordinator_port(config.cluster.coordinator);
   messenger_.socket(servers_[0]).connect(config.cluster.coordinator);
   control_.emplace(messenger_, servers_[0], self_, config.cluster,
                    std::size_t(config.limits.max_string_bytes), control_events());

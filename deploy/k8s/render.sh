@@ -12,7 +12,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${PSRT_BIN:-$here/../../build/bin}
 die() { echo "render.sh: $*" >&2; exit 2; }
-[[ $# -ge 1 ]] || die "usage: render.sh JOB.yaml [--name NAME] [--image IMAGE] [--namespace NS] [--gpu]"
+usage="usage: render.sh JOB.yaml [--name NAME] [--image IMAGE] [--namespace NS] [--gpu] [--port PORT] [--cpu N] [--memory SIZE]"
+[[ $# -ge 1 ]] || die "$usage"
+if [[ $1 == -h || $1 == --help ]]; then
+  sed -n '2,10s/^# \{0,1\}//p' "$0"
+  exit 0
+fi
 job=$1
 shift
 name=psrt image=psrt:latest namespace=default port=29500 cpu=1 memory=2Gi gpu=0
@@ -32,8 +37,8 @@ done
 # What goes into the manifest as it is (an '&' became the matched text in awk's gsub).
 [[ $image =~ ^[A-Za-z0-9][A-Za-z0-9._/:@-]*$ ]] || die "--image '$image' is not an image reference"
 [[ $namespace =~ ^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$ ]] || die "--namespace '$namespace' is not a DNS label"
-[[ $cpu =~ ^[0-9]+(\.[0-9]+|m)?$ ]] || die "--cpu '$cpu' is not a CPU quantity (2, 0.5, 500m)"
-[[ $memory =~ ^[0-9]+(Ki|Mi|Gi|Ti|k|M|G|T)?$ ]] || die "--memory '$memory' is not a memory quantity (2Gi)"
+[[ $cpu =~ ^[0-9]+(\.[0-9]+|m)?$ && $cpu =~ [1-9] ]] || die "--cpu '$cpu' is not a CPU quantity above 0 (2, 0.5, 500m)"
+[[ $memory =~ ^[0-9]+(Ki|Mi|Gi|Ti|k|M|G|T)?$ && $memory =~ ^0*[1-9] ]] || die "--memory '$memory' is not a memory quantity above 0 (2Gi)"
 [[ $port =~ ^[0-9]+$ ]] && ((port > 0 && port < 65526)) || die "--port '$port' must be 1..65525"
 [[ -f $job ]] || die "no job file '$job'"
 sizes=$("$bin/psrt-launch" --check "$job") || exit 2

@@ -3,12 +3,14 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 
 #include <cerrno>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -22,6 +24,7 @@
 
 #include "config/job_config.h"
 #include "core/config.h"
+#include "core/fd_limit.h"
 #include "core/status.h"
 #include "core/process.h"
 #include "tools/launch/model_check.h"
@@ -52,6 +55,29 @@ std::string write_job_secret() {
   return dir;
 }
 
+// After a failed fork or pipe: the limit it met, if the message names one.
+std::string limits_hint(const std::string& what) {
+  rlimit lim{};
+  if (what.find("Too many open files") != std::string::npos &&
+      ::getrlimit(RLIMIT_NOFILE, &lim) == 0) {
+    return " (this launch may hold " + std::to_string(lim.rlim_cur) +
+           " open files, 3 for each process it starts; ulimit -n raises it)";
+  }
+  if (what.find("Resource temporarily unavailable") != std::string::npos) {
+    return " (the limit on processes? ulimit -u)";
+  }
+  return "";
+}
+
+// Removes the job's secret folder however the launch ends.
+struct SecretDir {
+  std::string path;
+  ~SecretDir() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove_all(path, ec);
+  }
+};
+
 void print_line(const Process& c, const std::string& line, bool err) {
   std::FILE* f = err ? stderr : stdout;
   std::fprintf(f, "%-9s| %s\n", c.name().c_str(), line.c_str());
@@ -71,6 +97,11 @@ class Launcher {
     sigaddset(&mask, SIGTERM);
     sigaddset(&mask, SIGCHLD);
     sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGQUIT);
+    // Output to a reader that went away (`psrt-launch job.yaml | head`): the job is stopped and
+    // cleaned up, where the signal's default action left the children to fail on their own and
+    // the job's secret on disk.
+    sigaddset(&mask, SIGPIPE);
     sigprocmask(SIG_BLOCK, &mask, nullptr);
     sig_fd_ = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   }
@@ -78,6 +109,7 @@ class Launcher {
   int run(const psrt::Config& config) {
     const std::string dir = self_dir();
     spawn(dir + "/psrt-server", "server", 0, {});
+    if (children_.empty()) return rc_;
     // Server 0 binds the coordinator endpoint (maybe port 0) and says where it listens.
     const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(
                                              std::chrono::duration<double>(
@@ -93,9 +125,9 @@ class Launcher {
     }
     if (!stopping_) {
       const std::vector<std::string> extra{"--set", "cluster.coordinator=" + endpoint_};
-      for (int s = 1; s < config.cluster.servers; ++s)
+      for (int s = 1; s < config.cluster.servers && !stopping_; ++s)
         spawn(dir + "/psrt-server", "server", s, extra);
-      for (int w = 0; w < config.cluster.workers; ++w)
+      for (int w = 0; w < config.cluster.workers && !stopping_; ++w)
         spawn(dir + "/psrt-worker", "worker", w, extra);
     }
     while (!all_done()) step(kill_at_ || term_at_ ? 100 : 1000);
@@ -112,7 +144,14 @@ class Launcher {
     }
     argv.insert(argv.end(), extra.begin(), extra.end());
     if (resume_) argv.push_back("--resume");
-    children_.push_back(std::make_unique<Process>(role + " " + std::to_string(rank), argv));
+    const std::string name = role + " " + std::to_string(rank);
+    try {
+      children_.push_back(std::make_unique<Process>(name, argv));
+    } catch (const std::exception& e) {  // out of file descriptors or processes: std::terminate
+      std::fprintf(stderr, "psrt-launch: cannot start %s: %s%s; stopping the others\n",
+                   name.c_str(), e.what(), limits_hint(e.what()).c_str());
+      stop(1, 0);
+    }
   }
 
   bool all_done() {
@@ -167,7 +206,9 @@ class Launcher {
     if (fds[0].revents & POLLIN) {
       signalfd_siginfo info;
       while (::read(sig_fd_, &info, sizeof info) == sizeof info) {
-        if (info.ssi_signo == SIGINT || info.ssi_signo == SIGTERM || info.ssi_signo == SIGHUP) {
+        if (info.ssi_signo == SIGPIPE) {  // nobody reads what it prints: nothing more to say
+          stop(128 + SIGPIPE, 0);
+        } else if (info.ssi_signo != SIGCHLD) {  // INT, TERM, HUP, QUIT
           if (!stopping_) std::fprintf(stderr, "psrt-launch: stopping every process\n");
           stop(130, 0);
         }
@@ -237,6 +278,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;
   }
+  if (!std::isfinite(grace)) {  // CLI::Range lets NaN through: every stop sent SIGKILL at once
+    std::fprintf(stderr, "psrt-launch: --grace: not a number of seconds from 0 to 3600\n");
+    return 2;
+  }
   psrt::Config config;
   try {
     // Every server and worker reads the file again: a pipe (`<(...)`) would be empty for them
@@ -253,6 +298,11 @@ int main(int argc, char** argv) {
       throw psrt::ConfigError("--resume: checkpoint.dir is not set in " + config_path);
     }
     psrt::launch::check_model(config, !check_only);
+    if (check_only && config.security.curve && config.security.secret_file.empty()) {
+      throw psrt::ConfigError("security.curve: true needs security.secret_file where a cluster "
+                              "script starts the processes (psrt-launch makes a secret only for "
+                              "the processes it starts itself)");
+    }
   } catch (const std::exception& e) {  // ConfigError, or a profile that cannot be read
     std::fprintf(stderr, "psrt-launch: %s\n", e.what());
     return 2;
@@ -261,16 +311,23 @@ int main(int argc, char** argv) {
               config.cluster.servers, config.cluster.workers);
   std::fflush(stdout);
   if (check_only) return 0;
+  // 3 descriptors for each process it starts (its pipes), beside its own few.
+  if (const std::string why = psrt::ensure_open_files(
+          16 + 3 * uint64_t(config.cluster.servers + config.cluster.workers + 1));
+      !why.empty()) {
+    std::fprintf(stderr, "psrt-launch: %s\n", why.c_str());
+    return 2;
+  }
   // security.curve without a secret: a fresh one for this job, readable by this user only.
-  std::string secret_dir;
+  SecretDir secret_dir;
   if (config.security.curve && config.security.secret_file.empty()) {
     try {
-      secret_dir = write_job_secret();
+      secret_dir.path = write_job_secret();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "psrt-launch: cannot write the job's secret: %s\n", e.what());
       return 2;
     }
-    sets.push_back("security.secret_file=" + secret_dir + "/job.secret");
+    sets.push_back("security.secret_file=" + secret_dir.path + "/job.secret");
   }
   if (config.placement.plan == "auto") {  // psrt-placer makes the plan every process reads
     try {
@@ -295,7 +352,7 @@ int main(int argc, char** argv) {
   ::setenv("PSRT_LAUNCHED", "1", 1);
   Launcher launcher(config_path, sets, grace, resume);
   const int rc = launcher.run(config);
-  if (!secret_dir.empty()) std::filesystem::remove_all(secret_dir);
+  if (rc == 128 + SIGPIPE) return rc;  // nobody reads: say nothing
   std::fprintf(rc == 0 ? stdout : stderr, "psrt-launch: %s\n",
                rc == 0 ? "every process finished" : "job failed");
   return rc;

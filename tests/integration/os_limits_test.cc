@@ -1,0 +1,89 @@
+// What the operating system does to a job: a low open-file limit, output nobody reads, an
+// address with no port. Each was a crash, a silent death or a wait that explained nothing.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <string>
+
+#include "tests/integration/proc_util.h"
+
+using namespace psrt;
+
+namespace {
+
+std::string job(const std::string& dir, int iterations, const std::string& extra = "") {
+  const std::string cfg = dir + "/job.yaml";
+  test::write_file(cfg, "job: {id: oslimits, iterations: " + std::to_string(iterations) +
+                            ", log_every: 0}\n"
+                            "cluster: {servers: 1, workers: 1, heartbeat_s: 0.2}\n"
+                            "model: {backend: replay, profile: " +
+                            test::source("tests/integration/data/tiny_profile.yaml") + "}\n" +
+                            extra);
+  return cfg;
+}
+
+// `command` run by bash (with pipefail: a pipeline's status is its first failure's).
+test::Proc bash(const std::string& command) {
+  return test::Proc("bash", {"/bin/bash", "-c", "set -o pipefail; " + command});
+}
+
+}  // namespace
+
+TEST_CASE("below the open-file limit a job needs, psrt-launch and the daemons refuse to start",
+          "[integration]") {
+  const std::string cfg = job(test::temp_dir("oslimits"), 3);
+  // psrt-launch ended in std::terminate ("pipe: Too many open files"); a coordinator dropped
+  // its workers' connections without a word and blamed one of them.
+  auto launch = bash("ulimit -n 12; exec " + test::bin("psrt-launch") + " " + cfg);
+  CHECK(launch.wait_exit(60) == 2);
+  CHECK_THAT(launch.output(), Catch::Contains("the open-file limit is 12"));
+  CHECK_THAT(launch.output(), !Catch::Contains("terminate"));
+  auto server = bash("ulimit -n 14; exec " + test::bin("psrt-server") + " --config " + cfg);
+  CHECK(server.wait_exit(60) == 2);
+  CHECK_THAT(server.output(), Catch::Contains("the open-file limit is 14"));
+}
+
+TEST_CASE("a coordinator address without a usable port is refused at start", "[integration]") {
+  const std::string cfg = job(test::temp_dir("oslimits"), 3);
+  // "internal error: Invalid argument" (ZeroMQ's connect), exit 1.
+  test::Proc no_port("worker", {test::bin("psrt-worker"), "--config", cfg, "--set",
+                                "cluster.coordinator=tcp://127.0.0.1"});
+  CHECK(no_port.wait_exit(30) == 2);
+  CHECK_THAT(no_port.output(), Catch::Contains("must be a tcp://HOST:PORT endpoint"));
+  // Port 0 is server 0's to choose: the others waited out cluster.start_timeout_s.
+  test::Proc zero("worker", {test::bin("psrt-worker"), "--config", cfg, "--set",
+                             "cluster.coordinator=tcp://127.0.0.1:0"});
+  CHECK(zero.wait_exit(30) == 2);
+  CHECK_THAT(zero.output(), Catch::Contains("port 0 lets server 0 take a free port"));
+}
+
+TEST_CASE("a daemon whose output nobody reads still finishes its job", "[integration]") {
+  const std::string cfg = job(test::temp_dir("oslimits"), 20);
+  test::Proc server("server", {test::bin("psrt-server"), "--config", cfg, "--set",
+                               "cluster.coordinator=tcp://127.0.0.1:0"});
+  REQUIRE(server.wait_line("PSRT_LISTENING ", 30));
+  const std::string& out = server.output();
+  const auto at = out.find("PSRT_LISTENING ") + 15;
+  const std::string endpoint = out.substr(at, out.find('\n', at) - at);
+  // `true` reads nothing and exits: every line the worker prints meets a closed pipe, and
+  // SIGPIPE ended it silently (exit 141) when it printed its result.
+  auto worker = bash(test::bin("psrt-worker") + " --config " + cfg +
+                     " --set cluster.coordinator=" + endpoint + " 2>&1 | true");
+  CHECK(worker.wait_exit(60) == 0);
+  CHECK(server.wait_exit(60) == 0);
+}
+
+TEST_CASE("psrt-launch whose reader goes away stops the job and removes the job's secret",
+          "[integration]") {
+  const std::string dir = test::temp_dir("oslimits");
+  const std::string cfg = job(dir, 1000000, "security: {curve: true}\n");
+  std::filesystem::create_directories(dir + "/tmp");
+  // `head -1` takes the launch's first line and exits; the launch's next line meets a closed pipe.
+  auto launch = bash("TMPDIR=" + dir + "/tmp " + test::bin("psrt-launch") + " " + cfg +
+                     " 2>&1 | head -1");
+  const auto rc = launch.wait_exit(60);
+  INFO(launch.output());
+  CHECK(rc == 128 + 13);  // SIGPIPE's status, as the signal would have given, but cleaned up
+  CHECK(test::processes_with(cfg).empty());
+  CHECK(std::filesystem::is_empty(dir + "/tmp"));  // no psrt-launch-XXXXXX/job.secret left
+}
