@@ -22,7 +22,9 @@ ControlPlane::ControlPlane(Messenger& messenger, Messenger::LinkId link, Sender 
   messenger_.on_bad(link_, [this](const std::string&, const wire::Header& h, const WireError& e) {
     on_bad(h, e);
   });
-  messenger_.on(link_, wire::HEARTBEAT, [](Inbound&) {});
+  messenger_.on(link_, wire::HEARTBEAT, [this](Inbound& m) {
+    if (events_.coordinator_heartbeat) events_.coordinator_heartbeat(m.header);
+  });
   messenger_.on(link_, wire::MEMBERSHIP, [this](Inbound& m) {
     events_.membership(m.header.membership(), m.header.stage_map());
   });

@@ -36,6 +36,8 @@ class ControlPlane {
     std::function<void(Clock::time_point now)> resumed;
     // An ERROR from the coordinator about anything but the registration (optional: else failed).
     std::function<void(const wire::Header&)> error;
+    // A HEARTBEAT from the coordinator (optional): what it says (keep_checkpoints).
+    std::function<void(const wire::Header&)> coordinator_heartbeat;
     // HEARTBEAT, MEMBERSHIP and the rest have handlers here; types the owner takes on the same
     // link (a worker's link to server 0 also carries its data) are registered by the owner.
   };

@@ -8,8 +8,13 @@
 
 namespace psrt {
 
-CheckpointWriter::CheckpointWriter(std::string dir, std::string job_id, uint32_t rank, int keep)
-    : dir_(std::move(dir)), job_id_(std::move(job_id)), rank_(rank), keep_(keep) {}
+CheckpointWriter::CheckpointWriter(std::string dir, std::string job_id, uint32_t rank, int keep,
+                                   std::function<void()> failed)
+    : dir_(std::move(dir)),
+      job_id_(std::move(job_id)),
+      rank_(rank),
+      keep_(keep),
+      on_failure_(std::move(failed)) {}
 
 CheckpointWriter::~CheckpointWriter() {
   {
@@ -62,11 +67,13 @@ void CheckpointWriter::write(const Job& job) {
   if (Status st = write_checkpoint(job.path, job.snapshot); !st) {
     spdlog::error("{}; the run carries on without it", st.message());
     ++failed_;
+    keep_all();  // this server's newest may not be the others': their older ones must stay
+    if (on_failure_) on_failure_();
     return;
   }
   ++written_;
   spdlog::info("checkpoint of iteration {} written to {}", job.snapshot.iteration, job.path);
-  keep_newest_checkpoints(list_checkpoints(dir_, job_id_, rank_), keep_);
+  if (!keep_all_.load()) keep_newest_checkpoints(list_checkpoints(dir_, job_id_, rank_), keep_);
 }
 
 }  // namespace psrt

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -19,8 +20,10 @@ namespace psrt {
 
 class CheckpointWriter {
  public:
-  // Keeps the newest `keep` checkpoints of (`dir`, `job_id`, `rank`) after each write.
-  CheckpointWriter(std::string dir, std::string job_id, uint32_t rank, int keep);
+  // Keeps the newest `keep` checkpoints of (`dir`, `job_id`, `rank`) after each write, until
+  // keep_all(). `failed` runs on the writer thread after each write that failed (may be empty).
+  CheckpointWriter(std::string dir, std::string job_id, uint32_t rank, int keep,
+                   std::function<void()> failed = {});
   ~CheckpointWriter();
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
@@ -30,6 +33,10 @@ class CheckpointWriter {
   void drain();
   uint64_t written() const { return written_.load(); }
   uint64_t failed() const { return failed_.load(); }
+  // Removes no checkpoint from now on (one server's failed write: the newest checkpoint every
+  // server has may be older than this one's `keep` newest). Any thread.
+  void keep_all() { keep_all_.store(true); }
+  bool keeps_all() const { return keep_all_.load(); }
 
  private:
   struct Job {
@@ -42,6 +49,8 @@ class CheckpointWriter {
   std::string dir_, job_id_;
   uint32_t rank_;
   int keep_;
+  std::function<void()> on_failure_;
+  std::atomic<bool> keep_all_{false};
   std::mutex mu_;
   std::condition_variable cv_;
   std::optional<Job> next_;

@@ -21,7 +21,7 @@ constexpr const char* kOtherOptimizer =
 
 }  // namespace
 
-Checkpointer::Checkpointer(const Config& config, uint32_t rank)
+Checkpointer::Checkpointer(const Config& config, uint32_t rank, std::function<void()> failed)
     : config_(config.checkpoint),
       job_id_(config.job.id),
       rank_(rank),
@@ -29,7 +29,7 @@ Checkpointer::Checkpointer(const Config& config, uint32_t rank)
       workers_(uint32_t(config.cluster.workers)),
       optimizer_(config.optimizer.type),
       last_(Clock::now()),
-      writer_(config_.dir, job_id_, rank, config_.keep) {}
+      writer_(config_.dir, job_id_, rank, config_.keep, std::move(failed)) {}
 
 void Checkpointer::fresh_start() {
   std::error_code ec;
@@ -106,7 +106,8 @@ void Checkpointer::summarize() {
   writer_.drain();
   if (writer_.failed() == 0) return;
   spdlog::error("{} of {} checkpoints could not be written (the lines above say why); --resume "
-                "goes back to the newest one written",
+                "goes back to the newest one every server wrote (every process kept all its "
+                "checkpoints from the first failure on)",
                 writer_.failed(), writer_.failed() + writer_.written());
 }
 

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -23,7 +24,8 @@ namespace psrt {
 class Checkpointer {
  public:
   using Clock = std::chrono::steady_clock;
-  Checkpointer(const Config& config, uint32_t rank);
+  // `failed`: after a write that failed, on the writer's thread (CheckpointWriter).
+  Checkpointer(const Config& config, uint32_t rank, std::function<void()> failed = {});
 
   bool enabled() const { return !config_.dir.empty(); }
   // Start-up. Fresh run: notes this server's old checkpoint files, for fresh_start(). --resume:
@@ -41,6 +43,9 @@ class Checkpointer {
   // iteration, published) and removes its later checkpoints. The error names the file.
   Status restore(ChunkTable& table, uint64_t iteration);
   uint64_t written() const { return writer_.written(); }
+  uint64_t failed() const { return writer_.failed(); }
+  // No checkpoint is removed from now on (server/server_keep.cc). Any thread.
+  void keep_all() { writer_.keep_all(); }
   // After the run: finishes the writes and says how many failed (an error line; nothing when
   // none did).
   void summarize();

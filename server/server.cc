@@ -42,7 +42,7 @@ Server::Server(const Config& config, uint32_t rank, zmq::context_t* shared)
       zap_(zap_handler(messenger_.context(), curve_)),
       router_(messenger_.add_router("a peer")),
       optimizer_(make_optimizer(config.optimizer)),
-      checkpointer_(config, rank),
+      checkpointer_(config, rank, [this] { messenger_.wakeup().notify(); }),
       liveness_(config.cluster, Clock::now()),
       error_budget_(config.limits.error_replies_per_s),
       timeline_(config.timeline, "server-" + std::to_string(rank), 1 + int(rank)) {
@@ -172,6 +172,7 @@ Clock::time_point Server::tick(Clock::time_point now) {
     stop.swap(stop_why_);
   }
   if (stop) abort_job(control_ ? *stop : "server 0 gave up: " + *stop);  // as in run()
+  check_checkpoint_failures();
   if (control_) return control_->tick(now, have_membership_, started_);
   return coordinator_tick(now);
 }
@@ -182,7 +183,9 @@ Clock::time_point Server::coordinator_tick(Clock::time_point now) {
     last_progress_ = now;
   }
   if (liveness_.heartbeat_due(now)) {
-    broadcast(make_header(self_, wire::HEARTBEAT));
+    wire::Header h = make_header(self_, wire::HEARTBEAT);
+    if (keeping_) h.set_keep_checkpoints(true);  // for any that missed it
+    broadcast(h);
     check_progress(now);
   }
   if (auto lost = coordinator_->lost(now, seconds(config_.cluster.peer_timeout_s))) {

@@ -94,6 +94,15 @@ class Server {
   void tell_latecomer(const std::string& identity, PeerId from);
   std::optional<std::string> aborted_;  // why the job ended, while latecomers are told
   std::set<PeerId> told_;
+  // server_keep.cc. A checkpoint one server could not write: every process keeps all its
+  // checkpoints from then on, so that the newest one they all have is not pruned by
+  // checkpoint.keep where the writes went on. A server tells server 0; server 0 tells everyone,
+  // at once and on each heartbeat after.
+  void check_checkpoint_failures();  // once per loop pass
+  void keep_checkpoints(const std::string& cause);  // server 0
+  void on_keep_checkpoints();  // a server other than 0, told by server 0
+  bool keep_told_ = false;     // this server's failure was told
+  bool keeping_ = false;       // every process keeps its checkpoints (known here)
   // cluster.progress_timeout_s: names whom this server has been waiting for, if too long.
   void check_progress(Clock::time_point now);
   void note_heartbeat(PeerId from, const wire::Header& h);

@@ -10,6 +10,9 @@ namespace psrt {
 void Server::on_control(const std::string& identity, PeerId from, const wire::Header& h) {
   if (h.type() == wire::HEARTBEAT) {
     note_heartbeat(from, h);  // `seen` was recorded by the caller
+    if (coordinator_ && from.role == wire::SERVER && h.keep_checkpoints()) {
+      keep_checkpoints(describe(from));
+    }
     return;
   }
   if (!coordinator_) {
@@ -90,6 +93,9 @@ ControlPlane::Events Server::member_events() {
     check_progress(now);
   };
   e.resumed = [this](Clock::time_point now) { last_progress_ = now; };
+  e.coordinator_heartbeat = [this](const wire::Header& h) {
+    if (h.keep_checkpoints()) on_keep_checkpoints();
+  };
   return e;
 }
 

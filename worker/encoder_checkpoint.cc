@@ -103,6 +103,7 @@ void EncoderCheckpointer::maybe_write(uint64_t iteration, const GradEncoder& enc
     spdlog::error("checkpoint {}: {}; the run carries on without it", path, st.message());
     return;
   }
+  if (keep_all_.load()) return;
   keep_newest_checkpoints(list_checkpoint_files(config_.dir, job_id_, "worker", rank_),
                           config_.keep + kExtraKept);
 }

@@ -7,6 +7,7 @@
 // the encoder's bytes, u32 CRC32 of all before it. Strings: u32 length, then the bytes.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -37,6 +38,9 @@ class EncoderCheckpointer {
   void maybe_write(uint64_t iteration, const GradEncoder& encoder);
   // Loads the checkpoint of `iteration` into `encoder`; the error names the file.
   Status restore(uint64_t iteration, GradEncoder& encoder) const;
+  // A server could not write a checkpoint: no file is removed from now on, so that the newest
+  // iteration every process has stays (server/server_keep.cc). Any thread; true the first time.
+  bool keep_all() { return !keep_all_.exchange(true); }
 
  private:
   // Checks file `path` (magic, CRC, version, job, rank, workers, iteration) and hands a reader
@@ -50,6 +54,7 @@ class EncoderCheckpointer {
   std::string codec_;  // compression.codec
   bool enabled_;
   std::vector<std::string> stale_;  // a fresh run's old files, removed by fresh_start()
+  std::atomic<bool> keep_all_{false};
 };
 
 }  // namespace psrt

@@ -71,6 +71,12 @@ ControlPlane::Events PsClient::control_events() {
     if (waiting_since_) waiting_since_ = now;
   };
   e.error = [this](const wire::Header& h) { on_server_error(0, h); };
+  e.coordinator_heartbeat = [this](const wire::Header& h) {
+    if (h.keep_checkpoints() && encoder_ckpt_.keep_all() && encoder_ckpt_.enabled()) {
+      spdlog::warn("a server could not write a checkpoint: this worker keeps all its checkpoints "
+                   "from now on (checkpoint.keep suspended)");
+    }
+  };
   return e;
 }
 

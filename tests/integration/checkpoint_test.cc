@@ -182,12 +182,14 @@ TEST_CASE("a truncated or foreign checkpoint is refused naming the file",
   REQUIRE(first.wait_exit(120) == 0);
   CHECK_THAT(first.output(), Catch::Contains("1 of 4 checkpoints could not be written"));
   std::filesystem::remove_all(blocked);
+  // 5, 15, 20: from the failure on, no server removes a checkpoint (server/server_keep.cc).
   const auto files = list_checkpoints(dir + "/ckpt", "ckpt", 1);
-  REQUIRE(files.size() == 2);
+  REQUIRE(files.size() == 3);
   const std::string newest = files.rbegin()->second;
-  const std::string older = files.begin()->second;
   std::filesystem::resize_file(newest, std::filesystem::file_size(newest) - 7);
-  std::filesystem::remove(older);
+  for (const auto& [it, older] : files) {
+    if (older != newest) std::filesystem::remove(older);
+  }
   test::Proc server("server",
                     {test::bin("psrt-server"), "--config", cfg, "--rank", "1", "--resume"});
   CHECK(server.wait_exit(30) == 2);
@@ -229,7 +231,7 @@ TEST_CASE("a truncated or foreign checkpoint is refused naming the file",
                               "job.iterations=2"});
   CHECK(other.wait_exit(120) == 0);
   CHECK_FALSE(std::filesystem::exists(copy));
-  CHECK(list_checkpoints(dir + "/ckpt", "ckpt", 1).size() == 2);
+  CHECK(list_checkpoints(dir + "/ckpt", "ckpt", 1).size() == 2);  // job ckpt's two (5 and 10)
 }
 
 TEST_CASE("a checkpoint of an earlier format is checked against the optimizer by its state",
@@ -350,4 +352,34 @@ TEST_CASE("processes that disagree on --resume are refused before any checkpoint
     CHECK(list_checkpoint_files(dir + "/ckpt", "ckpt", "worker", w).empty());
   }
   CHECK(list_checkpoints(dir + "/ckpt", "ckpt", 0).size() == 2);  // this run's
+}
+
+// Server 0 cannot write its checkpoints from iteration 20 on (a full disk), server 1 can: with
+// checkpoint.keep 2 server 1 pruned iteration 10, the last one both had, and the job could not
+// resume though it had exited 0. From the first failure on every process keeps all its files.
+TEST_CASE("a server that cannot write its checkpoints leaves the job one every server has",
+          "[integration][checkpoint]") {
+  const std::string dir = test::temp_dir("ckpt-keep");
+  Job job = kMlp;
+  job.iterations = 40;
+  job.extra = "compression: {codec: topk, density: 0.05}\n";  // the workers' files too
+  const std::string cfg = job_config(dir, job);
+  for (uint64_t it : {20, 30, 40}) {
+    std::filesystem::create_directories(checkpoint_path(dir + "/ckpt", "ckpt", 0, it) + ".tmp/x");
+  }
+  test::Proc first("launch", {test::bin("psrt-launch"), cfg, "--set", "checkpoint.every=10"});
+  REQUIRE(first.wait_exit(120) == 0);
+  INFO(first.output());
+  CHECK_THAT(first.output(), Catch::Contains("server 0 could not write a checkpoint: every "
+                                             "process keeps all its checkpoints"));
+  CHECK(list_checkpoints(dir + "/ckpt", "ckpt", 1).count(10) == 1);
+  for (uint64_t it : {20, 30, 40}) {
+    std::filesystem::remove_all(checkpoint_path(dir + "/ckpt", "ckpt", 0, it) + ".tmp");
+  }
+  test::Proc resume("resume", {test::bin("psrt-launch"), cfg, "--resume", "--set",
+                               "checkpoint.every=10"});
+  const auto rc = resume.wait_exit(120);
+  INFO(resume.output());
+  CHECK(rc == 0);
+  CHECK_THAT(resume.output(), Catch::Contains("resuming from the checkpoint of iteration 10"));
 }
