@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "compress/codec_config.h"
 
@@ -75,6 +77,32 @@ void move_optimizer(const CodecRuleInputs& in, const ClusterConfig& cluster,
   optimizer.weight_decay = 0;
 }
 
+// The keys set in the section that the codec and the settings read do not use.
+std::vector<std::string> idle_keys(const YamlReader& comp, const CompressionConfig& c,
+                                   bool adam_correction) {
+  const bool laco = c.codec == "laco";
+  const bool none = c.codec == "none";
+  const std::pair<const char*, bool> used[] = {
+      {"density", !none && c.codec != "signsgd"},
+      {"error_feedback", !none},
+      {"calibration_iters", laco},
+      {"warmup_iters", laco},
+      {"dense_below", laco},
+      {"hierarchical", laco},
+      {"quant_bits", laco},
+      {"reply_density", c.compress_replies},
+      {"reply_quant_bits", laco && c.compress_replies},
+      {"adam_global_variance", adam_correction},
+      {"adam_residual_cap", adam_correction},
+      {"adam_select", adam_correction && laco},
+  };
+  std::vector<std::string> out;
+  for (const auto& [key, read] : used) {
+    if (!read && comp.has(key)) out.emplace_back(key);
+  }
+  return out;
+}
+
 }  // namespace
 
 void parse_compression_section(const YamlReader& comp, const ClusterConfig& cluster,
@@ -96,6 +124,7 @@ void parse_compression_section(const YamlReader& comp, const ClusterConfig& clus
   check(comp, c, in);
   read_encoding(comp, in.adam_correction, cluster.workers, c);
   check(comp, c, in);
+  c.idle_keys = idle_keys(comp, c, in.adam_correction);
   move_optimizer(in, cluster, optimizer, c);
   comp.reject_unknown();
 }

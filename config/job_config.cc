@@ -86,6 +86,13 @@ Config load_config(const std::string& path, const std::vector<std::string>& sets
 std::vector<std::string> compression_warnings(const Config& c) {
   std::vector<std::string> out;
   const CompressionConfig& z = c.compression;
+  if (!z.idle_keys.empty()) {
+    std::string keys;
+    for (const auto& k : z.idle_keys) keys += (keys.empty() ? "compression." : ", compression.") + k;
+    out.push_back(keys + ": set, but codec " + z.codec + " with these settings does not read " +
+                  (z.idle_keys.size() == 1 ? "it" : "them") + " (docs/config.md says what " +
+                  "each key is for)");
+  }
   if (z.codec == "none") return out;
   const OptimizerConfig& o = c.optimizer;
   if (o.type == "adam") {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace psrt {
 
@@ -55,6 +56,10 @@ struct CompressionConfig {
   double reply_density = 0;
   // Compressed replies' laco values (YAML `reply_quant_bits`: 1, 8 or 32); 0: `quant_bits`.
   int reply_quant_bits = 0;
+
+  // Keys the job file sets that this codec and these settings do not read (a warning at start:
+  // signSGD's density, top-k's quant_bits changed nothing, silently).
+  std::vector<std::string> idle_keys;
 
   // Settings with no YAML key yet; the defaults are the documented method.
   int log_range = 12;             // laco: log2 dynamic range of the 7-bit code, 1..64

@@ -93,8 +93,10 @@ void log_start(const Config& config, const ModelDesc& model, uint64_t total) {
   spdlog::info("training {} for {} iterations ({} workers x batch {}, mode {})", model.name, total,
                config.cluster.workers, config.job.batch_size, mode_name(config.scheduler.mode));
   const CompressionConfig& c = config.compression;
+  for (const std::string& w : compression_warnings(config)) spdlog::warn("{}", w);
   if (c.codec == "none") return;
-  spdlog::info("compression: {} density {}{}{}, replies {}", c.codec, c.density,
+  spdlog::info("compression: {}{}{}{}, replies {}", c.codec,
+               c.codec == "signsgd" ? std::string() : fmt::format(" density {}", c.density),
                c.error_feedback ? ", error feedback" : "",
                c.momentum > 0 ? fmt::format(", momentum {} on the workers (momentum "
                                             "correction; the servers run plain SGD)",
@@ -106,7 +108,6 @@ void log_start(const Config& config, const ModelDesc& model, uint64_t total) {
                  "direction (adam_correction; the servers run plain SGD)",
                  c.adam_beta1, c.adam_beta2);
   }
-  for (const std::string& w : compression_warnings(config)) spdlog::warn("{}", w);
 }
 
 // One iteration's compute against the client: the forward waits for each layer's parameters

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <string>
+#include <vector>
 
 #include "compress/job_config.h"
 #include "config/job_config.h"
@@ -137,4 +138,28 @@ TEST_CASE("compression: Adam correction: on by default with adam and a codec, th
              Catch::Contains("compression.adam_correction") && Catch::Contains("adam"));
   CHECK_THAT(compression_warnings(parse_config("compression: {codec: topk}", "j"))[0],
              Catch::Contains("momentum_correction"));
+}
+
+// Keys that the chosen codec does not read changed nothing, without a word: signSGD's density,
+// top-k's quant_bits, a LACO file switched to codec none.
+TEST_CASE("keys the codec does not read are named in a warning", "[config][compression]") {
+  const auto warnings = [](const std::string& yaml) {
+    return compression_warnings(parse_config(yaml, "j"));
+  };
+  const auto idle = [](const std::string& yaml) {
+    return parse_config(yaml, "j").compression.idle_keys;
+  };
+  CHECK(idle("compression: {codec: signsgd, density: 0.5}") ==
+        std::vector<std::string>{"density"});
+  CHECK(idle("compression: {codec: topk, density: 0.5, quant_bits: 32, warmup_iters: 3}") ==
+        std::vector<std::string>{"warmup_iters", "quant_bits"});
+  CHECK(idle("compression: {codec: none, density: 0.5, hierarchical: false}") ==
+        std::vector<std::string>{"density", "hierarchical"});
+  CHECK(idle("compression: {codec: laco, density: 0.5, quant_bits: 32, warmup_iters: 3}").empty());
+  CHECK(idle("compression: {codec: laco, replies: dense, reply_density: 0.1}") ==
+        std::vector<std::string>{"reply_density"});
+  const auto w = warnings("compression: {codec: topk, quant_bits: 32}");
+  REQUIRE_FALSE(w.empty());
+  CHECK_THAT(w[0], Catch::Contains("compression.quant_bits: set, but codec topk"));
+  CHECK(warnings("compression: {codec: none}").empty());
 }
