@@ -67,8 +67,9 @@ int daemon_main(int argc, char** argv, const std::string& role,
       throw ConfigError(role + " rank " + std::to_string(args.rank) + " is outside the job: " +
                         config.source + " has cluster." + role + "s = " + std::to_string(count));
     }
-    if (const std::string why = ensure_open_files(daemon_open_files(
-            config.cluster.servers, config.cluster.workers, config.metrics.port >= 0));
+    if (const std::string why = ensure_open_files(
+            daemon_open_files(role == "server", config.cluster.servers, config.cluster.workers,
+                              config.metrics.port >= 0));
         !why.empty()) {
       throw ConfigError(why);
     }

@@ -84,9 +84,10 @@ void ControlPlane::arrive(const std::string& barrier) {
   send(h);
 }
 
-void ControlPlane::heartbeat(uint32_t waits_for_server_plus_one) {
+void ControlPlane::heartbeat(uint32_t waits_for_server_plus_one, bool keep_checkpoints) {
   wire::Header h = make_header(self_, wire::HEARTBEAT);
   if (waits_for_server_plus_one > 0) h.set_waits_for_server(waits_for_server_plus_one);
+  if (keep_checkpoints) h.set_keep_checkpoints(true);
   send(h);
 }
 

@@ -50,7 +50,8 @@ class ControlPlane {
   bool send(const wire::Header& h, std::vector<zmq::message_t> payload = {});
   void register_with(const wire::Register& reg, const wire::StageInfo* stage = nullptr);
   void arrive(const std::string& barrier);
-  void heartbeat(uint32_t waits_for_server_plus_one = 0);
+  // `keep_checkpoints`: a server's, until the job ends (server/server_keep.cc).
+  void heartbeat(uint32_t waits_for_server_plus_one = 0, bool keep_checkpoints = false);
   // Tells the coordinator why this process gives up (so that the job ends naming the cause), then
   // `failed`.
   void give_up(const std::string& why);

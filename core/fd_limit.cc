@@ -9,11 +9,13 @@ namespace psrt {
 namespace {
 constexpr uint64_t kMargin = 64;         // ZeroMQ's threads and mailboxes, files, logs, the data
 constexpr uint64_t kMetricsClients = 64;  // core/metrics_http.h serves that many at once
+constexpr uint64_t kStageLinks = 8;       // a stage worker's links to its neighbours
 }  // namespace
 
-uint64_t daemon_open_files(int servers, int workers, bool metrics) {
-  return kMargin + 2 * uint64_t(std::max(0, servers) + std::max(0, workers)) +
-         (metrics ? kMetricsClients : 0);
+uint64_t daemon_open_files(bool server, int servers, int workers, bool metrics) {
+  const uint64_t s = uint64_t(std::max(0, servers)), w = uint64_t(std::max(0, workers));
+  const uint64_t peers = server ? s + w + 2 : 2 * s + kStageLinks;
+  return kMargin + peers + (metrics ? kMetricsClients : 0);
 }
 
 std::string ensure_open_files(uint64_t need) {

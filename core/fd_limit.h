@@ -10,9 +10,10 @@
 
 namespace psrt {
 
-// Descriptors one daemon of a job of `servers` and `workers` may hold: a connection and a socket
-// mailbox per peer, and a margin for ZeroMQ's own, files, logs and metrics scrapers.
-uint64_t daemon_open_files(int servers, int workers, bool metrics);
+// Descriptors one daemon of a job of `servers` and `workers` may hold: a server, a connection per
+// peer on its one socket; a worker, a socket (its mailbox and its connection) per server and a few
+// stage links; both, a margin for ZeroMQ's own, files, logs, and the metrics scrapers.
+uint64_t daemon_open_files(bool server, int servers, int workers, bool metrics);
 
 // Raises this process's soft RLIMIT_NOFILE to `need` where the hard limit allows; returns why it
 // cannot (empty when it can).

@@ -89,7 +89,7 @@ ControlPlane::Events Server::member_events() {
   e.refused = [](const std::string& why) { throw ConfigError(why); };
   e.failed = [](const std::string& why) { throw JobError(why); };
   e.heartbeat = [this](Clock::time_point now) {
-    control_->heartbeat();
+    control_->heartbeat(0, keep_told_);  // told at once, and again should that one be dropped
     check_progress(now);
   };
   e.resumed = [this](Clock::time_point now) { last_progress_ = now; };
