@@ -67,6 +67,18 @@ int daemon_main(int argc, char** argv, const std::string& role,
       throw ConfigError(role + " rank " + std::to_string(args.rank) + " is outside the job: " +
                         config.source + " has cluster." + role + "s = " + std::to_string(count));
     }
+    loaded = config;  // a refusal from here on is told to the job (a rank of it)
+    // From here a stop signal is told to the job too: before the server or client exists (data
+    // loading, a device), the coordinator hears it as a start-up failure, and the process ends
+    // by the signal; a worker stopped then was found only when cluster.start_timeout_s ran out.
+    std::optional<StopSignals> stop;
+    stop.emplace("psrt-" + role + " " + std::to_string(args.rank),
+                 [config, role, rank = uint32_t(args.rank)](const std::string& sig) {
+                   tell_coordinator_abort(config, role == "server" ? wire::SERVER : wire::WORKER,
+                                          rank, "stopped by " + sig);
+                   return false;
+                 });
+    args.stop = &*stop;
     if (const std::string why = ensure_open_files(
             daemon_open_files(role == "server", config.cluster.servers, config.cluster.workers,
                               config.metrics.port >= 0));

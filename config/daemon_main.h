@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/stop_signals.h"
 
 namespace psrt {
 
@@ -15,6 +16,9 @@ struct DaemonArgs {
   std::vector<std::string> sets;
   int rank = 0;
   bool resume = false;  // --resume: restart from the last common checkpoint
+  // SIGTERM, SIGINT, SIGHUP: told to the coordinator; `body` points them at its server or client
+  // while they live (StopSignals::Target). Never null in `body`.
+  StopSignals* stop = nullptr;
 };
 
 // Parses argv, loads the config, sets up logging and BLAS threads, and runs `body`. Returns the

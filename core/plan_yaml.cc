@@ -2,8 +2,6 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include <fstream>
-#include <iterator>
 #include <limits>
 #include <map>
 
@@ -86,8 +84,8 @@ DeviceSet read_devices(const YamlReader& r) {
   return set;
 }
 
-TrainingSetup read_setup(const YamlReader& r) {
-  TrainingSetup s;
+TrainingSetup read_setup(const YamlReader& r, const TrainingSetup& base) {
+  TrainingSetup s = base;
   s.batch_size = static_cast<uint32_t>(r.get_int("batch_size", s.batch_size, 1, 1 << 20));
   s.micro_batches = static_cast<uint32_t>(r.get_int("micro_batches", s.micro_batches, 1, 4096));
   if (s.micro_batches > s.batch_size) r.fail("micro_batches", "is larger than batch_size");
@@ -238,10 +236,10 @@ Plan plan_from_yaml(const std::string& text, const std::string& where, const Mod
 }
 
 Plan load_plan(const std::string& path, const ModelDesc& model) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open plan");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  return plan_from_yaml(text, path, model);
+  constexpr uint64_t kMaxPlanBytes = 64ull << 20;
+  return plan_from_yaml(read_yaml_file(path, "a placement plan (placement.plan, --placement)",
+                                       kMaxPlanBytes),
+                        path, model);
 }
 
 }  // namespace psrt

@@ -27,7 +27,8 @@ namespace psrt {
 // Reads `devices`, `link`, `server_link` and `link_pairs` from `r` (a mapping). Throws ConfigError
 // naming the key.
 DeviceSet read_devices(const YamlReader& r);
-TrainingSetup read_setup(const YamlReader& r);
+// The training setup keys; those left out keep `base`.
+TrainingSetup read_setup(const YamlReader& r, const TrainingSetup& base = {});
 
 std::string plan_to_yaml(const Plan& plan, const ModelDesc& model);
 // Throws ConfigError prefixed by `where` (a layer in no stage or two, an unknown layer or device,

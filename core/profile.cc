@@ -4,9 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
 
 #include "core/status.h"
@@ -112,6 +109,9 @@ ModelDesc parse_profile(const std::string& yaml_text, const std::string& where, 
   model.batch_size = static_cast<uint32_t>(root.get_int("batch_size", 0, 0, 1 << 20));
   model.device_gflops = root.get_double("device_gflops", 0, 0, 1e9);
   const double file_scale = root.get_double("scale", 1.0, 1e-9, 1e9);
+  if (!std::isfinite(scale)) {  // NaN passed `scale <= 0` and reached the simulator's clock
+    throw ConfigError(where + ": the scale " + std::to_string(scale) + " is not a number");
+  }
   if (scale <= 0) scale = file_scale;
   // A written profile's sizes are already scaled by this (profile_yaml): recorded, not applied.
   model.scale = scale * root.get_double("scaled_by", 1.0, 1e-12, 1e12);
@@ -181,23 +181,10 @@ std::string profile_yaml(const ModelDesc& model) {
 }
 
 ModelDesc load_profile(const std::string& path, double scale) {
-  // A folder read as a file gave "basic_filebuf::underflow error"; /dev/zero read for ever.
-  constexpr std::uintmax_t kMaxProfileBytes = 256ull << 20;
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    throw ConfigError(path + ": " +
-                      (std::filesystem::exists(path, ec) ? "not a regular file" : "no such file") +
-                      "; a model profile (model.profile, --profile) is a YAML file");
-  }
-  if (std::filesystem::file_size(path, ec) > kMaxProfileBytes) {
-    throw ConfigError(path + ": a model profile of more than 256 MiB");
-  }
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open profile");
-  std::string text;
-  text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  if (in.bad()) throw ConfigError(path + ": cannot read profile");
-  return parse_profile(text, path, scale);
+  constexpr uint64_t kMaxProfileBytes = 256ull << 20;
+  return parse_profile(
+      read_yaml_file(path, "a model profile (model.profile, --profile)", kMaxProfileBytes), path,
+      scale);
 }
 
 }  // namespace psrt

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 namespace psrt {
 namespace {
@@ -113,11 +114,26 @@ StopSignals::~StopSignals() {
 
 void StopSignals::block_in_this_thread() { mask_stop_signals(SIG_BLOCK); }
 
+StopSignals::Target::Target(StopSignals& signals, Stop stop) : signals_(signals) {
+  std::lock_guard lock(signals_.mu_);
+  previous_ = std::exchange(signals_.stop_, std::move(stop));
+}
+
+StopSignals::Target::~Target() {
+  std::lock_guard lock(signals_.mu_);  // waits for a call of this target in progress
+  signals_.stop_ = std::move(previous_);
+}
+
 void StopSignals::wait() {
   mask_stop_signals(SIG_UNBLOCK);  // the one thread sure to take them
   const int sig = read_byte(pipe_[0], -1);
   if (sig <= 0) return;  // the destructor's
-  if (!stop_(name(sig))) die(sig);
+  bool taken = false;
+  {
+    std::lock_guard lock(mu_);
+    taken = stop_ && stop_(name(sig));
+  }
+  if (!taken) die(sig);
   const int next = read_byte(pipe_[0], int(grace_s_ * 1000));
   if (next == kQuit) return;
   if (next < 0) {

@@ -10,12 +10,15 @@
 // ignore SIGINT: Ctrl-C is the launcher's, which stops them with SIGTERM).
 //
 // Signal dispositions belong to the process: one StopSignals at a time (the constructor throws
-// otherwise), made by a daemon's main once the object `stop` reaches exists, destroyed before it.
+// otherwise). A daemon makes it once its config is loaded, with a `stop` that tells the
+// coordinator (core/abort_notice.h) and declines, and points it at its server or client while
+// they live (Target): a signal during start-up, data loading included, is told to the job too.
 #pragma once
 
 #include <signal.h>
 
 #include <functional>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -34,6 +37,20 @@ class StopSignals {
   // Restores the signals' former actions; a signal from then on acts as it did before.
   ~StopSignals();
 
+  // While it lives, signals go to `stop`; then to the one before. Made and destroyed on the
+  // thread that owns the object `stop` reaches, which must outlive it.
+  class Target {
+   public:
+    Target(StopSignals& signals, Stop stop);
+    ~Target();
+    Target(const Target&) = delete;
+    Target& operator=(const Target&) = delete;
+
+   private:
+    StopSignals& signals_;
+    Stop previous_;
+  };
+
   // "SIGTERM", "SIGINT", "SIGHUP", else "signal N".
   static std::string name(int sig);
   // For an I/O thread: the signals' handler runs on another thread. ZeroMQ does not restart a
@@ -47,6 +64,7 @@ class StopSignals {
   [[noreturn]] void die(int sig);
 
   std::string who_;
+  std::mutex mu_;  // guards stop_ (Target swaps it while the waiting thread may call it)
   Stop stop_;
   double grace_s_;
   int pipe_[2] = {-1, -1};

@@ -2,6 +2,9 @@
 
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <set>
 
 #include "core/status.h"
@@ -80,6 +83,24 @@ std::optional<YAML::Node> YamlReader::value(const std::string& key) const {
 
 std::string YamlReader::full(const std::string& key) const {
   return path_.empty() ? key : path_ + "." + key;
+}
+
+std::string read_yaml_file(const std::string& path, const std::string& what, uint64_t max_bytes) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw ConfigError(path + ": " +
+                      (std::filesystem::exists(path, ec) ? "not a regular file" : "no such file") +
+                      "; " + what + " is a YAML file");
+  }
+  if (std::filesystem::file_size(path, ec) > max_bytes) {
+    throw ConfigError(path + ": " + what + " of more than " + std::to_string(max_bytes >> 20) +
+                      " MiB");
+  }
+  std::ifstream in(path);
+  if (!in) throw ConfigError(path + ": cannot open " + what);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) throw ConfigError(path + ": cannot read " + what);
+  return text;
 }
 
 void YamlReader::fail(const std::string& key, const std::string& what) const {

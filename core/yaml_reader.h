@@ -21,6 +21,11 @@ bool valid_utf8(std::string_view s);
 std::optional<char> control_character(std::string_view s);
 // "holds the control character 0x0d" for the first of them, if any (for error messages).
 std::optional<std::string> control_character_error(std::string_view s);
+// The text of a YAML file the user names (`what`: "a model profile (model.profile, --profile)"):
+// throws ConfigError naming the path when it is missing, not a regular file (a folder read as a
+// file gave "basic_filebuf::underflow error", without the path; /dev/zero read for ever) or over
+// `max_bytes`.
+std::string read_yaml_file(const std::string& path, const std::string& what, uint64_t max_bytes);
 
 class YamlReader {
  public:

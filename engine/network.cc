@@ -128,7 +128,8 @@ void Network::backward_layer(std::size_t i) {
   layers_[i]->backward(acts_[i].data(), acts_[i + 1].data(), dout, din, n_);
 }
 
-double Network::evaluate(const float* images, const int32_t* labels, int n, int batch) {
+double Network::evaluate(const float* images, const int32_t* labels, int n, int batch,
+                         const std::function<bool()>& cancelled) {
   if (batch < 1) throw std::invalid_argument("Network::evaluate: batch < 1");
   if (n <= 0) return 0.0;
   const std::size_t in = input_size();
@@ -136,6 +137,7 @@ double Network::evaluate(const float* images, const int32_t* labels, int n, int 
   const std::size_t logits = layers_.size() - 1;  // index of the buffer holding the logits
   long correct = 0;
   for (int start = 0; start < n; start += batch) {
+    if (cancelled && cancelled()) throw EvaluationCancelled();
     const int m = std::min(batch, n - start);
     resize_buffers(eval_acts_, m);
     const float* src = images + static_cast<std::size_t>(start) * in;

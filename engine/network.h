@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -75,7 +76,9 @@ class Network {
 
   // Accuracy in [0, 1] over n samples, run in chunks of `batch` with separate buffers: the state of
   // the training batch (activations, loss, gradients) is left untouched. Returns 0 for n == 0.
-  double evaluate(const float* images, const int32_t* labels, int n, int batch);
+  // `cancelled` (if any) is asked before each batch: EvaluationCancelled (engine/predictions.h).
+  double evaluate(const float* images, const int32_t* labels, int n, int batch,
+                  const std::function<bool()>& cancelled = {});
 
  private:
   void resize_buffers(std::vector<std::vector<float>>& bufs, int n) const;

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <stdexcept>
 
 namespace psrt::engine {
 
@@ -12,5 +13,11 @@ namespace psrt::engine {
 // rows did. Taken as a guess (max_element over NaN picks class 0), such a model was reported at
 // 1 / classes accuracy, and the job exited 0.
 int64_t count_correct(const float* logits, const int32_t* labels, std::size_t rows, std::size_t k);
+
+// Thrown by an evaluation whose `cancelled` says so between batches: the job ended meanwhile (a
+// vgg-small test pass went on for seconds after the job was over, and printed its accuracy).
+struct EvaluationCancelled : std::runtime_error {
+  EvaluationCancelled() : std::runtime_error("evaluation cancelled: the job ended") {}
+};
 
 }  // namespace psrt::engine

@@ -212,6 +212,10 @@ Result<std::vector<uint32_t>> netplacer(const Problem& problem) {
       refine(cost, order, c.cuts);
       candidates.push_back(chain.assignment(c.cuts, order));
     }
+    // No cut is a candidate too: the whole model on the order's first device, where it fits and
+    // a pipeline's transfers cost more than they save (LeNet-5 on two fast devices: every split
+    // was priced up to 39% slower than one device, and one was chosen: they were all there was).
+    candidates.push_back(chain.assignment({}, order));
   }
   // The splits the partition baselines would make (none of them simulates) join the candidates,
   // priced by the same closed-form model; their O(K n^2) DPs are skipped on big graphs.

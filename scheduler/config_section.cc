@@ -13,7 +13,10 @@ void parse_scheduler_section(const YamlReader& sch, const ConfigPath& in_base,
   c.mode = *parse_mode(mode);
   c.chunk_bytes = static_cast<uint64_t>(
       sch.get_int("chunk_bytes", int64_t(c.chunk_bytes), 4096, kMaxConfigInt));
-  if (c.chunk_bytes % 4 != 0) sch.fail("chunk_bytes", "must be a multiple of 4");
+  if (c.chunk_bytes % 4 != 0) {
+    sch.fail("chunk_bytes",
+             std::to_string(c.chunk_bytes) + " is not a multiple of 4 (whole floats)");
+  }
   c.credit_bytes = static_cast<uint64_t>(
       sch.get_int("credit_bytes", int64_t(c.credit_bytes), 1, kMaxConfigInt));
   for (auto p : sch.get_int_list("priority", 0, 1 << 30)) c.priority.push_back(int(p));

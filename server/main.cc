@@ -14,10 +14,9 @@ int main(int argc, char** argv) {
     std::printf("PSRT_LISTENING %s\n", server.endpoint().c_str());
     std::fflush(stdout);
     // SIGTERM, SIGINT, SIGHUP: the job is told which server stopped (core/stop_signals.h).
-    psrt::StopSignals stop("psrt-server " + std::to_string(args.rank),
-                           [&server](const std::string& sig) {
-                             return server.request_stop("stopped by " + sig);
-                           });
+    psrt::StopSignals::Target stop(*args.stop, [&server](const std::string& sig) {
+      return server.request_stop("stopped by " + sig);
+    });
     psrt::StopSignals::block_in_this_thread();  // this thread runs the server's I/O loop
     server.run();
   });

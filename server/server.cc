@@ -141,8 +141,15 @@ void Server::run() {
       abort_job(control_ ? why : "server 0 gave up: " + why);
     }
   } catch (const JobError& e) {
-    looping(false);
-    if (coordinator_) tell_latecomers(e.what());
+    bool stopped = false;
+    {
+      std::lock_guard lock(stop_mu_);
+      looping_ = false;
+      stopped = stop_taken_;
+    }
+    // Told to stop (a signal): no window for latecomers, which outlasted the signal's grace and
+    // ended the server by the signal after all.
+    if (coordinator_ && !stopped) tell_latecomers(e.what());
     throw;
   } catch (...) {
     looping(false);
@@ -171,7 +178,13 @@ Clock::time_point Server::tick(Clock::time_point now) {
     std::lock_guard lock(stop_mu_);
     stop.swap(stop_why_);
   }
-  if (stop) abort_job(control_ ? *stop : "server 0 gave up: " + *stop);  // as in run()
+  if (stop) {
+    {
+      std::lock_guard lock(stop_mu_);
+      stop_taken_ = true;
+    }
+    abort_job(control_ ? *stop : "server 0 gave up: " + *stop);  // as in run()
+  }
   check_checkpoint_failures();
   if (control_) return control_->tick(now, have_membership_, started_);
   return coordinator_tick(now);

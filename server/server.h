@@ -244,6 +244,7 @@ class Server {
   std::mutex stop_mu_;  // guards the two below (request_stop)
   std::optional<std::string> stop_why_;
   bool looping_ = false;
+  bool stop_taken_ = false;  // the loop ended on request_stop's
   Liveness liveness_;                // server 0: its heartbeats and the start's deadline
   Clock::time_point last_progress_;  // an update completed, or nobody was waited for
   ServerStats stats_;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -54,8 +55,12 @@ class Backend {
   virtual int batch_samples() const = 0;
   // Iterations in one pass over this worker's data shard (0: no notion of epochs).
   virtual int64_t iterations_per_epoch() const = 0;
-  // Test-set accuracy with the current parameters, if the backend can evaluate.
-  virtual std::optional<double> evaluate() { return std::nullopt; }
+  // Test-set accuracy with the current parameters, if the backend can evaluate; nullopt too when
+  // `cancelled` said so between batches (the job ended meanwhile).
+  virtual std::optional<double> evaluate(const std::function<bool()>& cancelled = {}) {
+    (void)cancelled;
+    return std::nullopt;
+  }
 };
 
 // Builds the backend the config asks for. Throws ConfigError.

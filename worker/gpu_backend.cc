@@ -9,6 +9,7 @@
 #include "engine/cuda/device_buffer.h"
 #include "engine/cuda/gpu_network.h"
 #include "engine/network.h"
+#include "engine/predictions.h"
 #include "worker/native_backend.h"
 
 namespace psrt {
@@ -61,7 +62,8 @@ GpuBackend::GpuBackend(const Config& config, uint32_t rank)
     net_->download_param(t.key, staging_[t.key].span());
     grad_host_[t.key].resize(t.num_elements);
   }
-  if (rank == 0 && config.job.evaluate) source_.load_test_now();  // worker 0 evaluates
+  // Worker 0 evaluates (at the end, or every job.eval_every: a bad test set was found mid-run).
+  if (rank == 0 && (config.job.evaluate || config.job.eval_every > 0)) source_.load_test_now();
 }
 
 GpuBackend::~GpuBackend() = default;
@@ -108,11 +110,16 @@ std::optional<double> GpuBackend::loss() const {
   return net_->loss();
 }
 
-std::optional<double> GpuBackend::evaluate() {
+std::optional<double> GpuBackend::evaluate(const std::function<bool()>& cancelled) {
   for (const auto& t : net_->desc().tensors)
     net_->upload_param_async(t.key, staging_[t.key].span());
   const data::Dataset& test = source_.test_set();
-  return net_->evaluate(test.images.data(), test.labels.data(), test.n, BatchSource::kEvalBatch);
+  try {
+    return net_->evaluate(test.images.data(), test.labels.data(), test.n, BatchSource::kEvalBatch,
+                          cancelled);
+  } catch (const engine::EvaluationCancelled&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace psrt

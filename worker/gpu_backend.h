@@ -51,7 +51,7 @@ class GpuBackend final : public Backend {
   int64_t iterations_per_epoch() const override { return source_.iterations_per_epoch(); }
   // Uploads every staging tensor first: the runtime's newest values, which no params_ready has
   // taken to the device yet when training has ended.
-  std::optional<double> evaluate() override;
+  std::optional<double> evaluate(const std::function<bool()>& cancelled = {}) override;
 
  private:
   int batch_;

@@ -80,19 +80,20 @@ void telling_the_job(psrt::PsClient& client, const std::function<void()>& work) 
 
 // SIGTERM, SIGINT, SIGHUP while `client` is open: the job is told which worker stopped, and
 // why (core/stop_signals.h); the others end at once instead of after cluster.peer_timeout_s.
-std::unique_ptr<psrt::StopSignals> stop_signals(psrt::PsClient& client, uint32_t rank) {
-  return std::make_unique<psrt::StopSignals>(
-      "psrt-worker " + std::to_string(rank),
-      [&client](const std::string& sig) { return client.abandon("stopped by " + sig); });
+std::unique_ptr<psrt::StopSignals::Target> stop_signals(psrt::StopSignals& signals,
+                                                        psrt::PsClient& client) {
+  return std::make_unique<psrt::StopSignals::Target>(
+      signals, [&client](const std::string& sig) { return client.abandon("stopped by " + sig); });
 }
 
 // placement.mode model | hybrid: this worker runs one stage of a replica.
-void run_stage(const psrt::Config& config, uint32_t rank, const std::string& dump) {
+void run_stage(const psrt::Config& config, uint32_t rank, const std::string& dump,
+               psrt::StopSignals& signals) {
   psrt::StageWorker stage(config, rank);
   psrt::Timeline timeline(config.timeline, "worker-" + std::to_string(rank), 1000 + int(rank));
   psrt::PsClient client(config, rank, stage.desc(), [&](uint32_t key) { return stage.param(key); },
                         &timeline, stage.role());
-  const auto stop = stop_signals(client, rank);
+  const auto stop = stop_signals(signals, client);
   std::optional<std::string> dump_error;
   telling_the_job(client, [&] {
     const auto result = stage.train(client, &timeline);
@@ -141,7 +142,8 @@ psrt::ModelDesc timed_desc(const psrt::Config& config, uint32_t rank, psrt::Back
 }
 
 // A whole replica (data parallelism).
-void run_replica(const psrt::Config& job_config, uint32_t rank, int arg_rank) {
+void run_replica(const psrt::Config& job_config, uint32_t rank, int arg_rank,
+                 psrt::StopSignals& signals) {
   auto backend = psrt::make_backend(job_config, rank);
   // job.epochs resolved over this worker's data: the count it registers (every worker's must
   // agree: the coordinator refuses one that differs instead of stranding the rest).
@@ -150,7 +152,7 @@ void run_replica(const psrt::Config& job_config, uint32_t rank, int arg_rank) {
   psrt::Timeline timeline(config.timeline, "worker-" + std::to_string(rank), 1000 + int(rank));
   psrt::PsClient client(config, rank, timed_desc(config, rank, *backend),
                         [&](uint32_t key) { return backend->param(key); }, &timeline);
-  const auto stop = stop_signals(client, rank);
+  const auto stop = stop_signals(signals, client);
   std::optional<std::string> dump_error;
   telling_the_job(client, [&] {
     const auto result = psrt::train(config, rank, *backend, client, &timeline);
@@ -166,7 +168,9 @@ void run_replica(const psrt::Config& job_config, uint32_t rank, int arg_rank) {
           [&] { psrt::dump_params(with_rank(config.job.dump_params, arg_rank), *backend); });
     }
     if (rank == 0 && config.job.evaluate) {
-      if (auto acc = backend->evaluate()) {
+      // The job may end meanwhile (another process failed or was stopped): the pass stops, and
+      // client.finish() below says why.
+      if (auto acc = backend->evaluate([&] { return client.failed(); })) {
         std::printf("test accuracy: %.4f\n", *acc);
         std::fflush(stdout);
       }
@@ -185,11 +189,12 @@ int main(int argc, char** argv) {
     openblas_set_num_threads(config.job.blas_threads);
     const auto rank = static_cast<uint32_t>(args.rank);
     if (config.placement.split()) {
-      run_stage(config, rank, config.job.dump_params.empty()
-                                  ? std::string()
-                                  : with_rank(config.job.dump_params, args.rank));
+      run_stage(config, rank,
+                config.job.dump_params.empty() ? std::string()
+                                               : with_rank(config.job.dump_params, args.rank),
+                *args.stop);
       return;
     }
-    run_replica(config, rank, args.rank);
+    run_replica(config, rank, args.rank, *args.stop);
   });
 }

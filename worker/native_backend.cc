@@ -2,6 +2,7 @@
 
 #include "engine/init.h"
 #include "engine/net_spec.h"
+#include "engine/predictions.h"
 
 namespace psrt {
 
@@ -15,7 +16,8 @@ NativeBackend::NativeBackend(const Config& config, uint32_t rank)
     : batch_(config.job.batch_size),
       net_(build_replica(config, rank)),
       source_(config, rank, net_->input_size()) {
-  if (rank == 0 && config.job.evaluate) source_.load_test_now();  // worker 0 evaluates
+  // Worker 0 evaluates (at the end, or every job.eval_every: a bad test set was found mid-run).
+  if (rank == 0 && (config.job.evaluate || config.job.eval_every > 0)) source_.load_test_now();
 }
 
 void NativeBackend::begin_iteration(uint64_t iteration) {
@@ -23,9 +25,14 @@ void NativeBackend::begin_iteration(uint64_t iteration) {
   net_->set_batch(source_.images(), source_.labels(), n);
 }
 
-std::optional<double> NativeBackend::evaluate() {
+std::optional<double> NativeBackend::evaluate(const std::function<bool()>& cancelled) {
   const data::Dataset& test = source_.test_set();
-  return net_->evaluate(test.images.data(), test.labels.data(), test.n, BatchSource::kEvalBatch);
+  try {
+    return net_->evaluate(test.images.data(), test.labels.data(), test.n, BatchSource::kEvalBatch,
+                          cancelled);
+  } catch (const engine::EvaluationCancelled&) {
+    return std::nullopt;
+  }
 }
 
 }  // namespace psrt

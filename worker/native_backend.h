@@ -25,7 +25,7 @@ class NativeBackend final : public Backend {
   std::optional<double> loss() const override { return net_->loss(); }
   int batch_samples() const override { return batch_; }
   int64_t iterations_per_epoch() const override { return source_.iterations_per_epoch(); }
-  std::optional<double> evaluate() override;
+  std::optional<double> evaluate(const std::function<bool()>& cancelled = {}) override;
 
  private:
   int batch_;

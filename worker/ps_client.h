@@ -157,6 +157,8 @@ class PsClient {
 
   const ShardMap& shards() const { return shards_; }
   ClientStats stats() const;
+  // Whether the client has failed (the job ended, or this worker abandoned it). Thread-safe.
+  bool failed() const;
   // This worker's Prometheus metrics (off unless metrics.port is set); thread-safe.
   Metrics& metrics() { return metrics_; }
 

@@ -33,6 +33,11 @@ void PsClient::refused(const std::string& why) {
   lent_.abandon();
 }
 
+bool PsClient::failed() const {
+  std::lock_guard lock(mu_);
+  return error_.has_value();
+}
+
 bool PsClient::abandon(const std::string& why) {
   std::unique_lock lock(mu_);
   if (error_ || finished_) return false;  // the job's own failure, known to it; or over

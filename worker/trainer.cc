@@ -249,7 +249,7 @@ void maybe_evaluate(const Config& config, uint32_t rank, Backend& backend, PsCli
   }
   // Values for iteration `done` are needed first; the other workers keep computing meanwhile.
   client.wait_all(done);
-  if (auto acc = backend.evaluate()) {
+  if (auto acc = backend.evaluate([&] { return client.failed(); })) {
     spdlog::info("iter {} test accuracy {:.4f}", done, *acc);
     std::printf("PSRT_EVAL iteration=%llu accuracy=%.4f\n", (unsigned long long)done, *acc);
     std::fflush(stdout);

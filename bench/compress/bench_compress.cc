@@ -179,6 +179,21 @@ int bench_hierarchy(const Options& opt) {
 }  // namespace
 }  // namespace psrt::compress
 
+namespace {
+
+// A whole decimal number from 1 to `max`, else 0 (strtoull took "-5" for 2^64 - 5 and the bench
+// ended in std::length_error).
+uint64_t count_arg(const char* text, uint64_t max) {
+  const std::string s = text;
+  if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos) {
+    return 0;
+  }
+  const uint64_t v = std::stoull(s);
+  return v <= max ? v : 0;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   psrt::compress::Options opt;
   for (int i = 1; i < argc; ++i) {
@@ -188,9 +203,9 @@ int main(int argc, char** argv) {
       opt.elements = size_t{1} << 16;
       opt.reps = 3;
     } else if (a == "--elements" && i + 1 < argc) {
-      opt.elements = std::strtoull(argv[++i], nullptr, 10);
+      opt.elements = count_arg(argv[++i], uint64_t(1) << 30);  // 4 GiB of floats
     } else if (a == "--reps" && i + 1 < argc) {
-      opt.reps = std::atoi(argv[++i]);
+      opt.reps = int(count_arg(argv[++i], 1000000));
     } else if (a == "--codecs" && i + 1 < argc) {
       opt.codecs = psrt::compress::split_commas(argv[++i]);
     } else {
@@ -201,7 +216,8 @@ int main(int argc, char** argv) {
     }
   }
   if (opt.elements == 0 || opt.reps < 1) {
-    std::fprintf(stderr, "psrt-bench-compress: --elements and --reps must be positive\n");
+    std::fprintf(stderr, "psrt-bench-compress: --elements (1 to 2^30) and --reps (1 to 10^6) must "
+                         "be whole numbers in range\n");
     return 2;
   }
   if (int rc = psrt::compress::bench_codecs(opt); rc != 0) return rc;

@@ -15,6 +15,7 @@
 #include <limits>
 
 #include "cases.h"
+#include "core/cli.h"
 #include "core/status.h"
 #include "placement/placer.h"
 #include "placement/plan_table.h"
@@ -83,7 +84,7 @@ int main(int argc, char** argv) {
       "folder for placement.csv, placement_scaling.dat, placement_chart.dat, placement.gp");
   app.add_option("--profiles", profiles, "bench/profiles");
   app.add_option("--memory-gib", memory_gib, "memory of a full device (heterogeneous: half)")
-      ->check(CLI::PositiveNumber);
+      ->check(psrt::finite_in(1e-6, 1e9));
   app.add_option("--anneal-steps", options.anneal_steps, "simulator calls of the annealing");
   try {
     app.parse(argc, argv);

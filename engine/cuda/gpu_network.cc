@@ -104,7 +104,8 @@ void GpuNetwork::backward_layer(std::size_t i) {
   d.stack.backward(d.ctx, i, d.acts, d.dacts, din, n_, d.workspace.data());
 }
 
-double GpuNetwork::evaluate(const float* images, const int32_t* labels, int n, int batch) {
+double GpuNetwork::evaluate(const float* images, const int32_t* labels, int n, int batch,
+                            const std::function<bool()>& cancelled) {
   if (batch < 1) throw std::invalid_argument("GpuNetwork::evaluate: batch < 1");
   if (n <= 0) return 0.0;
   Device& d = *dev_;
@@ -114,6 +115,7 @@ double GpuNetwork::evaluate(const float* images, const int32_t* labels, int n, i
   std::vector<float> z;
   long correct = 0;
   for (int start = 0; start < n; start += batch) {
+    if (cancelled && cancelled()) throw EvaluationCancelled();
     const int m = std::min(batch, n - start);
     const auto rows = static_cast<std::size_t>(m);
     reserve(m, false);

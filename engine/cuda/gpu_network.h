@@ -19,6 +19,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
@@ -59,7 +60,8 @@ class GpuNetwork {
 
   // As Network::evaluate: accuracy in [0, 1] of n host samples, in chunks of `batch`, on separate
   // buffers; the training state (activations, gradients, loss, dropout step) is left untouched.
-  double evaluate(const float* images, const int32_t* labels, int n, int batch);
+  double evaluate(const float* images, const int32_t* labels, int n, int batch,
+                  const std::function<bool()>& cancelled = {});
 
   // Device memory of tensor `key` (desc().tensors[key].num_elements floats). The pointers stay
   // valid for the network's lifetime; a gradient holds the last backward's values.

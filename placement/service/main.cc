@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   app.add_option("--max-search-s", max_search_s,
                  "the searching placers (annealing, exhaustive) answer an error past this many "
                  "seconds (0: no limit)")
-      ->check(CLI::Range(0.0, 86400.0));
+      ->check(psrt::finite_in(0, 86400));
   if (const auto rc = psrt::parse_command_line(app, argc, argv, "psrt-placer")) return *rc;
   spdlog::set_level(spdlog::level::from_str(level));
   psrt::route_protobuf_logs();

@@ -144,3 +144,25 @@ TEST_CASE("a signal to a thread that blocks it is taken all the same", "[stop_si
   }
   ::pthread_sigmask(SIG_SETMASK, &before, nullptr);
 }
+
+TEST_CASE("a target takes the signals while it lives, then the one before it", "[stop_signals]") {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string got;
+  const auto record = [&](const std::string& who) {
+    return [&, who](const std::string&) {
+      std::lock_guard lock(mu);
+      got = who;
+      cv.notify_all();
+      return true;
+    };
+  };
+  StopSignals stop("test", record("first"), 60);
+  {
+    StopSignals::Target target(stop, record("second"));
+    ::kill(::getpid(), SIGHUP);
+    std::unique_lock lock(mu);
+    REQUIRE(cv.wait_for(lock, std::chrono::seconds(20), [&] { return !got.empty(); }));
+  }
+  CHECK(got == "second");
+}

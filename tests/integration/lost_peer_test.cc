@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,7 +72,8 @@ struct Cluster {
       INFO(names[i] << " output:\n" << procs[i]->output());
       REQUIRE(rc.has_value());  // else it is still running past the deadline
       CHECK(*rc == 1);
-      CHECK_THAT(procs[i]->output(), Catch::Contains(i == victim ? "stopped by " + signal : stopped));
+      CHECK_THAT(procs[i]->output(),
+                 Catch::Contains(i == victim ? "stopped by " + signal : stopped));
       CHECK_THAT(procs[i]->output(), Catch::Contains("job failed"));
       CHECK_THAT(procs[i]->output(), !Catch::Contains("lost"));
     }
@@ -114,4 +116,22 @@ TEST_CASE("a server sent SIGHUP ends the job naming it", "[integration][lost]") 
 TEST_CASE("a coordinator sent SIGTERM ends the job naming it", "[integration][lost]") {
   Cluster c(kLongPeerTimeout);
   c.stop_and_check(0, SIGTERM, "SIGTERM", "server 0 gave up: stopped by SIGTERM");
+}
+
+// Server 0 stopped while it waited for registrations: it opened the window that tells latecomers
+// why the job ended (up to 10 s), outlasted the signal's 3 s grace and died by the signal.
+TEST_CASE("a coordinator stopped before everyone registered exits at once as the job's failure",
+          "[integration][lost]") {
+  const std::string dir = temp_dir("lost");
+  const std::string cfg = dir + "/job.yaml";
+  write_file(cfg, job_yaml(kLongPeerTimeout));
+  Proc server("server 0", {bin("psrt-server"), "--config", cfg, "--set",
+                           "cluster.coordinator=tcp://127.0.0.1:0"});
+  REQUIRE(server.wait_line("PSRT_LISTENING ", 30));
+  server.kill(SIGTERM);
+  const auto rc = server.wait_exit(kDeadline);
+  INFO(server.output());
+  CHECK(rc == std::optional<int>(1));
+  CHECK_THAT(server.output(), Catch::Contains("server 0 gave up: stopped by SIGTERM"));
+  CHECK_THAT(server.output(), !Catch::Contains("still running"));
 }

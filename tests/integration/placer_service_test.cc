@@ -6,6 +6,8 @@
 
 #include <csignal>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "core/plan_yaml.h"
 #include "core/profile.h"
@@ -232,4 +234,44 @@ TEST_CASE("psrt-place and psrt-sim refuse what would make a plan or a run no rea
   CHECK_FALSE(std::filesystem::exists(dir + "/plan.yaml"));
   // More servers than a job may have: the shard map's balancing took minutes there.
   refused({bin("psrt-sim"), "--profile", profile, "--servers", "2000"}, "--servers");
+  // A batch the plan's readers refuse was written; 0 was ignored; NaN ended in std::terminate.
+  refused({bin("psrt-place"), "--profile", profile, "--devices", dir + "/devices.yaml",
+           "--batch", "2000000", "--out", dir + "/plan.yaml"},
+          "--batch");
+  refused({bin("psrt-place"), "--profile", profile, "--devices", dir + "/devices.yaml",
+           "--batch", "0"},
+          "--batch");
+  refused({bin("psrt-sim"), "--profile", profile, "--scale", "nan"},
+          "--scale: nan is not a number");
+  refused({bin("psrt-bench-compress"), "--elements", "-5"}, "--elements");
+  // A folder given as a plan or devices file: "basic_filebuf::underflow error", no path.
+  refused({bin("psrt-sim"), "--profile", profile, "--placement", dir},
+          dir + ": not a regular file; a placement plan");
+  refused({bin("psrt-place"), "--profile", profile, "--devices", dir},
+          dir + ": not a regular file; a devices file");
+  CHECK_FALSE(std::filesystem::exists(dir + "/plan.yaml"));
+}
+
+// A devices file without the training setup replaced the job's (--config) batch, micro-batches
+// and optimizer with the defaults: a plan of another shape than the job.
+TEST_CASE("psrt-place keeps the job's training setup that a devices file leaves out",
+          "[integration][placer]") {
+  const std::string dir = temp_dir("placesetup");
+  write_file(dir + "/devices.yaml",
+             "devices: [{name: a, memory_gib: 4, gflops: 100}, {name: b, memory_gib: 4, "
+             "gflops: 100}]\n");
+  write_file(dir + "/job.yaml",
+             "job: {id: setup, batch_size: 64, iterations: 10}\n"
+             "cluster: {servers: 1, workers: 2}\n"
+             "model: {backend: native, arch: lenet5}\noptimizer: {type: adam}\n"
+             "placement: {mode: model, partitions: 2, micro_batches: 4}\n");
+  Proc place("place", {bin("psrt-place"), "--config", dir + "/job.yaml", "--devices",
+                       dir + "/devices.yaml", "--out", dir + "/plan.yaml"});
+  REQUIRE(place.wait_exit(60) == std::optional<int>(0));
+  std::ifstream in(dir + "/plan.yaml");
+  const std::string plan((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  INFO(plan);
+  CHECK_THAT(plan, Catch::Contains("batch_size: 64"));
+  CHECK_THAT(plan, Catch::Contains("micro_batches: 4"));
+  CHECK_THAT(plan, Catch::Contains("optimizer: adam"));
 }

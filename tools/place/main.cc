@@ -53,14 +53,15 @@ ModelDesc native_model(const engine::NetSpec& spec, uint32_t batch) {
 // and optionally batch_size, micro_batches, optimizer.
 void read_devices_file(const std::string& path, placement::Request& r) {
   YAML::Node root;
+  const std::string text = read_yaml_file(path, "a devices file (--devices)", 64ull << 20);
   try {
-    root = YAML::LoadFile(path);
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw ConfigError(path + ": " + e.what());
   }
   const YamlReader reader(root, "", path);
   r.devices = read_devices(reader);
-  r.setup = read_setup(reader);
+  r.setup = read_setup(reader, r.setup);  // what the file leaves out stays the job's (--config)
   reader.reject_unknown();
 }
 
@@ -130,12 +131,15 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--host-cores", a.host_cores,
                  "the processes share this many cores when priced (0: a machine each)")
       ->check(CLI::Range(0u, psrt::kMaxHostCores));
-  app.add_option("--micro-batches", a.micro_batches, "override micro_batches");
-  app.add_option("--batch", a.batch, "override batch_size");
-  app.add_option("--timeout", a.timeout_s, "seconds to wait for the placer");
+  // The ranges a plan's readers take (core/plan_yaml.cc): a plan they refuse was written.
+  app.add_option("--micro-batches", a.micro_batches, "override micro_batches")
+      ->check(CLI::Range(1u, 4096u));
+  app.add_option("--batch", a.batch, "override batch_size")->check(CLI::Range(1u, 1u << 20));
+  app.add_option("--timeout", a.timeout_s, "seconds to wait for the placer")
+      ->check(finite_in(0.001, 86400));
   app.add_option("--max-search-s", a.max_search_s,
                  "annealing and exhaustive stop with an error past this many seconds (0: none)")
-      ->check(CLI::Range(0.0, 86400.0));
+      ->check(finite_in(0, 86400));
   app.add_option("--out", a.out, "write the plan as YAML here");
   app.add_option("--write-profile", a.write_profile,
                  "write the model as a profile (native: times from FLOPs at 10 TFLOPS) and exit");

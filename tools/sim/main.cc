@@ -126,11 +126,11 @@ void add_options(CLI::App& app, Args& a) {
       ->check(CLI::Range(0u, psrt::kMaxHostCores));
   app.add_option("--scale", a.scale,
                  "shrink sizes, times, chunk and credit together (default: the profile's)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(psrt::finite_in(0, 1e12));
   app.add_option("--latency-ms", a.latency_ms, "per-message latency")
-      ->check(CLI::NonNegativeNumber);
+      ->check(psrt::finite_in(0, 1e9));
   app.add_option("--ack-latency-ms", a.ack_latency_ms, "from arrival to credit back at the sender")
-      ->check(CLI::NonNegativeNumber);
+      ->check(psrt::finite_in(0, 1e9));
   app.add_option(
       "--aggregation", a.aggregation,
       "server aggregation throughput, gradient bytes read (e.g. 10GB/s; default instant)");
