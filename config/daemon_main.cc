@@ -20,6 +20,61 @@
 
 namespace psrt {
 
+namespace {
+
+wire::Role wire_role(const std::string& role) {
+  return role == "server" ? wire::SERVER : wire::WORKER;
+}
+
+// The job's config as this process reads it (the environment's cluster addresses before --set),
+// with its rank resolved and checked against the job. Throws ConfigError.
+Config load_job(const std::string& role, DaemonArgs& args, int rank_flag, bool rank_given) {
+  const std::string env_role = role_from_env();
+  if (!env_role.empty() && env_role != role) {
+    throw ConfigError("PSRT_ROLE=" + env_role + " but this is psrt-" + role);
+  }
+  if (rank_given && rank_flag < 0) {
+    throw ConfigError("--rank " + std::to_string(rank_flag) + ": must be a non-negative integer");
+  }
+  args.rank = resolve_rank(rank_flag).value_or(0);
+  std::vector<std::string> sets = cluster_sets_from_env();
+  sets.insert(sets.end(), args.sets.begin(), args.sets.end());
+  Config config = load_config(args.config_path, sets);
+  const int count = role == "server" ? config.cluster.servers : config.cluster.workers;
+  if (args.rank >= count) {
+    throw ConfigError(role + " rank " + std::to_string(args.rank) + " is outside the job: " +
+                      config.source + " has cluster." + role + "s = " + std::to_string(count));
+  }
+  return config;
+}
+
+// A stop signal before the body points it at its server or client (data loading, a device): the
+// coordinator hears it as a start-up failure, and the process ends by the signal. A worker
+// stopped then was found only when cluster.start_timeout_s ran out.
+StopSignals::Stop tell_stop(const Config& config, const std::string& role,
+                            const DaemonArgs& args) {
+  return [config, role, rank = uint32_t(args.rank)](const std::string& sig) {
+    tell_coordinator_abort(config, wire_role(role), rank, "stopped by " + sig);
+    return false;
+  };
+}
+
+// What this machine and the flags must allow before the body starts. Throws ConfigError.
+void check_start(const std::string& role, const DaemonArgs& args, Config& config) {
+  if (const std::string why = ensure_open_files(
+          daemon_open_files(role == "server", config.cluster.servers, config.cluster.workers,
+                            config.metrics.port >= 0));
+      !why.empty()) {
+    throw ConfigError(why);
+  }
+  config.checkpoint.resume = args.resume;
+  if (args.resume && config.checkpoint.dir.empty()) {
+    throw ConfigError("--resume: checkpoint.dir is not set in " + args.config_path);
+  }
+}
+
+}  // namespace
+
 int daemon_main(int argc, char** argv, const std::string& role,
                 const std::function<void(const Config&, const DaemonArgs&)>& body) {
   // Output to a reader that went away (a closed pipe, a log collector that died) fails the write
@@ -46,49 +101,15 @@ int daemon_main(int argc, char** argv, const std::string& role,
   std::optional<Config> loaded;
   const auto tell = [&](const std::string& why) {
     if (!loaded) return;
-    tell_coordinator_abort(*loaded, role == "server" ? wire::SERVER : wire::WORKER,
-                           uint32_t(args.rank), why);
+    tell_coordinator_abort(*loaded, wire_role(role), uint32_t(args.rank), why);
   };
   try {
-    const std::string env_role = role_from_env();
-    if (!env_role.empty() && env_role != role) {
-      throw ConfigError("PSRT_ROLE=" + env_role + " but this is psrt-" + role);
-    }
-    if (rank_opt->count() > 0 && rank_flag < 0) {
-      throw ConfigError("--rank " + std::to_string(rank_flag) + ": must be a non-negative integer");
-    }
-    args.rank = resolve_rank(rank_flag).value_or(0);
-    // The environment's cluster addresses (a cluster manager sets them) come before --set.
-    std::vector<std::string> sets = cluster_sets_from_env();
-    sets.insert(sets.end(), args.sets.begin(), args.sets.end());
-    Config config = load_config(args.config_path, sets);
-    const int count = role == "server" ? config.cluster.servers : config.cluster.workers;
-    if (args.rank >= count) {
-      throw ConfigError(role + " rank " + std::to_string(args.rank) + " is outside the job: " +
-                        config.source + " has cluster." + role + "s = " + std::to_string(count));
-    }
+    Config config = load_job(role, args, rank_flag, rank_opt->count() > 0);
     loaded = config;  // a refusal from here on is told to the job (a rank of it)
-    // From here a stop signal is told to the job too: before the server or client exists (data
-    // loading, a device), the coordinator hears it as a start-up failure, and the process ends
-    // by the signal; a worker stopped then was found only when cluster.start_timeout_s ran out.
     std::optional<StopSignals> stop;
-    stop.emplace("psrt-" + role + " " + std::to_string(args.rank),
-                 [config, role, rank = uint32_t(args.rank)](const std::string& sig) {
-                   tell_coordinator_abort(config, role == "server" ? wire::SERVER : wire::WORKER,
-                                          rank, "stopped by " + sig);
-                   return false;
-                 });
+    stop.emplace("psrt-" + role + " " + std::to_string(args.rank), tell_stop(config, role, args));
     args.stop = &*stop;
-    if (const std::string why = ensure_open_files(
-            daemon_open_files(role == "server", config.cluster.servers, config.cluster.workers,
-                              config.metrics.port >= 0));
-        !why.empty()) {
-      throw ConfigError(why);
-    }
-    config.checkpoint.resume = args.resume;
-    if (args.resume && config.checkpoint.dir.empty()) {
-      throw ConfigError("--resume: checkpoint.dir is not set in " + args.config_path);
-    }
+    check_start(role, args, config);
     init_logging(role, args.rank, config.log_level);
     loaded = config;
     body(config, args);

@@ -223,6 +223,11 @@ Plan plan_from_yaml(const std::string& text, const std::string& where, const Mod
   try {
     if (pred.has("device_compute_ms")) {
       plan.device_compute_ms = pred.node()["device_compute_ms"].as<std::vector<double>>();
+      for (double ms : plan.device_compute_ms) {  // NaN and -1 were taken as predictions
+        if (!(ms >= 0 && ms <= kAny)) {
+          pred.fail("device_compute_ms", "holds " + std::to_string(ms) + ", not a time in ms");
+        }
+      }
     }
     if (pred.has("device_memory_bytes")) {
       plan.device_memory_bytes = pred.node()["device_memory_bytes"].as<std::vector<uint64_t>>();

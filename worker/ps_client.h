@@ -150,15 +150,14 @@ class PsClient {
   StageMessage wait_eval(uint64_t done, uint32_t batch);
   // Passes the shutdown barrier; the servers exit when every worker has.
   void finish();
-  // This worker fails for a cause of its own (compute, data; not the job's): the I/O thread
-  // tells the coordinator why before it closes, so the job ends at once naming it. Thread-safe.
-  // False when the client had failed or finished already: nothing was told.
+  // This worker fails for a cause of its own (compute, data; not the job's): the I/O thread tells
+  // the coordinator why before it closes, so the job ends at once naming it. Thread-safe. False
+  // when the client had failed or finished already: nothing was told.
   bool abandon(const std::string& why);
 
   const ShardMap& shards() const { return shards_; }
   ClientStats stats() const;
-  // Whether the client has failed (the job ended, or this worker abandoned it). Thread-safe.
-  bool failed() const;
+  bool failed() const;  // the job ended, or this worker abandoned it (thread-safe)
   // This worker's Prometheus metrics (off unless metrics.port is set); thread-safe.
   Metrics& metrics() { return metrics_; }
 

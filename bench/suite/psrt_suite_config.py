@@ -2,6 +2,7 @@
 bench/suite/README.md). Like every psrt config: an unknown key or a bad value is one line naming
 the file, the key, the value and what is allowed (SuiteError; the driver exits 2)."""
 
+import math
 import os
 
 import psrt_bench as pb
@@ -26,8 +27,10 @@ def _int(key, v, lo):
 
 
 def _num(key, v, lo, hi=None):
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= lo or (hi and v > hi):
-        _fail(key, v, "a number > %g%s" % (lo, " and <= %g" % hi if hi else ""))
+    # NaN compared false with both bounds, and infinity had no upper one: both passed.
+    if (isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v)
+            or v <= lo or (hi is not None and v > hi)):
+        _fail(key, v, "a finite number > %g%s" % (lo, " and <= %g" % hi if hi is not None else ""))
     return float(v)
 
 
@@ -186,10 +189,12 @@ def load(path, profiles):
     """The suite in path as a dict with every default filled in. Raises SuiteError."""
     import yaml  # python3-yaml (deploy/install-deps.sh); only the suite driver needs it
     try:
-        with open(path) as f:
+        with open(path, encoding="utf-8") as f:
             d = yaml.safe_load(f)
     except OSError as e:
         raise SuiteError("cannot read: %s" % e.strerror)
+    except UnicodeDecodeError as e:  # a traceback before
+        raise SuiteError("not UTF-8 text (byte %d: 0x%02x)" % (e.start, e.object[e.start]))
     except yaml.YAMLError as e:
         raise SuiteError("not YAML: %s" % str(e).replace("\n", " "))
     _keys("", d, set(TOP))

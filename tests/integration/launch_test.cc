@@ -79,6 +79,19 @@ TEST_CASE("psrt-launch refuses a bad config with exit code 2", "[integration]") 
   CHECK(replay.wait_exit(30) == 2);
   CHECK_THAT(replay.output(), Catch::Contains("job.iterations: must be set for the replay"));
   CHECK_THAT(replay.output(), !Catch::Contains("server 0 |"));
+  // A priority list of the wrong length: a worker refused it once the servers were up.
+  test::write_file(dir + "/priority.yaml",
+                   "model: {backend: native, arch: mlp, hidden: [8]}\n"
+                   "scheduler: {priority: [1, 2, 3]}\n");
+  test::Proc priority("launch", {test::bin("psrt-launch"), dir + "/priority.yaml"});
+  CHECK(priority.wait_exit(30) == 2);
+  CHECK_THAT(priority.output(), Catch::Contains("scheduler.priority: lists 3 priorities"));
+  CHECK_THAT(priority.output(), !Catch::Contains("server 0 |"));
+  // CURVE without a secret on a cluster: every daemon refused it; psrt-launch makes its own.
+  test::write_file(dir + "/curve.yaml", "security: {curve: true}\n");
+  test::Proc check("launch", {test::bin("psrt-launch"), "--check", dir + "/curve.yaml"});
+  CHECK(check.wait_exit(30) == 2);
+  CHECK_THAT(check.output(), Catch::Contains("security.curve: true needs security.secret_file"));
 }
 
 TEST_CASE("psrt-launch refuses a job file its processes could not read again (a FIFO, a pipe)",

@@ -254,6 +254,62 @@ class Launcher {
   std::optional<Clock::time_point> term_at_, kill_at_;
 };
 
+// placement.plan: auto: psrt-placer's plan, checked as every worker will lay it out, its path
+// added to `sets`. Returns the exit code of a failure (0: none).
+int auto_plan(const psrt::Config& config, const std::string& config_path,
+              std::vector<std::string>& sets) {
+  try {
+    const std::string plan = psrt::launch::make_plan(config, config_path, sets, self_dir());
+    std::printf("psrt-launch: placement plan written to %s\n", plan.c_str());
+    sets.push_back("placement.plan=" + plan);
+    psrt::launch::check_plan_stages(config, plan);
+    try {  // as every worker will lay it out, before any starts
+      psrt::launch::check_model(psrt::load_config(config_path, sets), true);
+    } catch (const psrt::ConfigError& e) {
+      throw psrt::ConfigError(config.placement.placer + "'s plan cannot run: " + e.what() +
+                              " (placement.placer; or give placement.plan a file)");
+    }
+  } catch (const psrt::JobError& e) {
+    std::fprintf(stderr, "psrt-launch: placement: %s\n", e.what());
+    return 1;
+  } catch (const psrt::ConfigError& e) {
+    std::fprintf(stderr, "psrt-launch: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
+
+// The job file as every process will read it, checked (and its model built) before anything
+// starts. Returns the exit code of a refusal (0: none).
+int load_job(const std::string& config_path, const std::vector<std::string>& sets, bool resume,
+             bool check_only, psrt::Config& config) {
+  try {
+    // Every server and worker reads the file again: a pipe (`<(...)`) would be empty for them
+    // and they would train the defaults, a FIFO would block them.
+    std::error_code ec;
+    const auto kind = std::filesystem::status(config_path, ec).type();
+    if (!check_only && !ec && kind != std::filesystem::file_type::regular &&
+        kind != std::filesystem::file_type::directory) {
+      throw psrt::ConfigError(config_path + ": not a regular file (a pipe?); every server and " +
+                              "worker reads the job file again, so save it to a file");
+    }
+    config = psrt::load_config(config_path, sets);
+    if (resume && config.checkpoint.dir.empty()) {
+      throw psrt::ConfigError("--resume: checkpoint.dir is not set in " + config_path);
+    }
+    psrt::launch::check_model(config, !check_only);
+    if (check_only && config.security.curve && config.security.secret_file.empty()) {
+      throw psrt::ConfigError("security.curve: true needs security.secret_file where a cluster "
+                              "script starts the processes (psrt-launch makes a secret only for "
+                              "the processes it starts itself)");
+    }
+  } catch (const std::exception& e) {  // ConfigError, or a profile that cannot be read
+    std::fprintf(stderr, "psrt-launch: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -283,30 +339,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   psrt::Config config;
-  try {
-    // Every server and worker reads the file again: a pipe (`<(...)`) would be empty for them
-    // and they would train the defaults, a FIFO would block them.
-    std::error_code ec;
-    const auto kind = std::filesystem::status(config_path, ec).type();
-    if (!check_only && !ec && kind != std::filesystem::file_type::regular &&
-        kind != std::filesystem::file_type::directory) {
-      throw psrt::ConfigError(config_path + ": not a regular file (a pipe?); every server and " +
-                              "worker reads the job file again, so save it to a file");
-    }
-    config = psrt::load_config(config_path, sets);
-    if (resume && config.checkpoint.dir.empty()) {
-      throw psrt::ConfigError("--resume: checkpoint.dir is not set in " + config_path);
-    }
-    psrt::launch::check_model(config, !check_only);
-    if (check_only && config.security.curve && config.security.secret_file.empty()) {
-      throw psrt::ConfigError("security.curve: true needs security.secret_file where a cluster "
-                              "script starts the processes (psrt-launch makes a secret only for "
-                              "the processes it starts itself)");
-    }
-  } catch (const std::exception& e) {  // ConfigError, or a profile that cannot be read
-    std::fprintf(stderr, "psrt-launch: %s\n", e.what());
-    return 2;
-  }
+  if (const int rc = load_job(config_path, sets, resume, check_only, config); rc != 0) return rc;
   std::printf("psrt-launch: %s: %d servers, %d workers\n", config_path.c_str(),
               config.cluster.servers, config.cluster.workers);
   std::fflush(stdout);
@@ -330,24 +363,7 @@ int main(int argc, char** argv) {
     sets.push_back("security.secret_file=" + secret_dir.path + "/job.secret");
   }
   if (config.placement.plan == "auto") {  // psrt-placer makes the plan every process reads
-    try {
-      const std::string plan = psrt::launch::make_plan(config, config_path, sets, self_dir());
-      std::printf("psrt-launch: placement plan written to %s\n", plan.c_str());
-      sets.push_back("placement.plan=" + plan);
-      psrt::launch::check_plan_stages(config, plan);
-      try {  // as every worker will lay it out, before any starts
-        psrt::launch::check_model(psrt::load_config(config_path, sets), true);
-      } catch (const psrt::ConfigError& e) {
-        throw psrt::ConfigError(config.placement.placer + "'s plan cannot run: " + e.what() +
-                                " (placement.placer; or give placement.plan a file)");
-      }
-    } catch (const psrt::JobError& e) {
-      std::fprintf(stderr, "psrt-launch: placement: %s\n", e.what());
-      return 1;
-    } catch (const psrt::ConfigError& e) {
-      std::fprintf(stderr, "psrt-launch: %s\n", e.what());
-      return 2;
-    }
+    if (const int rc = auto_plan(config, config_path, sets); rc != 0) return rc;
   }
   ::setenv("PSRT_LAUNCHED", "1", 1);
   Launcher launcher(config_path, sets, grace, resume);

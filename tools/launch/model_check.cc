@@ -55,6 +55,13 @@ void check_model(const Config& config, bool read_files) {
     throw ConfigError("model: " + model.name + " has no parameters to train (" +
                       (config.model.backend == "replay" ? "model.profile" : "model.layers") + ")");
   }
+  // A worker refused it only once the servers had started.
+  if (!config.placement.split() && !config.scheduler.priority.empty() &&
+      config.scheduler.priority.size() != model.tensors.size()) {
+    throw ConfigError("scheduler.priority: lists " +
+                      std::to_string(config.scheduler.priority.size()) + " priorities, " +
+                      model.name + " has " + std::to_string(model.tensors.size()) + " tensors");
+  }
   Config laid_out = config;
   // plan: auto is made after this; without read_files the plan file is not read either.
   if (laid_out.placement.plan == "auto" || !read_files) laid_out.placement.plan.clear();
