@@ -168,13 +168,14 @@ bool Server::request_stop(const std::string& why) {
   std::lock_guard lock(stop_mu_);
   if (!looping_) return false;
   if (!stop_why_) stop_why_ = why;
+  stop_pending_.store(true);
   messenger_.wakeup().notify();
   return true;
 }
 
 Clock::time_point Server::tick(Clock::time_point now) {
   std::optional<std::string> stop;
-  {
+  if (stop_pending_.load(std::memory_order_relaxed)) {  // no lock on every pass
     std::lock_guard lock(stop_mu_);
     stop.swap(stop_why_);
   }

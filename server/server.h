@@ -7,6 +7,7 @@
 #include <zmq.hpp>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -241,7 +242,8 @@ class Server {
   bool have_membership_ = false;
   bool started_ = false;
   bool done_ = false;
-  std::mutex stop_mu_;  // guards the two below (request_stop)
+  std::mutex stop_mu_;  // guards the three below (request_stop)
+  std::atomic<bool> stop_pending_{false};  // stop_why_ is set: tick() takes the lock only then
   std::optional<std::string> stop_why_;
   bool looping_ = false;
   bool stop_taken_ = false;  // the loop ended on request_stop's
