@@ -96,7 +96,8 @@ std::optional<GroupingSpec> parse_grouping(const std::string& text, std::string*
   if (error) {
     *error = "'" + text +
              "' is not a grouping: none, auto, size:BYTES, ddp:BYTES:FIRST_BYTES, "
-             "horovod:BYTES:CYCLE_MS (0 to 1000 ms) or mgwfbp (sizes like 4MiB, 25MiB, 65536)";
+             "horovod:BYTES:CYCLE_MS (0 to 1000 ms) or mgwfbp (sizes like 4MiB, 25MiB, 65536: "
+             "whole bytes from 1 to 10^15, in B, KiB, MiB, GiB, kB, MB or GB)";
   }
   return std::nullopt;
 }
