@@ -73,6 +73,13 @@ Server::Server(const Config& config, uint32_t rank, zmq::context_t* shared)
         log_.warn("curve", "refused a connection that does not hold this job's CURVE key");
       }
     });
+    handshakes_.emplace(messenger_.context(), messenger_.socket(router_));
+    messenger_.watch(handshakes_->socket(), [this] {
+      if (handshakes_->handle() > 0) {
+        log_.warn("handshake", "a connection failed the CURVE handshake: a process with another "
+                               "security.secret_file, or with security.curve off");
+      }
+    });
   }
   wire::Register reg;
   reg.set_address(endpoint_);

@@ -39,10 +39,17 @@ TEST_CASE("with security.curve only the job's key is admitted", "[integration][s
   send_register(plain);
   RawClient impostor(ctx, s.endpoint, "w0.impostor", kW0, {1000, &own});
   send_register(impostor);
+  // Another secret altogether: the handshake itself fails, before the ZAP handler is asked; the
+  // server said nothing of it (and of `plain`, without CURVE), only the client timed out.
+  CurveKeys other = derive_curve_keys("yet another secret, of yet another job");
+  RawClient stranger(ctx, s.endpoint, "w0.stranger", kW0, {1000, &other});
+  send_register(stranger);
   {
     INFO(s.proc->output());
     CHECK(s.proc->wait_line("refused a connection that does not hold this job's CURVE key", 15));
+    CHECK(s.proc->wait_line("a connection failed the CURVE handshake", 15));
   }
+  CHECK_FALSE(stranger.recv(0.1));
   CHECK_FALSE(impostor.recv(0.5));
   CHECK_FALSE(plain.recv(0.1));
 

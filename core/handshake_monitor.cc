@@ -1,0 +1,45 @@
+#include "core/handshake_monitor.h"
+
+#include <zmq.h>
+
+#include <cstring>
+#include <string>
+
+namespace psrt {
+
+namespace {
+constexpr int kFailures = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                          ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+}  // namespace
+
+HandshakeMonitor::HandshakeMonitor(zmq::context_t& ctx, zmq::socket_t& watched)
+    : events_(ctx, zmq::socket_type::pair) {
+  // One address per monitor: in-process tests run several servers in one context.
+  const std::string address =
+      "inproc://psrt-handshakes-" + std::to_string(reinterpret_cast<uintptr_t>(this));
+  if (zmq_socket_monitor(watched.handle(), address.c_str(), kFailures) != 0) {
+    throw zmq::error_t();
+  }
+  events_.set(zmq::sockopt::linger, 0);
+  events_.connect(address);
+}
+
+uint64_t HandshakeMonitor::handle() {
+  uint64_t failed = 0;
+  while (true) {
+    // An event: a frame of the event's id (16 bits) and value (32), then the endpoint's address.
+    zmq::message_t head;
+    if (!events_.recv(head, zmq::recv_flags::dontwait)) break;
+    uint16_t id = 0;
+    if (head.size() >= sizeof id) std::memcpy(&id, head.data(), sizeof id);
+    while (head.more()) {
+      zmq::message_t rest;
+      (void)events_.recv(rest, zmq::recv_flags::none);
+      head.swap(rest);
+    }
+    if (id & kFailures) ++failed;
+  }
+  return failed;
+}
+
+}  // namespace psrt
