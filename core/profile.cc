@@ -69,6 +69,14 @@ uint64_t parse_layer(const YamlReader& lr, std::size_t i,
   read_inputs(lr, names, layer);
   layer.forward_ms = lr.get_double("forward_ms", 0, 0, 1e7) * scale;
   layer.backward_ms = lr.get_double("backward_ms", 0, 0, 1e7) * scale;
+  // Scaled past a steady clock's range (int64 ns: 9.2e12 ms), a replayed layer took no time.
+  constexpr double kMaxScaledMs = 1e9;  // 11.6 days
+  for (const auto& [key, ms] : {std::pair{"forward_ms", layer.forward_ms},
+                                std::pair{"backward_ms", layer.backward_ms}}) {
+    if (ms > kMaxScaledMs) {
+      lr.fail(key, "times the scale is " + std::to_string(ms) + " ms, more than 1e9 ms");
+    }
+  }
   layer.forward_flops = lr.get_double("forward_flops", 0, 0, 1e18);
   layer.activation_elements =
       uint64_t(lr.get_int("activation_elements", 0, 0, int64_t(kMaxElements)));
@@ -128,9 +136,12 @@ ModelDesc parse_profile(const std::string& yaml_text, const std::string& where, 
       const YamlReader lr(layers[i], "layers[" + std::to_string(i) + "]", where);
       total += parse_layer(lr, i, names, scale, where, model);
     } catch (const ConfigError& e) {
-      const std::string name = layers[i].IsMap() && layers[i]["name"]
-                                   ? layers[i]["name"].as<std::string>("")
-                                   : "layer" + std::to_string(i);
+      std::string name = layers[i].IsMap() && layers[i]["name"]
+                             ? layers[i]["name"].as<std::string>("").substr(0, 64)
+                             : "layer" + std::to_string(i);
+      for (char& c : name) {  // the error line is one line: a NUL or a newline went out raw
+        if (control_character(std::string_view(&c, 1))) c = '?';
+      }
       throw ConfigError(std::string(e.what()) + " (layer '" + name + "')");
     }
     if (total > kMaxElements) {

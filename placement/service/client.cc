@@ -42,6 +42,13 @@ Result<Plan> ask_placer(const std::string& address, const std::string& job_id,
   wire::Header reply;
   WireError err;
   if (!decode_header(env.header, env.payload, job_id, reply, err)) {
+    // Its refusal of our job id carries its own: it was reported as "a bad reply" with the
+    // length of the placer's id.
+    if (err.code == ErrorCode::kWrongJob) {
+      return Status::error("psrt-placer at " + address + " serves another job than '" +
+                           printable(job_id, 64) + "': check job.id (psrt-place --job-id) " +
+                           "against the placer's --job-id");
+    }
     return Status::error("psrt-placer at " + address + " sent a bad reply: " + err.message);
   }
   if (reply.type() == wire::ERROR) {

@@ -1,15 +1,59 @@
 #include "placement/service/placer_service.h"
 
 #include <signal.h>
+#include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <thread>
+
 #include "core/transport.h"
 #include "placement/service/request.h"
 
 namespace psrt::placement {
+
+namespace {
+
+// While a search runs on the I/O thread, a thread of its own watches the stop signals: the loop
+// read them only between requests, and a 3000-layer search on 1024 devices held a SIGTERM for
+// 24 s, then sent its plan anyway. Stopped meanwhile, the placer ends at once; the request is
+// abandoned (its client times out) and there is nothing else to save.
+class SearchWatch {
+ public:
+  explicit SearchWatch(int signal_fd) : done_(::eventfd(0, EFD_CLOEXEC)) {
+    if (signal_fd < 0 || done_ < 0) return;
+    thread_ = std::thread([this, signal_fd] {
+      pollfd fds[2] = {{signal_fd, POLLIN, 0}, {done_, POLLIN, 0}};
+      while (::poll(fds, 2, -1) < 0 && errno == EINTR) {
+      }
+      if (fds[1].revents || !(fds[0].revents & POLLIN)) return;
+      spdlog::warn("psrt-placer: stopping during a search; the request is abandoned");
+      spdlog::default_logger()->flush();
+      std::_Exit(0);
+    });
+  }
+  ~SearchWatch() {
+    const uint64_t one = 1;
+    if (thread_.joinable()) {
+      (void)!::write(done_, &one, sizeof one);
+      thread_.join();
+    }
+    if (done_ >= 0) ::close(done_);
+  }
+  SearchWatch(const SearchWatch&) = delete;
+  SearchWatch& operator=(const SearchWatch&) = delete;
+
+ private:
+  int done_;
+  std::thread thread_;
+};
+
+}  // namespace
 
 PlacerService::PlacerService(const std::string& bind, std::string job_id, double max_search_s)
     : job_id_(std::move(job_id)),
@@ -68,7 +112,12 @@ void PlacerService::handle(const std::string& identity, const wire::Header& h) {
   const auto& r = request.value();
   PlacerOptions options = r.options;
   options.max_search_s = max_search_s_;
-  const auto plan = place(r.placer, Problem{r.model, r.devices, r.setup, options});
+  spdlog::info("psrt-placer: placing {} layers on {} devices by {}", r.model.layers.size(),
+               r.devices.devices.size(), r.placer);
+  const auto plan = [&] {
+    const SearchWatch watch(signal_fd_);
+    return place(r.placer, Problem{r.model, r.devices, r.setup, options});
+  }();
   if (!plan) {
     reply_error(identity, ErrorCode::kMalformed, plan.status().message(), h.type());
     return;
@@ -91,11 +140,13 @@ void PlacerService::run() {
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   const int sfd = signalfd(-1, &mask, SFD_CLOEXEC);
   if (sfd < 0) throw std::runtime_error("psrt-placer: signalfd failed");
+  signal_fd_ = sfd;
   messenger_.watch_fd(sfd, [this] { stop_ = true; });
   // No timers: the loop wakes for requests and the signal only.
   messenger_.run({[this] { return stop_; },
                   [](Messenger::Clock::time_point now) { return now + std::chrono::hours(1); },
                   nullptr, nullptr});
+  signal_fd_ = -1;
   ::close(sfd);
   spdlog::info("psrt-placer: stopping; {} served, {} rejected", served_, rejected_);
 }

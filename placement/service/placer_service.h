@@ -43,6 +43,7 @@ class PlacerService {
   Messenger::LinkId router_;
   std::string endpoint_;
   bool stop_ = false;
+  int signal_fd_ = -1;  // SIGINT, SIGTERM (run())
   Sender self_;
   uint64_t served_ = 0, rejected_ = 0;
 };

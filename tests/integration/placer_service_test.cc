@@ -157,6 +157,12 @@ TEST_CASE("psrt-placer answers bad requests with errors and still serves a good 
                        "placejob", "--out", dir + "/plan.yaml"});
   REQUIRE(place.wait_exit(60) == std::optional<int>(0));
   CHECK_THAT(place.output(), Catch::Contains("| 0 | a |"));
+  // Another job's id: its refusal carries the placer's id, and was "a bad reply (9 bytes)".
+  Proc wrong("place", {bin("psrt-place"), "--profile", source("bench/profiles/vgg16.yaml"),
+                       "--devices", dir + "/devices.yaml", "--placer-address", ep, "--job-id",
+                       "otherjob"});
+  CHECK(wrong.wait_exit(60) == std::optional<int>(1));
+  CHECK_THAT(wrong.output(), Catch::Contains("serves another job than 'otherjob'"));
   Proc sim("sim", {bin("psrt-sim"), "--profile", source("bench/profiles/vgg16.yaml"),
                    "--placement", dir + "/plan.yaml", "--servers", "2"});
   REQUIRE(sim.wait_exit(60) == std::optional<int>(0));
@@ -250,6 +256,14 @@ TEST_CASE("psrt-place and psrt-sim refuse what would make a plan or a run no rea
   refused({bin("psrt-place"), "--profile", profile, "--devices", dir},
           dir + ": not a regular file; a devices file");
   CHECK_FALSE(std::filesystem::exists(dir + "/plan.yaml"));
+  // A layer time that the scale takes past a clock's range was replayed as no time at all.
+  write_file(dir + "/slow.yaml", "name: slow\nlayers:\n  - {name: a, forward_ms: 10000000, "
+                                 "tensors: [{name: w, elements: 10}]}\n");
+  refused({bin("psrt-sim"), "--profile", dir + "/slow.yaml", "--scale", "1000000"},
+          "forward_ms: times the scale is");
+  // Past --scale 32 the scaled default batch was refused with an internal constant's name.
+  Proc scaled("sim", {bin("psrt-sim"), "--profile", profile, "--workers", "2", "--scale", "40"});
+  CHECK(scaled.wait_exit(60) == std::optional<int>(0));
 }
 
 // A devices file without the training setup replaced the job's (--config) batch, micro-batches
@@ -274,4 +288,29 @@ TEST_CASE("psrt-place keeps the job's training setup that a devices file leaves 
   CHECK_THAT(plan, Catch::Contains("batch_size: 64"));
   CHECK_THAT(plan, Catch::Contains("micro_batches: 4"));
   CHECK_THAT(plan, Catch::Contains("optimizer: adam"));
+}
+
+// A stop signal during a search: the loop read it only between requests (a 3000-layer search on
+// 1024 devices held SIGTERM for 24 s and then sent its plan).
+TEST_CASE("psrt-placer stops at once when told to during a search", "[integration][placer]") {
+  Proc placer("placer", {bin("psrt-placer"), "--bind", "tcp://127.0.0.1:0", "--job-id",
+                         "placejob"});
+  REQUIRE(placer.wait_line("PSRT_LISTENING", 30));
+  zmq::context_t ctx;
+  RawClient w(ctx, endpoint_of(placer), "t1", kTool);
+  placement::Request big = chain_request(3000, 1 << 30);
+  big.devices.devices.clear();
+  for (int d = 0; d < 1024; ++d) {
+    std::string name = "d";  // (GCC 12 -Werror=restrict on "d" + std::to_string(d))
+    name += std::to_string(d);
+    big.devices.devices.push_back({name, 1 << 30, 1});
+  }
+  w.send(request_header(w, placement::to_message(big)));
+  REQUIRE(placer.wait_line("placing 3000 layers on 1024 devices", 30));
+  placer.kill(SIGTERM);
+  const auto rc = placer.wait_exit(15);  // the search alone takes 20 s and more here
+  INFO(placer.output());
+  CHECK(rc == std::optional<int>(0));
+  CHECK_THAT(placer.output(), Catch::Contains("stopping during a search"));
+  CHECK_FALSE(w.recv(0.1));  // no plan after the stop
 }

@@ -21,6 +21,7 @@
 
 #include "core/config_limits.h"
 #include "core/cli.h"
+#include "core/sharding.h"
 #include "core/config.h"
 #include "core/grouping_spec.h"
 #include "core/profile.h"
@@ -205,7 +206,9 @@ Setup setup(const Args& a) {
   if (a.scale > 0) {
     config.chunk_bytes = std::max<uint64_t>(4, static_cast<uint64_t>(config.chunk_bytes * s));
     config.credit_bytes = std::max<uint64_t>(4, static_cast<uint64_t>(config.credit_bytes * s));
-    config.batch_bytes = static_cast<uint64_t>(double(config.batch_bytes) * s);
+    // At most what a batch may hold: past --scale 32 the default's scaled value was refused.
+    config.batch_bytes = std::min<uint64_t>(
+        psrt::kMaxGroupBytes, static_cast<uint64_t>(double(config.batch_bytes) * s));
   }
   return out;
 }
