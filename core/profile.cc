@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "core/status.h"
 #include "core/yaml_reader.h"
@@ -62,7 +63,8 @@ void read_inputs(const YamlReader& lr, const std::map<std::string, uint32_t>& na
 // Returns the elements of the layer's tensors (at most 4096 of 2^40 each: no overflow).
 uint64_t parse_layer(const YamlReader& lr, std::size_t i,
                      const std::map<std::string, uint32_t>& names, double scale,
-                     const std::string& where, ModelDesc& model) {
+                     const std::string& where, ModelDesc& model,
+                     std::set<std::string>& tensor_names) {
   LayerDesc layer;
   layer.name = lr.get_string("name", "layer" + std::to_string(i));
   layer.kind = lr.get_string("kind", "");
@@ -88,6 +90,8 @@ uint64_t parse_layer(const YamlReader& lr, std::size_t i,
     for (std::size_t j = 0; j < tn.size(); ++j) {
       YamlReader tr(tn[j], lr.full("tensors[" + std::to_string(j) + "]"), where);
       const std::string name = tr.get_string("name", layer.name + "." + std::to_string(j));
+      // It names the tensor in logs, plans and written profiles: two of one name were accepted.
+      if (!tensor_names.insert(name).second) tr.fail("name", "names another tensor already");
       const int64_t elements = tr.get_int("elements", 0, 1, int64_t(kMaxElements));
       if (!tr.has("elements")) tr.fail("elements", "is required");
       tr.reject_unknown();
@@ -131,10 +135,11 @@ ModelDesc parse_profile(const std::string& yaml_text, const std::string& where, 
   const YAML::Node layers = root.node()["layers"];
   const auto names = layer_names(layers, where);
   uint64_t total = 0;
+  std::set<std::string> tensor_names;
   for (std::size_t i = 0; i < layers.size(); ++i) {
     try {
       const YamlReader lr(layers[i], "layers[" + std::to_string(i) + "]", where);
-      total += parse_layer(lr, i, names, scale, where, model);
+      total += parse_layer(lr, i, names, scale, where, model, tensor_names);
     } catch (const ConfigError& e) {
       std::string name = layers[i].IsMap() && layers[i]["name"]
                              ? layers[i]["name"].as<std::string>("").substr(0, 64)

@@ -70,6 +70,15 @@ TEST_CASE("profile errors name the file and the key", "[core]") {
                     Catch::Contains("/tmp: not a regular file; a model profile (model.profile"));
   CHECK_THROWS_WITH(psrt::load_profile("/dev/zero", 1.0), Catch::Contains("not a regular file"));
   CHECK_THROWS_WITH(psrt::load_profile("/no/such.yaml", 1.0), Catch::Contains("no such file"));
+  // Two tensors of one name (accepted: they named nothing unambiguously in logs and plans).
+  CHECK_THROWS_WITH(parse_profile("layers: [{name: a, tensors: [{name: w, elements: 1}]}, "
+                                  "{name: b, tensors: [{name: w, elements: 2}]}]\n",
+                                  "p.yaml"),
+                    Catch::Contains("layers[1].tensors[0].name: names another tensor already"));
+  // A layer's name in the error line has its control characters replaced (a NUL went out raw).
+  CHECK_THROWS_WITH(parse_profile(std::string("layers: [{name: \"x\\0y\", forward_ms: -1}]\n"),
+                                  "p.yaml"),
+                    !Catch::Contains(std::string(1, '\0')));
 }
 
 TEST_CASE("profile sizes that would overflow are refused, never wrapped", "[core]") {
