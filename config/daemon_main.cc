@@ -106,9 +106,9 @@ int daemon_main(int argc, char** argv, const std::string& role,
   try {
     Config config = load_job(role, args, rank_flag, rank_opt->count() > 0);
     loaded = config;  // a refusal from here on is told to the job (a rank of it)
-    std::optional<StopSignals> stop;
-    stop.emplace("psrt-" + role + " " + std::to_string(args.rank), tell_stop(config, role, args));
-    args.stop = &*stop;
+    StopSignals stop("psrt-" + role + " " + std::to_string(args.rank),
+                     tell_stop(config, role, args));
+    args.stop = &stop;
     check_start(role, args, config);
     init_logging(role, args.rank, config.log_level);
     loaded = config;

@@ -141,6 +141,16 @@ std::map<uint64_t, std::string> list_checkpoint_files(const std::string& dir,
   return out;
 }
 
+std::string remove_earlier_run(std::map<uint64_t, std::string>& files, const std::string& who,
+                               const std::string& dir) {
+  if (files.empty()) return "";
+  keep_newest_checkpoints(files, 0);
+  const std::string said = "fresh start: removed " + std::to_string(files.size()) +
+                           " checkpoint(s) of " + who + " from " + dir;
+  files.clear();
+  return said;
+}
+
 void keep_newest_checkpoints(const std::map<uint64_t, std::string>& files, int keep) {
   std::size_t drop = files.size() > std::size_t(keep) ? files.size() - std::size_t(keep) : 0;
   std::error_code ec;

@@ -35,5 +35,9 @@ std::map<uint64_t, std::string> list_checkpoint_files(const std::string& dir,
                                                       const std::string& role, uint32_t rank);
 // Removes all but the `keep` newest of `files` (a list_checkpoint_files result).
 void keep_newest_checkpoints(const std::map<uint64_t, std::string>& files, int keep);
+// A fresh start's removal of an earlier run's `files` (`who`: "server 1"); `files` is left empty.
+// Returns the line that says so (empty when there were none), for the caller's log.
+std::string remove_earlier_run(std::map<uint64_t, std::string>& files, const std::string& who,
+                               const std::string& dir);
 
 }  // namespace psrt

@@ -32,13 +32,9 @@ Checkpointer::Checkpointer(const Config& config, uint32_t rank, std::function<vo
       writer_(config_.dir, job_id_, rank, config_.keep, std::move(failed)) {}
 
 void Checkpointer::fresh_start() {
-  std::error_code ec;
-  for (const auto& path : stale_) std::filesystem::remove(path, ec);
-  if (!stale_.empty()) {
-    spdlog::info("fresh start: removed {} checkpoint(s) of server {} from {}", stale_.size(),
-                 rank_, config_.dir);
-  }
-  stale_.clear();
+  const std::string said =
+      remove_earlier_run(stale_, "server " + std::to_string(rank_), config_.dir);
+  if (!said.empty()) spdlog::info("{}", said);
 }
 
 std::vector<uint64_t> Checkpointer::start() {
@@ -58,7 +54,7 @@ std::vector<uint64_t> Checkpointer::start() {
   std::filesystem::remove(probe, ec);
   const auto files = list_checkpoints(config_.dir, job_id_, rank_);
   if (!config_.resume) {
-    for (const auto& [iteration, path] : files) stale_.push_back(path);
+    stale_ = files;
     return {};
   }
   std::vector<uint64_t> usable;

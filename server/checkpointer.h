@@ -69,7 +69,7 @@ class Checkpointer {
     std::size_t copied = 0;
   };
   std::map<uint64_t, Pending> pending_;
-  std::vector<std::string> stale_;  // a fresh run's old files, removed by fresh_start()
+  std::map<uint64_t, std::string> stale_;  // a fresh run's old files, removed by fresh_start()
   CheckpointWriter writer_;  // last: its destructor finishes the writes before the rest goes
 };
 

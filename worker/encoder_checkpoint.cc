@@ -41,10 +41,7 @@ std::vector<uint64_t> EncoderCheckpointer::start() {
     // Also when this run writes none (no codec, every_s only): an earlier run's files left
     // behind were loaded by a later --resume, their residuals added to this run's parameters.
     if (std::filesystem::is_directory(config_.dir, ec)) {
-      for (const auto& [iteration, path] :
-           list_checkpoint_files(config_.dir, job_id_, "worker", rank_)) {
-        stale_.push_back(path);
-      }
+      stale_ = list_checkpoint_files(config_.dir, job_id_, "worker", rank_);
     }
     if (enabled_) std::filesystem::create_directories(config_.dir, ec);
     return {};
@@ -72,13 +69,9 @@ std::vector<uint64_t> EncoderCheckpointer::start() {
 }
 
 void EncoderCheckpointer::fresh_start() {
-  std::error_code ec;
-  for (const auto& path : stale_) std::filesystem::remove(path, ec);
-  if (!stale_.empty()) {
-    spdlog::info("fresh start: removed {} checkpoint(s) of worker {} from {}", stale_.size(),
-                 rank_, config_.dir);
-  }
-  stale_.clear();
+  const std::string said =
+      remove_earlier_run(stale_, "worker " + std::to_string(rank_), config_.dir);
+  if (!said.empty()) spdlog::info("{}", said);
 }
 
 void EncoderCheckpointer::maybe_write(uint64_t iteration, const GradEncoder& encoder) {

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -53,7 +54,7 @@ class EncoderCheckpointer {
   uint32_t rank_, workers_;
   std::string codec_;  // compression.codec
   bool enabled_;
-  std::vector<std::string> stale_;  // a fresh run's old files, removed by fresh_start()
+  std::map<uint64_t, std::string> stale_;  // a fresh run's old files, removed by fresh_start()
   std::atomic<bool> keep_all_{false};
 };
 
