@@ -70,6 +70,12 @@ class CreditLink {
     return s;
   }
 
+  // What `seq` carried while it is in flight, without releasing it; null otherwise.
+  const Sent* find(uint64_t seq) const {
+    if (seq < base_ || seq - base_ >= slots_.size() || !slots_[seq - base_].live) return nullptr;
+    return &slots_[seq - base_].sent;
+  }
+
   uint64_t in_flight() const { return in_flight_; }
   std::size_t unacked() const { return unacked_; }
   uint64_t credit() const { return credit_; }

@@ -183,14 +183,14 @@ class PsClient {
   void on_server_error(std::size_t server, const wire::Header& h);
   void on_membership(const wire::Membership& m, const wire::StageMap& stages);
   void on_release(const std::string& barrier);  // BARRIER_RELEASE
-  void on_ack(uint64_t seq);  // of a push or INIT, by ACK or folded into PARAMS
+  void on_ack(std::size_t server, uint64_t seq);  // a push or INIT: by ACK or in PARAMS
   // Acknowledges the PARAMS received since the last call: one ACK per server (Header.acks).
   void flush_reply_acks();
   // ps_client_push.cc: grouping, the push path and the parameters' return
   // Worker 0, before it registers: the job's grouping (worker/grouping_plan.h) into `reg`.
   void search_grouping(wire::Register& reg);
   void plan_groups(const wire::Membership& m);  // worker 0's grouping and its message plan
-  void on_params(const wire::Header& h, std::vector<zmq::message_t>& payload);
+  void on_params(std::size_t server, const wire::Header& h, std::vector<zmq::message_t>& p);
   // Writes one chunk's values (dense or an encoded change); false after fail().
   bool apply_params(const ChunkDesc& c, wire::Codec codec, uint64_t iteration,
                     std::span<const uint8_t> bytes);

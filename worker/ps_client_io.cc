@@ -84,11 +84,12 @@ void PsClient::register_server(std::size_t server) {
     messenger_.on(link, wire::ERROR,
                   [this, server](Inbound& m) { on_server_error(server, m.header); });
   }
-  messenger_.on(link, wire::ACK, [this](Inbound& m) {
-    on_ack(m.header.seq());
-    for (uint64_t seq : m.header.acks()) on_ack(seq);  // pushes acknowledged together
+  messenger_.on(link, wire::ACK, [this, server](Inbound& m) {
+    on_ack(server, m.header.seq());
+    for (uint64_t seq : m.header.acks()) on_ack(server, seq);  // pushes acknowledged together
   });
-  messenger_.on(link, wire::PARAMS, [this](Inbound& m) { on_params(m.header, m.payload); });
+  messenger_.on(link, wire::PARAMS,
+                [this, server](Inbound& m) { on_params(server, m.header, m.payload); });
 }
 
 void PsClient::on_server_error(std::size_t server, const wire::Header& h) {
@@ -113,7 +114,16 @@ void PsClient::on_release(const std::string& barrier) {
   cv_.notify_all();
 }
 
-void PsClient::on_ack(uint64_t seq) {
+void PsClient::on_ack(std::size_t server, uint64_t seq) {
+  // Only the server a push went to acknowledges it (another's ACK would release its credit and,
+  // folded into PARAMS, count a push as aggregated that its server has not seen).
+  if (const CreditLink::Sent* s = pushes_.find(seq); s && shards_.chunks()[s->tag].server != server) {
+    log_.warn("bad message", "ignored server " + std::to_string(server) +
+                                 "'s acknowledgement of push " + std::to_string(seq) +
+                                 ", which went to server " +
+                                 std::to_string(shards_.chunks()[s->tag].server));
+    return;
+  }
   const auto sent = pushes_.acked(seq);
   if (!sent) return;
   if (init_acks_ > 0 && --init_acks_ == 0) send_barrier("start");

@@ -249,7 +249,8 @@ std::optional<SteadyClock::time_point> PsClient::release_due_groups(SteadyClock:
   return next;
 }
 
-void PsClient::on_params(const wire::Header& h, std::vector<zmq::message_t>& payload) {
+void PsClient::on_params(std::size_t server, const wire::Header& h,
+                         std::vector<zmq::message_t>& payload) {
   if (h.grouping_choice() > 0) {  // worker 0's choice after the grouping trials, relayed
     announced_choice_ = h.grouping_choice();
     announced_from_ = h.grouping_from();
@@ -276,6 +277,12 @@ void PsClient::on_params(const wire::Header& h, std::vector<zmq::message_t>& pay
                                    ", " + std::to_string(offset) + ")");
       return;
     }
+    if (c->server != server) {  // only a chunk's own server sends its values
+      log_.warn("bad message", "ignored PARAMS from server " + std::to_string(server) +
+                                   " for a chunk of server " + std::to_string(c->server) + " (" +
+                                   std::to_string(key) + ", " + std::to_string(offset) + ")");
+      return;
+    }
     chunks.push_back(c);
   }
   for (int i = 0; i < n; ++i) {
@@ -283,7 +290,7 @@ void PsClient::on_params(const wire::Header& h, std::vector<zmq::message_t>& pay
     if (!apply_params(*chunks[i], codec, h.iteration(), bytes[std::size_t(i)])) return;
   }
   // The pushes this reply acknowledges (the server folds a completing push's ACK into it).
-  for (uint64_t seq : h.acks()) on_ack(seq);
+  for (uint64_t seq : h.acks()) on_ack(server, seq);
   // Acknowledged once per loop pass with the other replies from that server (flush_reply_acks),
   // which releases the server's reply credit toward this worker.
   PendingAcks& pending = reply_acks_.at(chunks[0]->server);
