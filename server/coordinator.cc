@@ -216,7 +216,11 @@ const wire::Membership& Coordinator::membership() {
   }
   set_resume_point(m);
   if (!stages_.empty()) {
-    for (int w = 0; w < workers_; ++w) *stage_map_.add_workers() = stages_.at(uint32_t(w));
+    for (int w = 0; w < workers_; ++w) {
+      wire::StageInfo* info = stage_map_.add_workers();
+      *info = stages_.at(uint32_t(w));
+      info->set_identity(identities_.at({wire::WORKER, uint32_t(w)}));
+    }
   }
   membership_ = std::move(m);
   return *membership_;

@@ -254,7 +254,7 @@ class PsClient {
   void connect_stage(const wire::StageMap& map, uint64_t first_iteration);
   // The handlers of the link that delivers `data_dir` traffic (kForward: from the previous stage).
   void register_stage(StageDir data_dir, Messenger::LinkId link);
-  // Whether a message on the stage port comes from the previous stage (pinned at its first);
+  // Whether a message on the stage port comes from the previous stage (its registered identity);
   // a stranger is logged and ignored. The DEALER to the next stage has only that peer.
   bool stage_neighbour(StageDir data_dir, const std::string& identity);
   void on_stage_ack(StageDir dir, const wire::Header& h);
@@ -364,7 +364,7 @@ class PsClient {
   std::optional<Messenger::LinkId> stage_in_;   // ROUTER: the previous stage connects
   std::optional<Messenger::LinkId> stage_out_;  // DEALER to the next stage
   std::string stage_address_;
-  std::string prev_identity_;   // I/O thread: pinned at the previous stage's first message
+  std::string prev_identity_;   // I/O thread: the previous stage's, from the membership
   StageLink links_[2];          // I/O thread; by StageDir of what is sent
   std::deque<StageOut> stage_commands_;  // under mu_
   // Received and checked, under mu_: by direction, keyed (iteration, micro-batch).

@@ -60,6 +60,14 @@ void PsClient::connect_stage(const wire::StageMap& map, uint64_t first) {
   links_[int(StageDir::kForward)].evaluated_at = first;  // no pass before the first iteration
   links_[int(StageDir::kBackward)].next_iteration = first;
   links_[int(StageDir::kBackward)].next_micro = stage_->layout.micro_batches - 1;
+  // The previous stage's connection, as it registered: the stage port takes nobody else's.
+  if (stage_->stage > 0) {
+    prev_identity_ = map.workers(int(stage_peer_rank(StageDir::kBackward))).identity();
+    if (prev_identity_.empty()) {
+      fail("the membership names no identity for " + stage_peer(StageDir::kBackward));
+      return;
+    }
+  }
   if (stage_->stage + 1 == stage_->layout.stages) return;
   const uint32_t next = stage_peer_rank(StageDir::kForward);
   const std::string& address = map.workers(int(next)).address();
@@ -112,7 +120,7 @@ void PsClient::pump_stage(StageDir dir) {
     stage_commands_.clear();
   }
   StageLink& link = links_[int(dir)];
-  // Gradients go back to the previous stage's connection, known from its first message.
+  // Gradients go back to the previous stage's connection (known from the membership).
   if (dir == StageDir::kBackward && prev_identity_.empty()) return;
   while (!link.queue.empty()) {
     StageOut& out = link.queue.front();
@@ -309,13 +317,9 @@ void PsClient::register_stage(StageDir data_dir, Messenger::LinkId link) {
 bool PsClient::stage_neighbour(StageDir data_dir, const std::string& identity) {
   if (data_dir != StageDir::kForward) return true;  // a DEALER: only the next stage is there
   const StageDir back = StageDir::kBackward;
-  wire::Role role = wire::ROLE_UNSPECIFIED;
-  uint32_t rank = 0;
-  if (parse_identity(identity, role, rank) && role == wire::WORKER &&
-      rank == stage_peer_rank(back) && (prev_identity_.empty() || prev_identity_ == identity)) {
-    prev_identity_ = identity;  // pinned at its first message
-    return true;
-  }
+  // The identity the previous stage registered with (the membership's stage map); before the
+  // membership nothing is expected there.
+  if (!prev_identity_.empty() && identity == prev_identity_) return true;
   // A stranger on the stage port: refused, and the job goes on.
   metrics_.error("stage_stranger");
   log_.warn("stage stranger", "ignored a message from " + printable(identity) +

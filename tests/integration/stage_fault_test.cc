@@ -1,7 +1,7 @@
 // Model parallelism, the failure paths: placement combinations that cannot run are refused at
 // start (exit 2, one line naming the key); a stage that dies or goes silent ends the whole job
 // naming it; a malformed activation message gets an ERROR reply and ends the job with a line
-// naming the sender and what was wrong, never a hang.
+// naming the sender and what was wrong, never a hang; a stranger on a stage port is ignored.
 #include <signal.h>
 #include <catch2/catch.hpp>
 
@@ -152,32 +152,66 @@ Reply join_as_stage0(RawClient& w0, const ModelDesc& model, const StageLayout& l
   return m;
 }
 
-}  // namespace
-
-TEST_CASE("a malformed activation message gets an ERROR reply and stops the job",
-          "[integration][model_parallel]") {
-  // Server 0 and stage 1 are real; a raw client registers as stage 0 and sends the activations.
-  const std::string yaml =
+// Server 0 and stage 1 are real; a raw client registers as stage 0 and sends the activations.
+struct RawStage0 {
+  static constexpr const char* kYaml =
       "job: {id: mpf, iterations: 1000, batch_size: 16, log_every: 0, evaluate: false}\n"
       "cluster: {servers: 1, workers: 2, start_timeout_s: 60, heartbeat_s: 0.2, "
       "peer_timeout_s: 20}\n"
       "model: {backend: native, arch: lenet5}\n"
       "data: {train_limit: 512}\n"
       "placement: {mode: model, partitions: 2}\n";
-  ServerProc server(yaml);
-  Proc stage1("worker 1", {bin("psrt-worker"), "--config", server.dir + "/job.yaml", "--rank", "1",
-                           "--set", "cluster.coordinator=" + server.endpoint});
-  const Config config = parse_config(yaml, "test");
+  ServerProc server{kYaml};
+  Proc stage1{"worker 1", {bin("psrt-worker"), "--config", server.dir + "/job.yaml", "--rank", "1",
+                           "--set", "cluster.coordinator=" + server.endpoint}};
+  const Config config = parse_config(kYaml, "test");
   const ModelDesc model = engine::describe_network(engine::net_spec(config));
   const StageLayout layout = stage_layout(config, model);
-  const uint32_t boundary = layout.ranges[1].first;
-  const uint64_t width = model.layers[boundary - 1].activation_elements;
-
-  zmq::context_t ctx(1);
+  const uint64_t width = model.layers[layout.ranges[1].first - 1].activation_elements;
+  zmq::context_t ctx{1};
   const std::string identity = process_identity(wire::WORKER, 0);
   const Sender self{wire::WORKER, 0, "mpf"};
-  RawClient w0(ctx, server.endpoint, identity, self);
+  RawClient w0{ctx, server.endpoint, identity, self};
   const Reply m = join_as_stage0(w0, model, layout);
+
+  // An ACTIVATION of iteration 0 with `samples` zero rows and labels; `lie`: the header claims 4
+  // bytes more than the frames hold.
+  void send_activation(RawClient& link, uint32_t samples, bool lie, uint32_t eval_batches) const {
+    wire::Header act = link.header(wire::ACTIVATION);
+    act.set_iteration(0);
+    act.set_micro_batch(0);
+    act.set_eval_batches(eval_batches);
+    act.set_samples(samples);
+    act.set_num_elements(samples * width);
+    std::vector<zmq::message_t> frames;
+    frames.emplace_back(samples * width * sizeof(float));
+    std::memset(frames.back().data(), 0, frames.back().size());
+    frames.emplace_back(samples * sizeof(int32_t));
+    std::memset(frames.back().data(), 0, frames.back().size());
+    act.set_payload_bytes((samples * width + samples) * 4 + (lie ? 4 : 0));
+    act.set_seq(1);
+    link.send(act, std::move(frames));
+  }
+  // Stage 1 ends the job on the malformed message of the real stage 0.
+  void check_job_failed() {
+    const auto rc = stage1.wait_exit(30);
+    INFO(stage1.output());
+    REQUIRE(rc.has_value());
+    CHECK(*rc == 1);
+    CHECK_THAT(stage1.output(), Catch::Contains("malformed"));
+    CHECK_THAT(stage1.output(), Catch::Contains("from worker 0 (stage 0 of replica 0)"));
+    const auto src = server.proc->wait_exit(30);
+    INFO(server.proc->output());
+    REQUIRE(src.has_value());
+    CHECK(*src == 1);
+    CHECK_THAT(server.proc->output(), Catch::Contains("worker 1 gave up"));
+  }
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(RawStage0, "a malformed activation message gets an ERROR reply and stops the job",
+                 "[integration][model_parallel]") {
   REQUIRE(m.header.stage_map().workers_size() == 2);
   const std::string address = m.header.stage_map().workers(1).address();
   // The server answers a tensor's holder only: stage 0 may not pull stage 1's values.
@@ -191,40 +225,32 @@ TEST_CASE("a malformed activation message gets an ERROR reply and stops the job"
 
   RawClient link(ctx, address, identity, self);
   // 0: wrong sample count; 1: a header that lies about its payload; 2: a test-set batch where no
-  // pass is due (job.evaluate is off)
+  // pass is due (job.evaluate is off); the batch's only micro-batch has 16 samples
   const int fault = GENERATE(0, 1, 2);
-  const bool lie = fault == 1;
-  const uint32_t samples = fault == 0 ? 5 : 16;  // the batch's only micro-batch has 16
-  wire::Header act = link.header(wire::ACTIVATION);
-  act.set_iteration(0);
-  act.set_micro_batch(0);
-  if (fault == 2) act.set_eval_batches(3);
-  act.set_samples(samples);
-  act.set_num_elements(samples * width);
-  std::vector<zmq::message_t> frames;
-  frames.emplace_back(samples * width * sizeof(float));
-  std::memset(frames.back().data(), 0, frames.back().size());
-  frames.emplace_back(samples * sizeof(int32_t));
-  std::memset(frames.back().data(), 0, frames.back().size());
-  // lie: the header claims 4 bytes more than the frames hold
-  act.set_payload_bytes((samples * width + samples) * 4 + (lie ? 4 : 0));
-  act.set_seq(1);
-  link.send(act, std::move(frames));
+  send_activation(link, fault == 0 ? 5 : 16, fault == 1, fault == 2 ? 3 : 0);
   const Reply err = expect(link, wire::ERROR);
   INFO(err.header.error().message());
   CHECK(err.header.error().code() == uint32_t(ErrorCode::kBadSize));
   const char* why[] = {"16 samples", "payload bytes", "no test-set pass is due"};
   CHECK_THAT(err.header.error().message(), Catch::Contains(why[fault]));
+  check_job_failed();
+}
 
-  const auto rc = stage1.wait_exit(30);
-  INFO(stage1.output());
-  REQUIRE(rc.has_value());
-  CHECK(*rc == 1);
-  CHECK_THAT(stage1.output(), Catch::Contains("malformed"));
-  CHECK_THAT(stage1.output(), Catch::Contains("from worker 0 (stage 0 of replica 0)"));
-  const auto src = server.proc->wait_exit(30);
-  INFO(server.proc->output());
-  REQUIRE(src.has_value());
-  CHECK(*src == 1);
-  CHECK_THAT(server.proc->output(), Catch::Contains("worker 1 gave up"));
+// The stage port takes the previous stage's registered connection only: a stranger that names
+// itself worker 0 (any suffix) is ignored, whatever it sends, and the real stage 0 still counts.
+TEST_CASE_METHOD(RawStage0, "a stranger on the stage port is ignored and the job goes on",
+                 "[integration][model_parallel]") {
+  const std::string address = m.header.stage_map().workers(1).address();
+  RawClient stranger(ctx, address, process_identity(wire::WORKER, 0), self);
+  stranger.send(stranger.header(wire::HEARTBEAT));
+  send_activation(stranger, 16, false, 0);  // well formed: it would be trained on
+  send_activation(stranger, 5, false, 0);   // malformed: it would end the job
+  CHECK_FALSE(stranger.recv(2).has_value());
+  CHECK(stage1.wait_line("ignored a message from w0.", 10));
+  CHECK_FALSE(stage1.wait_exit(1).has_value());
+  RawClient link(ctx, address, identity, self);
+  send_activation(link, 5, false, 0);
+  const Reply err = expect(link, wire::ERROR);
+  CHECK_THAT(err.header.error().message(), Catch::Contains("16 samples"));
+  check_job_failed();
 }
