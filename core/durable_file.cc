@@ -151,10 +151,19 @@ std::string remove_earlier_run(std::map<uint64_t, std::string>& files, const std
   return said;
 }
 
-void keep_newest_checkpoints(const std::map<uint64_t, std::string>& files, int keep) {
+void keep_newest_checkpoints(const std::map<uint64_t, std::string>& files, int keep,
+                             uint64_t every) {
+  // The newest multiple of `every` stays too: the point the other processes also have.
+  uint64_t fixed = 0;
+  bool have_fixed = false;
+  for (auto it = files.rbegin(); every > 0 && it != files.rend() && !have_fixed; ++it) {
+    if (it->first % every == 0) fixed = it->first, have_fixed = true;
+  }
   std::size_t drop = files.size() > std::size_t(keep) ? files.size() - std::size_t(keep) : 0;
   std::error_code ec;
-  for (auto it = files.begin(); drop > 0; ++it, --drop) std::filesystem::remove(it->second, ec);
+  for (auto it = files.begin(); drop > 0; ++it, --drop) {
+    if (!have_fixed || it->first != fixed) std::filesystem::remove(it->second, ec);
+  }
 }
 
 }  // namespace psrt

@@ -33,8 +33,11 @@ std::string checkpoint_file(const std::string& dir, const std::string& job_id,
 std::map<uint64_t, std::string> list_checkpoint_files(const std::string& dir,
                                                       const std::string& job_id,
                                                       const std::string& role, uint32_t rank);
-// Removes all but the `keep` newest of `files` (a list_checkpoint_files result).
-void keep_newest_checkpoints(const std::map<uint64_t, std::string>& files, int keep);
+// Removes all but the `keep` newest of `files` (a list_checkpoint_files result) and, with
+// `every` > 0, the newest whose iteration is a multiple of `every` (checkpoint.every: the
+// iterations every process writes, where those written on a server's own clock are not).
+void keep_newest_checkpoints(const std::map<uint64_t, std::string>& files, int keep,
+                             uint64_t every = 0);
 // A fresh start's removal of an earlier run's `files` (`who`: "server 1"); `files` is left empty.
 // Returns the line that says so (empty when there were none), for the caller's log.
 std::string remove_earlier_run(std::map<uint64_t, std::string>& files, const std::string& who,

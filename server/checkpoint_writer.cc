@@ -9,11 +9,12 @@
 namespace psrt {
 
 CheckpointWriter::CheckpointWriter(std::string dir, std::string job_id, uint32_t rank, int keep,
-                                   std::function<void()> failed)
+                                   std::function<void()> failed, uint64_t every)
     : dir_(std::move(dir)),
       job_id_(std::move(job_id)),
       rank_(rank),
       keep_(keep),
+      every_(every),
       on_failure_(std::move(failed)) {}
 
 CheckpointWriter::~CheckpointWriter() {
@@ -73,7 +74,7 @@ void CheckpointWriter::write(const Job& job) {
   }
   ++written_;
   spdlog::info("checkpoint of iteration {} written to {}", job.snapshot.iteration, job.path);
-  if (!keep_all_.load()) keep_newest_checkpoints(list_checkpoints(dir_, job_id_, rank_), keep_);
+  if (!keep_all_.load()) keep_newest_checkpoints(list_checkpoints(dir_, job_id_, rank_), keep_, every_);
 }
 
 }  // namespace psrt

@@ -20,10 +20,11 @@ namespace psrt {
 
 class CheckpointWriter {
  public:
-  // Keeps the newest `keep` checkpoints of (`dir`, `job_id`, `rank`) after each write, until
-  // keep_all(). `failed` runs on the writer thread after each write that failed (may be empty).
+  // Keeps the newest `keep` checkpoints of (`dir`, `job_id`, `rank`), and the newest of an
+  // iteration that is a multiple of `every` (when > 0), after each write, until keep_all().
+  // `failed` runs on the writer thread after each write that failed (may be empty).
   CheckpointWriter(std::string dir, std::string job_id, uint32_t rank, int keep,
-                   std::function<void()> failed = {});
+                   std::function<void()> failed = {}, uint64_t every = 0);
   ~CheckpointWriter();
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
@@ -49,6 +50,7 @@ class CheckpointWriter {
   std::string dir_, job_id_;
   uint32_t rank_;
   int keep_;
+  uint64_t every_;
   std::function<void()> on_failure_;
   std::atomic<bool> keep_all_{false};
   std::mutex mu_;

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 
@@ -29,7 +30,8 @@ Checkpointer::Checkpointer(const Config& config, uint32_t rank, std::function<vo
       workers_(uint32_t(config.cluster.workers)),
       optimizer_(config.optimizer.type),
       last_(Clock::now()),
-      writer_(config_.dir, job_id_, rank, config_.keep, std::move(failed)) {}
+      writer_(config_.dir, job_id_, rank, config_.keep, std::move(failed),
+              uint64_t(std::max<int64_t>(config_.every, 0))) {}
 
 void Checkpointer::fresh_start() {
   const std::string said =

@@ -178,3 +178,32 @@ TEST_CASE("the checkpoint writer writes off the caller's thread and drops none",
   }
   std::filesystem::remove_all(dir);
 }
+
+// checkpoint.every_s writes on each server's own clock, checkpoint.every where every process
+// writes (the workers' codec state too): pruning to `keep` keeps the newest of the latter as well,
+// or a job with both could be left with no iteration in common.
+TEST_CASE("pruning keeps the newest checkpoint of checkpoint.every beside the keep newest",
+          "[unit][checkpoint]") {
+  char tmpl[] = "/tmp/psrt-ckpt-keep-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  auto s = sample();
+  {
+    CheckpointWriter writer(dir, "job-a", 0, 2, {}, 20);
+    for (uint64_t it : {20u, 33u, 40u, 45u, 51u}) {
+      s.iteration = it;
+      writer.submit(checkpoint_path(dir, "job-a", 0, it), s);
+    }
+    writer.drain();
+  }
+  std::vector<uint64_t> left;
+  for (const auto& [it, path] : list_checkpoints(dir, "job-a", 0)) left.push_back(it);
+  CHECK(left == std::vector<uint64_t>{40, 45, 51});
+  // Without checkpoint.every, the keep newest only; with it among them, nothing more.
+  std::map<uint64_t, std::string> files = list_checkpoints(dir, "job-a", 0);
+  keep_newest_checkpoints(files, 2, 45);
+  CHECK(list_checkpoints(dir, "job-a", 0).size() == 2);
+  keep_newest_checkpoints(list_checkpoints(dir, "job-a", 0), 1);
+  CHECK(list_checkpoints(dir, "job-a", 0).begin()->first == 51);
+  std::filesystem::remove_all(dir);
+}
