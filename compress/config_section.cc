@@ -28,7 +28,8 @@ void read_codec(const YamlReader& comp, CompressionConfig& c) {
 
 // LACO's values and density: under Adam correction ternary values (quant_bits 1) selected by the
 // residual in the gradient's units (adam_select: gradient) at kLacoTernaryDensity, with replies
-// at `workers` times that density (the servers' update is the union of the workers' pushes);
+// at `workers` (data-parallel replicas) times that density (the servers' update is the union of
+// the pushes of a tensor's holders, one per replica);
 // otherwise log8 codes at kLacoDensity, replies at the same density. Both push the shipped
 // examples >= 100x fewer bytes than fp32 with one `--set compression.codec=laco` (issue 18).
 void read_encoding(const YamlReader& comp, bool adam, int workers, CompressionConfig& c) {
@@ -59,8 +60,8 @@ void check(const YamlReader& comp, const CompressionConfig& c, const CodecRuleIn
 
 // Momentum correction: the workers apply the SGD momentum, so the servers must not. Adam
 // correction: the workers run Adam's moments, and the servers apply the mean direction.
-void move_optimizer(const CodecRuleInputs& in, const ClusterConfig& cluster,
-                    OptimizerConfig& optimizer, CompressionConfig& c) {
+void move_optimizer(const CodecRuleInputs& in, int replicas, OptimizerConfig& optimizer,
+                    CompressionConfig& c) {
   if (in.momentum_correction) {
     c.momentum = optimizer.momentum;
     optimizer.momentum = 0;
@@ -71,7 +72,7 @@ void move_optimizer(const CodecRuleInputs& in, const ClusterConfig& cluster,
   c.adam_beta2 = optimizer.beta2;
   c.adam_eps = optimizer.eps;
   c.adam_weight_decay = optimizer.weight_decay;
-  c.adam_workers = cluster.workers;
+  c.adam_workers = std::max(1, replicas);
   optimizer.type = "sgd";
   optimizer.momentum = 0;
   optimizer.weight_decay = 0;
@@ -105,8 +106,8 @@ std::vector<std::string> idle_keys(const YamlReader& comp, const CompressionConf
 
 }  // namespace
 
-void parse_compression_section(const YamlReader& comp, const ClusterConfig& cluster,
-                               OptimizerConfig& optimizer, CompressionConfig& c) {
+void parse_compression_section(const YamlReader& comp, int replicas, OptimizerConfig& optimizer,
+                               CompressionConfig& c) {
   // The rules are checked as the keys they need are read, so that of two mistakes the one
   // earlier in the section is named.
   read_codec(comp, c);
@@ -122,10 +123,10 @@ void parse_compression_section(const YamlReader& comp, const ClusterConfig& clus
   c.adam_global_variance = comp.get_bool("adam_global_variance", true);
   in.adam_correction = comp.get_bool("adam_correction", adam_default);
   check(comp, c, in);
-  read_encoding(comp, in.adam_correction, cluster.workers, c);
+  read_encoding(comp, in.adam_correction, replicas, c);
   check(comp, c, in);
   c.idle_keys = idle_keys(comp, c, in.adam_correction);
-  move_optimizer(in, cluster, optimizer, c);
+  move_optimizer(in, replicas, optimizer, c);
   comp.reject_unknown();
 }
 

@@ -9,8 +9,9 @@ namespace psrt::compress {
 
 // Reads `compression:` into `c`. Momentum and Adam correction move the optimizer's momentum,
 // betas, eps and weight decay from `optimizer` to the workers (`c`), leaving the servers plain
-// SGD; `cluster.workers` is Adam's global batch in replicas.
-void parse_compression_section(const YamlReader& comp, const ClusterConfig& cluster,
-                               OptimizerConfig& optimizer, CompressionConfig& c);
+// SGD. `replicas`: the data-parallel replicas (cluster.workers / placement.partitions), one
+// pusher of each tensor per replica: Adam's global batch, and the replies' default density.
+void parse_compression_section(const YamlReader& comp, int replicas, OptimizerConfig& optimizer,
+                               CompressionConfig& c);
 
 }  // namespace psrt::compress

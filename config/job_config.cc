@@ -30,14 +30,13 @@ Config parse_yaml(const std::string& yaml_text, const std::string& where,
   parse_data(top.child("data"), in_base, c.data);
   parse_optimizer(top.child("optimizer"), c.optimizer);
   parse_scheduler_section(top.child("scheduler"), in_base, c.scheduler);
-  compress::parse_compression_section(top.child("compression"), c.cluster, c.optimizer,
+  c.placement = parse_placement(top.child("placement"), in_base);
+  // A tensor's gradients come from one worker per replica (each stage of a replica sees the same
+  // samples): Adam's global batch and the union of the pushes count replicas, not workers.
+  compress::parse_compression_section(top.child("compression"),
+                                      int(c.placement.replicas(c.cluster.workers)), c.optimizer,
                                       c.compression);
   parse_security_and_limits(top, c, in_base);
-  c.placement = parse_placement(top.child("placement"), in_base);
-  if (c.compression.adam && c.placement.split()) {
-    // The global batch is the replicas' (each stage of a replica sees the same samples).
-    c.compression.adam_workers = std::max(1, c.cluster.workers / int(c.placement.partitions));
-  }
   check_split(c, top.child("placement"));
   parse_checkpoint(top.child("checkpoint"), in_base, c.checkpoint);
   c.log_level = top.get_choice("log_level", "info", {"trace", "debug", "info", "warn", "error"});

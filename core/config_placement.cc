@@ -7,12 +7,19 @@
 
 namespace psrt {
 
+const std::vector<std::string>& placer_choices() {
+  static const std::vector<std::string> kNames = {
+      "netplacer", "single",      "even",        "torchgpipe", "pipedream",
+      "baechi-metf", "baechi-msct", "metis-like", "annealing",  "exhaustive"};
+  return kNames;
+}
+
 PlacementConfig parse_placement(const YamlReader& r,
                                 const std::function<std::string(const std::string&)>& resolve) {
   PlacementConfig p;
   p.plan = r.get_string("plan", "");
   if (!p.plan.empty() && p.plan != "auto") p.plan = resolve(p.plan);
-  p.placer = r.get_string("placer", p.placer);
+  p.placer = r.get_choice("placer", p.placer, placer_choices());
   p.address = r.get_string("address", "");
   if (!p.address.empty()) {
     if (const std::string why = connect_endpoint_problem(p.address); !why.empty())

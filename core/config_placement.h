@@ -4,12 +4,16 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "core/config.h"
 #include "core/yaml_reader.h"
 
 namespace psrt {
 
+// The names placement.placer takes: placement/placer.h's registry (a test keeps them equal; the
+// configuration sits below the placers and cannot ask them).
+const std::vector<std::string>& placer_choices();
 // Reads `placement:`; `resolve` turns a path in the file into a usable one.
 PlacementConfig parse_placement(const YamlReader& r,
                                 const std::function<std::string(const std::string&)>& resolve);

@@ -1,5 +1,6 @@
 #include "core/yaml_reader.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -148,6 +149,16 @@ std::string YamlReader::get_choice(const std::string& key, const std::string& fa
   fail(key, "'" + v + "' is not one of: " + list);
 }
 
+namespace {
+// The shortest text that reads back as `x` (std::to_string's six decimals showed the bound
+// 0.99999999 as 1.000000, beside a refused 1).
+std::string shortest(double x) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, x);
+  return std::string(buf, r.ptr);
+}
+}  // namespace
+
 int64_t YamlReader::get_int(const std::string& key, int64_t fallback, int64_t min,
                             int64_t max) const {
   const auto found = value(key);
@@ -176,8 +187,7 @@ double YamlReader::get_double(const std::string& key, double fallback, double mi
                   "' is not a finite number");
   }
   if (x < min || x > max) {
-    fail(key, v.Scalar() + " is out of range [" + std::to_string(min) + ", " +
-                  std::to_string(max) + "]");
+    fail(key, v.Scalar() + " is out of range [" + shortest(min) + ", " + shortest(max) + "]");
   }
   return x;
 }

@@ -11,15 +11,24 @@
 #include <zmq.hpp>
 
 #include "core/cli.h"
+#include "core/endpoint_form.h"
 #include "core/logging.h"
 #include "placement/service/placer_service.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"psrt-placer: the NetPlacer placement service"};
   std::string bind = "tcp://127.0.0.1:0", job_id = "psrt", level = "info";
-  app.add_option("--bind", bind, "endpoint to bind (port 0: OS-chosen)");
+  app.add_option("--bind", bind, "endpoint to bind (port 0: OS-chosen)")
+      ->check([](const std::string& e) {  // ZeroMQ took port 99999 as 99999 mod 65536
+        std::string host;
+        int port = 0;
+        return psrt::split_tcp_endpoint(e, host, port)
+                   ? std::string()
+                   : "'" + e + "' is not tcp://HOST:PORT with a port from 0 to 65535";
+      });
   app.add_option("--job-id", job_id, "job id requests must carry");
-  app.add_option("--log-level", level, "trace, debug, info, warn, error");
+  app.add_option("--log-level", level, "trace, debug, info, warn, error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   double max_search_s = psrt::placement::PlacerService::kDefaultMaxSearchS;
   app.add_option("--max-search-s", max_search_s,
                  "the searching placers (annealing, exhaustive) answer an error past this many "

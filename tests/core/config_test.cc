@@ -341,7 +341,12 @@ TEST_CASE("placement section: devices, links and the plan source", "[core]") {
                Catch::Contains("placement.address: '") && Catch::Contains("tcp://HOST:PORT"));
   }
   CHECK(parse_config("placement: {address: 'tcp://[::1]:7'}\n", "j").placement.address ==
-        "tcp://[::1]:7");
+        "tcp://[::1]:7");  // Bounds are printed as they are: "1 is out of range [0.000000, 1.000000]" said nothing.
+  CHECK_THAT(error_of("optimizer: {beta2: 1}\n"), Catch::Contains("[0, 0.99999999]"));
+  CHECK_THAT(error_of("optimizer: {eps: 0}\n"), Catch::Contains("[1e-30, 1]"));
+  // A placer name outside the list trained on silently, or failed later in psrt-place.
+  CHECK_THAT(error_of("placement: {placer: foo}\n"),
+             Catch::Contains("placement.placer") && Catch::Contains("netplacer"));
 }
 
 TEST_CASE("split jobs are accepted on model.backend gpu, what stages cannot do is refused",

@@ -261,6 +261,10 @@ TEST_CASE("psrt-place and psrt-sim refuse what would make a plan or a run no rea
                                  "tensors: [{name: w, elements: 10}]}\n");
   refused({bin("psrt-sim"), "--profile", dir + "/slow.yaml", "--scale", "1000000"},
           "forward_ms: times the scale is");
+  // psrt-placer bound port 99999 as 34463 (ZeroMQ wraps it) and took any log level.
+  refused({bin("psrt-placer"), "--bind", "tcp://127.0.0.1:99999"},
+          "is not tcp://HOST:PORT with a port from 0 to 65535");
+  refused({bin("psrt-placer"), "--log-level", "foo"}, "--log-level");
   // Past --scale 32 the scaled default batch was refused with an internal constant's name.
   Proc scaled("sim", {bin("psrt-sim"), "--profile", profile, "--workers", "2", "--scale", "40"});
   CHECK(scaled.wait_exit(60) == std::optional<int>(0));

@@ -4,6 +4,7 @@
 
 #include "placement/baselines.h"
 #include "engine/network.h"
+#include "core/config_placement.h"
 #include "placement/placer.h"
 #include "test_graphs.h"
 
@@ -246,4 +247,10 @@ TEST_CASE("the native networks give the same graph form and can be placed", "[pl
     REQUIRE(plan);
     CHECK(plan->step_ms > 0);
   }
+}
+
+// placement.placer is checked at start against a list the configuration keeps (it sits below
+// the placers): the list and the registry name the same placers.
+TEST_CASE("placement.placer takes exactly the registered placers", "[unit][placement]") {
+  CHECK(placer_choices() == placement::placer_names());
 }
