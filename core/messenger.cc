@@ -92,6 +92,14 @@ void Messenger::watch_fd(int fd, std::function<void()> ready) {
   watched_.push_back({nullptr, fd, std::move(ready)});
 }
 
+void Messenger::on_drop(LinkId link, std::function<void()> dropped) {
+  SocketMonitor& m =
+      monitors_.emplace_back(*ctx_, links_.at(link).socket, SocketMonitor::kDisconnected);
+  watch(m.socket(), [this, &m, link, dropped = std::move(dropped)] {
+    if (m.handle() > 0 && links_[link].heard) dropped();
+  });
+}
+
 bool Messenger::send(LinkId link, const std::string* identity, const wire::Header& h,
                      std::vector<zmq::message_t> payload, bool* full) {
   metrics_.message(Metrics::Dir::kSent, metrics_kind(h.type()), payload_size(payload));
@@ -106,7 +114,8 @@ bool Messenger::send(LinkId link, const std::string* identity, const wire::Heade
   const std::string to = identity ? printable(*identity) : l.name;
   if (at_hwm) {
     log_.warn("full queue", std::string(wire::MsgType_Name(h.type())) + " to " + to +
-                                " dropped: it does not read, its queue is at limits.socket_hwm");
+                                " dropped: its queue is at limits.socket_hwm (it reads slower than "
+                                "this process sends, or not at all)");
   } else {
     spdlog::debug("{} to {} dropped: peer not connected", wire::MsgType_Name(h.type()), to);
   }
@@ -128,6 +137,7 @@ void Messenger::dispatch(Link& link, Envelope& env) {
     return;
   }
   metrics_.message(Metrics::Dir::kReceived, metrics_kind(h.type()), payload_size(env.payload));
+  link.heard = true;
   Inbound m{env.identity, h, env.payload};
   for (const auto& check : link.admits) {
     if (!check(m)) return;
@@ -215,8 +225,9 @@ void Messenger::run(const Loop& loop) {
 }
 
 void Messenger::close() {
-  links_.clear();
   watched_.clear();
+  monitors_.clear();
+  links_.clear();
 }
 
 }  // namespace psrt

@@ -24,6 +24,7 @@
 
 #include "core/metrics.h"
 #include "core/rate_limit.h"
+#include "core/socket_monitor.h"
 #include "core/transport.h"
 #include "core/wire.h"
 
@@ -89,6 +90,10 @@ class Messenger {
   // The same for a file descriptor (a signalfd).
   void watch_fd(int fd, std::function<void()> ready);
 
+  // Calls `dropped` when a connection of `link` (a DEALER) drops after a message came on it:
+  // ZeroMQ reconnects, but what was in flight on the old connection is lost (core/drop_watch.h).
+  void on_drop(LinkId link, std::function<void()> dropped);
+
   // Sends on `link` (to `identity` on a ROUTER). False when the peer is gone or its queue is full
   // (then `*full` is set, if given, and a rate-limited warning names the peer).
   bool send(LinkId link, const std::string* identity, const wire::Header& h,
@@ -119,6 +124,7 @@ class Messenger {
     Handler fallback;
     BadHandler bad;
     std::vector<Admit> admits;
+    bool heard = false;  // a message decoded on it: a connection was up
   };
   void read(Link& link, const Loop& loop);
   // Waits for input on the links, the watched sockets and fds and the wake-up, up to `until`;
@@ -140,6 +146,7 @@ class Messenger {
     std::function<void()> ready;
   };
   std::vector<Watched> watched_;
+  std::deque<SocketMonitor> monitors_;  // on_drop's
   std::vector<struct pollfd> fds_;  // the wait's poll set, reused
   std::vector<char> ready_;
   Wakeup wakeup_;

@@ -1,31 +1,22 @@
-#include "core/handshake_monitor.h"
-
-#include <zmq.h>
+#include "core/socket_monitor.h"
 
 #include <cstring>
 #include <string>
 
 namespace psrt {
 
-namespace {
-constexpr int kFailures = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
-                          ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
-}  // namespace
-
-HandshakeMonitor::HandshakeMonitor(zmq::context_t& ctx, zmq::socket_t& watched)
-    : events_(ctx, zmq::socket_type::pair) {
-  // One address per monitor: in-process tests run several servers in one context.
+SocketMonitor::SocketMonitor(zmq::context_t& ctx, zmq::socket_t& watched, int mask)
+    : events_(ctx, zmq::socket_type::pair), mask_(mask) {
+  // One address per monitor: in-process tests run several processes' sockets in one context.
   const std::string address =
-      "inproc://psrt-handshakes-" + std::to_string(reinterpret_cast<uintptr_t>(this));
-  if (zmq_socket_monitor(watched.handle(), address.c_str(), kFailures) != 0) {
-    throw zmq::error_t();
-  }
+      "inproc://psrt-monitor-" + std::to_string(reinterpret_cast<uintptr_t>(this));
+  if (zmq_socket_monitor(watched.handle(), address.c_str(), mask) != 0) throw zmq::error_t();
   events_.set(zmq::sockopt::linger, 0);
   events_.connect(address);
 }
 
-uint64_t HandshakeMonitor::handle() {
-  uint64_t failed = 0;
+uint64_t SocketMonitor::handle() {
+  uint64_t seen = 0;
   while (true) {
     // An event: a frame of the event's id (16 bits) and value (32), then the endpoint's address.
     zmq::message_t head;
@@ -37,9 +28,9 @@ uint64_t HandshakeMonitor::handle() {
       (void)events_.recv(rest, zmq::recv_flags::none);
       head.swap(rest);
     }
-    if (id & kFailures) ++failed;
+    if (id & mask_) ++seen;
   }
-  return failed;
+  return seen;
 }
 
 }  // namespace psrt

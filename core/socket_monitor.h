@@ -1,29 +1,39 @@
-// The failed handshakes of a secured listening socket. A process with another security.secret_file
-// (its keys derive from it) or with security.curve off fails the CURVE handshake before the ZAP
-// handler (core/curve.h) is asked, so the server said nothing and only the other side, after
-// cluster.start_timeout_s, said "nothing answered there". ZeroMQ's socket monitor reports those
-// failures on an inproc PAIR socket, which the I/O thread watches like the ZAP handler's.
+// ZeroMQ's socket monitor for one socket: the events of a mask, reported on an inproc PAIR socket
+// that the I/O thread watches like the ZAP handler's. Two uses:
+// - a secured listener's failed CURVE handshakes: a process with another security.secret_file (its
+//   keys derive from it) or with security.curve off fails before the ZAP handler (core/curve.h)
+//   is asked, so the server said nothing and only the other side, after
+//   cluster.start_timeout_s, said "nothing answered there";
+// - a connecting socket's dropped connections (Messenger::on_drop): ZeroMQ reconnects, but what
+//   was in flight on the old connection is lost.
 #pragma once
 
+#include <zmq.h>
 #include <zmq.hpp>
 
 #include <cstdint>
 
 namespace psrt {
 
-class HandshakeMonitor {
+class SocketMonitor {
  public:
-  // Monitors `watched` (of `ctx`) for failed handshakes. In the thread that owns both.
-  HandshakeMonitor(zmq::context_t& ctx, zmq::socket_t& watched);
-  HandshakeMonitor(const HandshakeMonitor&) = delete;
-  HandshakeMonitor& operator=(const HandshakeMonitor&) = delete;
+  static constexpr int kFailedHandshakes = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL |
+                                           ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+                                           ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
+  static constexpr int kDisconnected = ZMQ_EVENT_DISCONNECTED;
+
+  // Monitors `watched` (of `ctx`) for the events of `mask`. In the thread that owns both.
+  SocketMonitor(zmq::context_t& ctx, zmq::socket_t& watched, int mask);
+  SocketMonitor(const SocketMonitor&) = delete;
+  SocketMonitor& operator=(const SocketMonitor&) = delete;
 
   zmq::socket_t& socket() { return events_; }
-  // Reads every waiting event; returns how many were failed handshakes.
+  // Reads every waiting event; returns how many were of the mask.
   uint64_t handle();
 
  private:
   zmq::socket_t events_;
+  int mask_;
 };
 
 }  // namespace psrt

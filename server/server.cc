@@ -73,7 +73,8 @@ Server::Server(const Config& config, uint32_t rank, zmq::context_t* shared)
         log_.warn("curve", "refused a connection that does not hold this job's CURVE key");
       }
     });
-    handshakes_.emplace(messenger_.context(), messenger_.socket(router_));
+    handshakes_.emplace(messenger_.context(), messenger_.socket(router_),
+                        SocketMonitor::kFailedHandshakes);
     messenger_.watch(handshakes_->socket(), [this] {
       if (handshakes_->handle() > 0) {
         log_.warn("handshake", "a connection failed the CURVE handshake: a process with another "
@@ -97,6 +98,8 @@ Server::Server(const Config& config, uint32_t rank, zmq::context_t* shared)
         messenger_.add_dealer("the coordinator", process_identity(wire::SERVER, rank));
     check_coordinator_port(config.cluster.coordinator);
     messenger_.socket(link).connect(config.cluster.coordinator);
+    drops_ = DropWatch(DropWatch::grace_for(config.cluster.heartbeat_s));
+    messenger_.on_drop(link, [this] { drops_.dropped("server 0", Clock::now()); });
     control_.emplace(messenger_, link, self_, config.cluster,
                      std::size_t(config.limits.max_string_bytes), member_events());
     control_->register_with(reg);
@@ -194,6 +197,7 @@ Clock::time_point Server::tick(Clock::time_point now) {
     abort_job(control_ ? *stop : "server 0 gave up: " + *stop);  // as in run()
   }
   check_checkpoint_failures();
+  if (const auto why = drops_.due(now); why && !done_) abort_job(*why);
   if (control_) return control_->tick(now, have_membership_, started_);
   return coordinator_tick(now);
 }

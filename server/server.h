@@ -25,7 +25,8 @@
 #include "core/liveness.h"
 #include "core/curve.h"
 #include "core/group_frames.h"
-#include "core/handshake_monitor.h"
+#include "core/drop_watch.h"
+#include "core/socket_monitor.h"
 #include "core/messenger.h"
 #include "core/rate_limit.h"
 #include "core/timeline.h"
@@ -201,7 +202,8 @@ class Server {
   Messenger messenger_;             // sockets, poll loop, wake-up (owns or shares the context)
   std::optional<ZapHandler> zap_;   // with curve_: admits the job's key only
   Messenger::LinkId router_;
-  std::optional<HandshakeMonitor> handshakes_;  // with curve_: the router's failed handshakes
+  std::optional<SocketMonitor> handshakes_;  // with curve_: the router's failed handshakes
+  DropWatch drops_{1.0};  // ranks > 0: the link to the coordinator (grace set in the constructor)
   std::optional<ControlPlane> control_;  // servers other than 0: the link to the coordinator
   std::string endpoint_;
   std::unique_ptr<Optimizer> optimizer_;

@@ -8,7 +8,9 @@ void Server::queue_reply(uint32_t worker, const ChunkState& c, bool dense) {
   PushUnit unit;
   unit.chunk = c.index;
   unit.bytes = dense || !c.reply ? c.desc.bytes() : c.reply->size();
-  if (dense) replies_[worker].dense.insert(c.index);
+  // A dense reply already queued sends the values as they are when it goes: a repeated PULL
+  // adds nothing (a flood of them grew the queue by an entry each, without bound).
+  if (dense && !replies_[worker].dense.insert(c.index).second) return;
   replies_[worker].queue.add(c.desc.key, c.priority, {unit});
   reply_soon(worker, batchable_bytes(unit.bytes, batch_bytes_) && !dense);
 }

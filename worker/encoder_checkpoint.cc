@@ -46,8 +46,19 @@ std::vector<uint64_t> EncoderCheckpointer::start() {
     if (enabled_) std::filesystem::create_directories(config_.dir, ec);
     return {};
   }
-  if (!enabled_) return {};
   const auto files = list_checkpoint_files(config_.dir, job_id_, "worker", rank_);
+  if (!enabled_) {
+    // An earlier run's codec state (residuals; the momentum under momentum correction, which
+    // without a codec the servers keep, from zero): dropped without a word before.
+    if (!files.empty()) {
+      spdlog::warn("--resume: {} holds this worker's compression state of an earlier run, which "
+                   "this run ({}) does not use: it is dropped, so the run will not match an "
+                   "uninterrupted one bit for bit",
+                   config_.dir,
+                   codec_ == "none" ? "compression.codec none" : "checkpoint.every 0");
+    }
+    return {};
+  }
   std::vector<uint64_t> usable;
   std::string first_error;
   for (const auto& [iteration, path] : files) {
@@ -155,6 +166,23 @@ Status EncoderCheckpointer::check(const std::string& path, uint64_t iteration,
 Status EncoderCheckpointer::restore(uint64_t iteration, GradEncoder& encoder) const {
   const std::string path = checkpoint_file(config_.dir, job_id_, "worker", rank_, iteration);
   return check(path, iteration, [&](ByteReader& r) { return encoder.load_state(r); });
+}
+
+std::string state_split_warning(const std::vector<uint8_t>& has_state,
+                                const std::vector<uint8_t>& held) {
+  std::size_t carried = 0, foreign = 0, missing = 0;
+  for (std::size_t key = 0; key < has_state.size() && key < held.size(); ++key) {
+    if (has_state[key] && held[key]) ++carried;
+    if (has_state[key] && !held[key]) ++foreign;
+    if (!has_state[key] && held[key]) ++missing;
+  }
+  if (foreign == 0 && (carried == 0 || missing == 0)) return "";
+  return "--resume: this worker's checkpointed compression state is of another split of the "
+         "model (placement.mode, partitions or plan changed): " + std::to_string(missing) +
+         " of the tensors it pushes now restart empty, and the state of " +
+         std::to_string(foreign) +
+         " it no longer pushes is not carried over; the run will not match an uninterrupted one "
+         "bit for bit";
 }
 
 }  // namespace psrt

@@ -58,4 +58,11 @@ class EncoderCheckpointer {
   std::atomic<bool> keep_all_{false};
 };
 
+// After a resume: the warning that the state restored (`has_state`, by tensor key) is of another
+// split of the model than the tensors this worker pushes now (`held`): state of tensors it no
+// longer pushes, or state for some of its tensors but not all. Empty when it fits (or when
+// nothing was restored).
+std::string state_split_warning(const std::vector<uint8_t>& has_state,
+                                const std::vector<uint8_t>& held);
+
 }  // namespace psrt

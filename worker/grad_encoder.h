@@ -31,6 +31,7 @@ class GradEncoder {
   // for a residual kept on the GPU (encode_device), which is not checkpointed.
   Status save_state(ByteWriter& out) const;
   Status load_state(ByteReader& in);
+  bool has_state(uint32_t key) const { return states_.at(key) != nullptr; }
   wire::Codec wire_codec() const { return wire_codec_; }
   // Encodes chunk `c` of its tensor's gradient `grad` (the whole tensor) for `iteration`.
   std::shared_ptr<const std::vector<uint8_t>> encode(const ChunkDesc& c, uint64_t iteration,

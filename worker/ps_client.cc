@@ -30,6 +30,7 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
       log_(config.limits.log_lines_per_s),
       messenger_(config.job.id, socket_options(config.limits, curve_ ? &*curve_ : nullptr),
                  metrics_, log_, shared),
+      drops_(DropWatch::grace_for(config.cluster.heartbeat_s)),
       queue_(config.scheduler.mode, config.scheduler.credit_bytes),
       stage_(std::move(stage)) {
   if (int64_t(rank) >= config.cluster.workers) {
@@ -101,7 +102,12 @@ void PsClient::start() {
   const uint64_t first = start_iteration();
   if (first > 0 && encoder_ckpt_.enabled() && !encoder_checkpoints_.empty()) {
     if (Status st = encoder_ckpt_.restore(first, encoder_); !st) throw JobError(st.message());
+    std::vector<uint8_t> has(model_.tensors.size());
+    for (uint32_t key = 0; key < has.size(); ++key) has[key] = encoder_.has_state(key);
+    if (const std::string w = state_split_warning(has, held_); !w.empty()) spdlog::warn("{}", w);
   }
+  std::lock_guard lock(mu_);
+  stats_.wait_seconds = 0;  // what training waited, not the start (registration, the INITs)
 }
 
 uint64_t PsClient::start_iteration() const {

@@ -28,12 +28,12 @@
 #include "core/control_plane.h"
 #include "core/credit_link.h"
 #include "core/curve.h"
+#include "core/drop_watch.h"
 #include "core/group_frames.h"
 #include "core/messenger.h"
 #include "core/model.h"
 #include "core/rate_limit.h"
 #include "core/sharding.h"
-#include "core/stage_layout.h"
 #include "core/timeline.h"
 #include "core/transport.h"
 #include "core/wire.h"
@@ -45,6 +45,8 @@
 #include "worker/grouping_trials.h"
 #include "worker/lent_buffers.h"
 #include "worker/reply_decoder.h"
+#include "worker/stage_types.h"
+#include "worker/start_pacer.h"
 
 namespace psrt {
 
@@ -55,26 +57,6 @@ struct ClientStats {
   uint64_t bytes_received = 0;  // PARAMS payload bytes (dense or encoded)
   double wait_seconds = 0;  // compute thread blocked on parameters
   uint64_t messages_sent = 0, messages_received = 0;  // every link, control plane included
-};
-
-// A worker's part in a model-parallel job (placement.mode model | hybrid).
-struct StageRole {
-  StageLayout layout;
-  uint32_t stage = 0, replica = 0;
-  std::vector<uint32_t> keys;  // the tensors of its layers
-  std::size_t in_width = 0;    // floats per sample it receives from the previous stage
-  std::size_t out_width = 0;   // floats per sample it sends to the next stage
-  int classes = 0;             // labels travel with the activations and lie in [0, classes)
-};
-
-// One activation (forward) or activation-gradient (backward) message between stages, as received.
-struct StageMessage {
-  uint64_t iteration = 0;
-  uint32_t micro_batch = 0, samples = 0;
-  uint32_t eval_batches =
-      0;                  // an evaluation pass's batch count (micro_batch: the batch); 0: training
-  zmq::message_t values;  // samples x width floats
-  zmq::message_t labels;  // forward only: samples int32 labels
 };
 
 class PsClient {
@@ -191,12 +173,21 @@ class PsClient {
   void search_grouping(wire::Register& reg);
   void plan_groups(const wire::Membership& m);  // worker 0's grouping and its message plan
   void on_params(std::size_t server, const wire::Header& h, std::vector<zmq::message_t>& p);
+  // The chunk a PARAMS member names, where `server` may send it for `iteration` (the one this
+  // worker takes next); null, logged, where not.
+  const ChunkDesc* params_target(std::size_t server, uint32_t key, uint64_t offset,
+                                 uint64_t length, uint64_t iteration);
   // Writes one chunk's values (dense or an encoded change); false after fail().
   bool apply_params(const ChunkDesc& c, wire::Codec codec, uint64_t iteration,
                     std::span<const uint8_t> bytes);
   std::span<const uint8_t> payload_of(uint32_t chunk) const;  // of the pending gradient
   zmq::message_t payload_frame(uint32_t chunk) const;
+  // Worker 0's INIT of every chunk it holds, and the first PULLs, paced (start_pacer.h).
   void send_init();
+  void send_init(const ChunkDesc& c);
+  void send_pull(const ChunkDesc& c);
+  std::vector<std::deque<uint32_t>> held_chunks() const;  // chunk ids by server
+  std::size_t start_window() const;
   void send_barrier(const std::string& name);
   // ps_client_send.cc: the scheduler's units onto the wire, alone, grouped or batched
   void pump();
@@ -313,6 +304,7 @@ class PsClient {
   LogLimiter log_;
   // I/O thread only (built by the constructor before the thread starts)
   Messenger messenger_;                   // sockets, poll loop, wake-up
+  DropWatch drops_;  // the links to the servers and the next stage
   std::vector<Messenger::LinkId> servers_;  // by server rank
   std::optional<ControlPlane> control_;   // on the link to server 0
   ShardMap shards_;
@@ -355,7 +347,7 @@ class PsClient {
   // By key: the gradient being sent, until its last chunk is in a frame (the frames share it).
   std::map<uint32_t, Command> pending_;
   LentBuffers lent_{model_.tensors.size()};  // the gradients lent by lend()
-  std::size_t init_acks_ = 0;
+  StartPacer start_;  // worker 0's INITs, then every worker's first PULLs
   bool shutdown_sent_ = false;
 
   // model parallelism: fixed after the constructor, except where noted

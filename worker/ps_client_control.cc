@@ -69,6 +69,12 @@ ControlPlane::Events PsClient::control_events() {
   e.heartbeat = [this](SteadyClock::time_point now) {
     send_heartbeats();
     check_progress(now);
+    if (const auto why = drops_.due(now); why && !failed()) {
+      std::unique_lock lock(mu_);
+      if (finished_) return;  // the job ended meanwhile: the peers went with it
+      lock.unlock();
+      report(*why);
+    }
   };
   e.resumed = [this](SteadyClock::time_point now) {
     // This process did not run (stopped): the coordinator's messages are waiting to be read.

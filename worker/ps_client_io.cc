@@ -90,11 +90,14 @@ void PsClient::register_server(std::size_t server) {
   });
   messenger_.on(link, wire::PARAMS,
                 [this, server](Inbound& m) { on_params(server, m.header, m.payload); });
+  messenger_.on_drop(link, [this, server] {
+    drops_.dropped("server " + std::to_string(server), SteadyClock::now());
+  });
 }
 
 void PsClient::on_server_error(std::size_t server, const wire::Header& h) {
   metrics_.error("refused_by_server");
-  fail("server " + std::to_string(server) + " rejected " + wire::MsgType_Name(h.error().about()) +
+  report("server " + std::to_string(server) + " rejected " + wire::MsgType_Name(h.error().about()) +
        " of tensor " + std::to_string(h.key()) + " iteration " + std::to_string(h.iteration()) +
        ": " + printable(h.error().message(), 1024));
 }
@@ -103,11 +106,10 @@ void PsClient::on_release(const std::string& barrier) {
   std::lock_guard lock(mu_);
   if (barrier == "start" && !started_) {
     started_ = true;
-    // First values for everyone; they count as iteration 0.
-    for (const auto& c : shards_.chunks()) {
-      wire::Header pull;
-      if (held_[c.key]) send_to(c.server, tensor_header(pull, wire::PULL, c, 0));
-    }
+    // First values for everyone; they count as iteration 0. Paced like the INITs: each PARAMS
+    // lets the next PULL to its server go (on_params).
+    start_.begin(StartPacer::Phase::kPull, held_chunks(), start_window());
+    start_.release([this](std::size_t, uint32_t c) { send_pull(shards_.chunks()[c]); });
   } else if (barrier == "shutdown") {
     finished_ = true;
   }
@@ -117,16 +119,21 @@ void PsClient::on_release(const std::string& barrier) {
 void PsClient::on_ack(std::size_t server, uint64_t seq) {
   // Only the server a push went to acknowledges it (another's ACK would release its credit and,
   // folded into PARAMS, count a push as aggregated that its server has not seen).
-  if (const CreditLink::Sent* s = pushes_.find(seq); s && shards_.chunks()[s->tag].server != server) {
+  const CreditLink::Sent* to = pushes_.find(seq);
+  if (to && shards_.chunks()[to->tag].server != server) {
     log_.warn("bad message", "ignored server " + std::to_string(server) +
                                  "'s acknowledgement of push " + std::to_string(seq) +
                                  ", which went to server " +
-                                 std::to_string(shards_.chunks()[s->tag].server));
+                                 std::to_string(shards_.chunks()[to->tag].server));
     return;
   }
   const auto sent = pushes_.acked(seq);
   if (!sent) return;
-  if (init_acks_ > 0 && --init_acks_ == 0) send_barrier("start");
+  // Worker 0's INITs go out paced (worker/start_pacer.h): each acknowledged one lets the next go.
+  auto next_init = [this](std::size_t, uint32_t c) { send_init(shards_.chunks()[c]); };
+  if (start_.answered(StartPacer::Phase::kInit, server, next_init) && start_.unanswered() == 0) {
+    send_barrier("start");
+  }
   const CreditLink::Sent& f = *sent;
   if (f.bytes > 0) {
     metrics_.round_trip(std::chrono::duration<double>(SteadyClock::now() - f.sent).count());
@@ -206,22 +213,44 @@ void PsClient::on_membership(const wire::Membership& m, const wire::StageMap& st
   }
 }
 
-void PsClient::send_init() {
+std::vector<std::deque<uint32_t>> PsClient::held_chunks() const {
+  std::vector<std::deque<uint32_t>> out(shards_.num_servers());
   for (const auto& c : shards_.chunks()) {
-    if (!held_[c.key]) continue;
-    wire::Header h;
-    tensor_header(h, wire::INIT, c, 0);
-    h.set_num_elements(c.length);
-    h.set_payload_bytes(c.bytes());
-    zmq::message_t frame(c.bytes());
-    std::memcpy(frame.data(), params_(c.key).data() + c.offset, c.bytes());
-    std::vector<zmq::message_t> payload;
-    payload.push_back(std::move(frame));
-    pushes_.sent(h.seq(), {0, c.id, {}, {}});
-    ++init_acks_;
-    send_to(c.server, h, std::move(payload));
+    if (held_[c.key]) out[c.server].push_back(c.id);
   }
-  if (init_acks_ == 0) send_barrier("start");  // a stage without parameters
+  return out;
+}
+
+std::size_t PsClient::start_window() const {
+  // Below the high-water mark of both ends of the link, with room for the control messages.
+  return std::size_t(std::max(1, messenger_.options().hwm / 2));
+}
+
+void PsClient::send_init() {
+  start_.begin(StartPacer::Phase::kInit, held_chunks(), start_window());
+  if (start_.unanswered() == 0) {  // a stage without parameters
+    send_barrier("start");
+    return;
+  }
+  start_.release([this](std::size_t, uint32_t c) { send_init(shards_.chunks()[c]); });
+}
+
+void PsClient::send_init(const ChunkDesc& c) {
+  wire::Header h;
+  tensor_header(h, wire::INIT, c, 0);
+  h.set_num_elements(c.length);
+  h.set_payload_bytes(c.bytes());
+  zmq::message_t frame(c.bytes());
+  std::memcpy(frame.data(), params_(c.key).data() + c.offset, c.bytes());
+  std::vector<zmq::message_t> payload;
+  payload.push_back(std::move(frame));
+  pushes_.sent(h.seq(), {0, c.id, {}, {}});
+  send_to(c.server, h, std::move(payload));
+}
+
+void PsClient::send_pull(const ChunkDesc& c) {
+  wire::Header pull;
+  send_to(c.server, tensor_header(pull, wire::PULL, c, 0));
 }
 
 void PsClient::send_barrier(const std::string& name) { control_->arrive(name); }

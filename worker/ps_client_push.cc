@@ -268,21 +268,11 @@ void PsClient::on_params(std::size_t server, const wire::Header& h,
     }
   }
   for (int i = 0; i < n; ++i) {
-    const uint32_t key = h.members_size() ? h.members(i).key() : h.key();
-    const uint64_t offset = h.members_size() ? h.members(i).offset() : h.offset();
-    const uint64_t length = h.members_size() ? h.members(i).length() : h.length();
-    const ChunkDesc* c = shards_.find(key, offset);
-    if (!c || c->length != length || (n == 1 && payload.size() != 1)) {
-      log_.warn("bad message", "ignored PARAMS for an unknown chunk (" + std::to_string(key) +
-                                   ", " + std::to_string(offset) + ")");
-      return;
-    }
-    if (c->server != server) {  // only a chunk's own server sends its values
-      log_.warn("bad message", "ignored PARAMS from server " + std::to_string(server) +
-                                   " for a chunk of server " + std::to_string(c->server) + " (" +
-                                   std::to_string(key) + ", " + std::to_string(offset) + ")");
-      return;
-    }
+    const bool m = h.members_size() > 0;
+    const ChunkDesc* c = params_target(server, m ? h.members(i).key() : h.key(),
+                                       m ? h.members(i).offset() : h.offset(),
+                                       m ? h.members(i).length() : h.length(), h.iteration());
+    if (!c || (n == 1 && payload.size() != 1)) return;
     chunks.push_back(c);
   }
   for (int i = 0; i < n; ++i) {
@@ -291,6 +281,10 @@ void PsClient::on_params(std::size_t server, const wire::Header& h,
   }
   // The pushes this reply acknowledges (the server folds a completing push's ACK into it).
   for (uint64_t seq : h.acks()) on_ack(server, seq);
+  auto next_pull = [this](std::size_t, uint32_t c) { send_pull(shards_.chunks()[c]); };
+  for (int i = 0; i < n; ++i) {  // answers to the first PULLs let the next go (start_pacer.h)
+    start_.answered(StartPacer::Phase::kPull, server, next_pull);
+  }
   // Acknowledged once per loop pass with the other replies from that server (flush_reply_acks),
   // which releases the server's reply credit toward this worker.
   PendingAcks& pending = reply_acks_.at(chunks[0]->server);
@@ -305,28 +299,49 @@ void PsClient::on_params(std::size_t server, const wire::Header& h,
   if (!waiting_since_ || !waiting_stage_.empty() || missing_ == 0) cv_.notify_all();
 }
 
+const ChunkDesc* PsClient::params_target(std::size_t server, uint32_t key, uint64_t offset,
+                                         uint64_t length, uint64_t iteration) {
+  auto chunk = [&] { return "(" + std::to_string(key) + ", " + std::to_string(offset) + ")"; };
+  const ChunkDesc* c = shards_.find(key, offset);
+  if (!c || c->length != length) {
+    log_.warn("bad message", "ignored PARAMS for an unknown chunk " + chunk());
+    return nullptr;
+  }
+  if (c->server != server) {  // only a chunk's own server sends its values
+    log_.warn("bad message", "ignored PARAMS from server " + std::to_string(server) +
+                                 " for a chunk of server " + std::to_string(c->server) + " " +
+                                 chunk());
+    return nullptr;
+  }
+  // Values of iteration i answer this worker's push of i - 1 (synchronous training), the first
+  // ones its PULL of the start iteration: a stale or a future iteration is a server's mistake.
+  int64_t held = 0;
+  uint64_t next = 0;
+  {
+    std::lock_guard lock(mu_);
+    held = version_[c->id];
+    next = held < 0 ? start_iteration_ : uint64_t(held) + 1;
+  }
+  if (iteration != next) {
+    log_.warn("bad message", "ignored PARAMS from server " + std::to_string(server) +
+                                 " of iteration " + std::to_string(iteration) + " for chunk " +
+                                 chunk() + ": this worker holds iteration " +
+                                 std::to_string(held) + " and takes " + std::to_string(next) +
+                                 " next");
+    return nullptr;
+  }
+  return c;
+}
+
 bool PsClient::apply_params(const ChunkDesc& c, wire::Codec codec, uint64_t iteration,
                             std::span<const uint8_t> bytes) {
   auto what = [&] {  // built only on an error
     return "PARAMS for tensor " + std::to_string(c.key) + " offset " + std::to_string(c.offset) +
            " iteration " + std::to_string(iteration);
   };
-  if (codec != wire::CODEC_NONE) {
-    // An encoded change applies to the values of the iteration before, and to nothing else.
-    int64_t held = 0;
-    {
-      std::lock_guard lock(mu_);
-      held = version_[c.id];
-    }
-    if (held + 1 != int64_t(iteration)) {
-      fail("server " + std::to_string(c.server) + " sent a compressed " + what() +
-           ", but this worker holds iteration " + std::to_string(held));
-      return false;
-    }
-  }
   std::span<float> dst = params_(c.key).subspan(c.offset, c.length);
   if (Status st = replies_.apply(codec, bytes, dst); !st) {
-    fail("server " + std::to_string(c.server) + " sent unusable " + what() + ": " + st.message());
+    report("server " + std::to_string(c.server) + " sent unusable " + what() + ": " + st.message());
     return false;
   }
   if (timeline_) {

@@ -64,7 +64,7 @@ void PsClient::connect_stage(const wire::StageMap& map, uint64_t first) {
   if (stage_->stage > 0) {
     prev_identity_ = map.workers(int(stage_peer_rank(StageDir::kBackward))).identity();
     if (prev_identity_.empty()) {
-      fail("the membership names no identity for " + stage_peer(StageDir::kBackward));
+      report("the membership names no identity for " + stage_peer(StageDir::kBackward));
       return;
     }
   }
@@ -74,7 +74,7 @@ void PsClient::connect_stage(const wire::StageMap& map, uint64_t first) {
   // inproc:// only in an in-process job (tests), where every endpoint is one.
   if (address.rfind("tcp://", 0) != 0 &&
       !(is_inproc(config_.cluster.coordinator) && is_inproc(address))) {
-    fail("the membership gives " + stage_peer(StageDir::kForward) + " no tcp:// address");
+    report("the membership gives " + stage_peer(StageDir::kForward) + " no tcp:// address");
     return;
   }
   stage_out_ = messenger_.add_dealer("the next stage", identity_);
@@ -82,6 +82,9 @@ void PsClient::connect_stage(const wire::StageMap& map, uint64_t first) {
   out.set(zmq::sockopt::maxmsgsize, stage_frame_limit(stage_->layout, stage_->out_width));
   out.connect(address);
   register_stage(StageDir::kBackward, *stage_out_);
+  messenger_.on_drop(*stage_out_, [this] {
+    drops_.dropped(stage_peer(StageDir::kForward), SteadyClock::now());
+  });
 }
 
 void PsClient::send_stage(StageDir dir, uint64_t iteration, uint32_t micro_batch, uint32_t samples,

@@ -139,6 +139,35 @@ TEST_CASE("a client that floods and never reads keeps the server bounded",
   CHECK_FALSE(s.proc->wait_exit(0.1));
 }
 
+// A worker that asks for a chunk's values again and again and never acknowledges the replies:
+// once its reply credit is spent, each PULL queued another reply entry (140 bytes each, without
+// bound). A dense reply already queued now stands for the rest.
+TEST_CASE("a worker's flood of PULLs keeps the server's memory bounded", "[integration][limits]") {
+  ServerProc s(job_yaml());
+  const int pid = s.proc->child().pid();
+  zmq::context_t ctx(1);
+  RawClient w(ctx, s.endpoint, "w0", kW0);
+  start_one_tensor(w);
+  const uint64_t before = rss_kb(pid);
+  for (int i = 0; i < 600000; ++i) {  // a blocking send: the flood outruns the server's reading
+    w.socket().send(encode_header(w.tensor(wire::PULL, 0, 0, 10, 0)), zmq::send_flags::none);
+  }
+  w.send(w.tensor(wire::PULL, 99, 0, 10, 0));  // its ERROR reply comes once all were read
+  std::size_t params = 0;
+  bool answered = false;
+  while (const std::optional<Reply> r = w.recv(60)) {
+    if ((answered = r->header.type() == wire::ERROR)) break;
+    ++params;
+  }
+  REQUIRE(answered);
+  const uint64_t after = rss_kb(pid);
+  INFO("server RSS " << before << " kB before, " << after << " kB after; " << params
+                     << " replies read");
+  CHECK(params > 0);
+  CHECK(after < before + 32 * 1024);
+  CHECK_FALSE(s.proc->wait_exit(0.1));
+}
+
 TEST_CASE("headers that are not valid proto3 flood neither the log nor the server",
           "[integration][limits]") {
   ServerProc s(job_yaml());
@@ -212,4 +241,33 @@ TEST_CASE("too many workers or servers is a configuration error", "[integration]
   INFO(p.output());
   CHECK(rc == 2);
   CHECK_THAT(p.output(), Catch::Contains("cluster.workers"));
+}
+
+// A server holding more chunks than limits.socket_hwm: worker 0's INIT of every chunk and each
+// worker's first PULLs went out at once, the queue dropped what did not fit, and the job stalled
+// at its start (VGG-16 at the README's 16 KiB chunks is 17,000 chunks per server). They are paced
+// now (worker/start_pacer.h).
+TEST_CASE("a job with more chunks per server than the socket high-water mark starts and ends",
+          "[integration][limits]") {
+  const std::string dir = temp_dir("hwm");
+  write_file(dir + "/big.yaml",
+             "name: big\nbatch_size: 8\ndevice_gflops: 1.0\nscale: 1.0\nlayers:\n"
+             "  - {name: fc, kind: linear, forward_ms: 1, backward_ms: 1, tensors: "
+             "[{name: fc.w, elements: 300000}]}\n");  // 293 chunks of 4 KiB
+  write_file(dir + "/job.yaml",
+             "job: {id: hwm, iterations: 3, log_every: 0}\n"
+             "cluster: {servers: 1, workers: 2, start_timeout_s: 30, heartbeat_s: 0.2, "
+             "progress_timeout_s: 20}\n"
+             "model: {backend: replay, profile: '" + dir + "/big.yaml'}\n"
+             "optimizer: {type: sgd, lr: 0.01}\n"
+             "scheduler: {mode: preemptive, chunk_bytes: 4096, credit_bytes: 262144}\n"
+             "limits: {socket_hwm: 100}\n");
+  Daemons d = start_daemons(dir + "/job.yaml", 1, 2);
+  for (std::size_t i = 0; i < d.procs.size(); ++i) {
+    const auto rc = d.procs[i]->wait_exit(60);
+    INFO(d.names[i] << ":\n" << d.procs[i]->output());
+    REQUIRE(rc.has_value());
+    CHECK(*rc == 0);
+    CHECK_THAT(d.procs[i]->output(), !Catch::Contains("limits.socket_hwm"));
+  }
 }

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/transport.h"
@@ -85,82 +86,96 @@ wire::Header params_of(const wire::ChunkInfo& c, uint64_t iteration, uint64_t se
   h.set_seq(seq);
   return h;
 }
+// Server 0 and worker 0 real, server 1 played by the test: registered, past its barriers, with
+// worker 0's INITs of its chunks acknowledged and its first PULLs in.
+struct RogueJob {
+  std::string dir = temp_dir("rogue");
+  std::unique_ptr<Proc> server0, worker;
+  zmq::context_t ctx;
+  FakeServer fake{ctx};
+  std::vector<wire::ChunkInfo> chunks;
+  std::map<uint32_t, std::vector<float>> mine;  // by chunk index: server 1's values
+  std::size_t owned = 0;
+  uint64_t seq = 0;  // of server 1's replies
 
-}  // namespace
-
-TEST_CASE("a worker ignores values and acknowledgements from a server that does not own the chunk",
-          "[integration][malformed]") {
-  const std::string dir = temp_dir("rogue");
-  write_file(dir + "/two.yaml", kProfile);
-  write_file(dir + "/job.yaml", job_yaml(dir + "/two.yaml"));
-  auto start = [&](const std::string& program, const std::string& coordinator) {
+  std::unique_ptr<Proc> start(const std::string& program, const std::string& coordinator) {
     return std::make_unique<Proc>(program, std::vector<std::string>{
         bin(program), "--config", dir + "/job.yaml", "--rank", "0", "--set",
         "cluster.coordinator=" + coordinator});
-  };
-  auto server0 = start("psrt-server", "tcp://127.0.0.1:0");
-  REQUIRE(server0->wait_line("PSRT_LISTENING ", 30));
-  const std::string& out = server0->output();
-  const auto at = out.find("PSRT_LISTENING ") + 15;
-  const std::string coordinator = out.substr(at, out.find('\n', at) - at);
-
-  zmq::context_t ctx;
-  FakeServer fake(ctx);
-  RawClient control(ctx, coordinator, process_identity(wire::SERVER, 1), kS1);
-  wire::Header reg = control.header(wire::REGISTER);
-  reg.mutable_register_()->set_address(fake.endpoint);
-  control.send(reg);
-  auto worker = start("psrt-worker", coordinator);
-
-  // The membership, then server 1's barriers: the worker gets its membership and connects.
-  const Reply m = expect(control, wire::MEMBERSHIP);
-  std::map<uint32_t, std::vector<float>> mine;  // by chunk index: server 1's values
-  std::vector<wire::ChunkInfo> chunks(m.header.membership().chunks().begin(),
-                                      m.header.membership().chunks().end());
-  for (const char* barrier : {"membership", "start"}) {
-    wire::Header b = control.header(wire::BARRIER);
-    b.mutable_barrier()->set_name(barrier);
-    control.send(b);
   }
-  // Server 0's chunks come first, so a worker that waits for server 1 (its heartbeats say which
-  // server it waits for: the first chunk missing) holds all of server 0's.
-  std::size_t owned = 0;
-  for (const auto& c : chunks) owned += c.server() == 1;
-  REQUIRE(owned > 0);
-  REQUIRE(owned < chunks.size());
-  for (std::size_t i = 0; i + 1 < chunks.size(); ++i) REQUIRE(chunks[i].server() <= chunks[i + 1].server());
-  // Worker 0's INIT of server 1's chunks, acknowledged, and its PULLs of iteration 0.
-  for (std::size_t pulls = 0; pulls < owned;) {
-    std::vector<zmq::message_t> payload;
-    const wire::Header h = fake.next(&payload);
-    if (h.type() == wire::INIT) {
-      wire::Header ack = make_header(kS1, wire::ACK);
-      ack.set_key(h.key());
-      ack.set_offset(h.offset());
-      ack.set_length(h.length());
-      ack.set_seq(h.seq());
-      fake.send(ack);
-      for (uint32_t i = 0; i < chunks.size(); ++i) {
-        if (chunks[i].key() == h.key() && chunks[i].offset() == h.offset()) {
-          mine[i] = floats_of(payload.at(0));
-        }
+
+  RogueJob() {
+    write_file(dir + "/two.yaml", kProfile);
+    write_file(dir + "/job.yaml", job_yaml(dir + "/two.yaml"));
+    server0 = start("psrt-server", "tcp://127.0.0.1:0");
+    REQUIRE(server0->wait_line("PSRT_LISTENING ", 30));
+    const std::string& out = server0->output();
+    const auto at = out.find("PSRT_LISTENING ") + 15;
+    const std::string coordinator = out.substr(at, out.find('\n', at) - at);
+    RawClient control(ctx, coordinator, process_identity(wire::SERVER, 1), kS1);
+    wire::Header reg = control.header(wire::REGISTER);
+    reg.mutable_register_()->set_address(fake.endpoint);
+    control.send(reg);
+    worker = start("psrt-worker", coordinator);
+    // The membership, then server 1's barriers: the worker gets its membership and connects.
+    const Reply m = expect(control, wire::MEMBERSHIP);
+    chunks.assign(m.header.membership().chunks().begin(), m.header.membership().chunks().end());
+    for (const char* barrier : {"membership", "start"}) {
+      wire::Header b = control.header(wire::BARRIER);
+      b.mutable_barrier()->set_name(barrier);
+      control.send(b);
+    }
+    // Server 0's chunks come first, so a worker that waits for server 1 (its heartbeats say
+    // which server it waits for: the first chunk missing) holds all of server 0's.
+    for (const auto& c : chunks) owned += c.server() == 1;
+    REQUIRE(owned > 0);
+    REQUIRE(owned < chunks.size());
+    for (std::size_t i = 0; i + 1 < chunks.size(); ++i) {
+      REQUIRE(chunks[i].server() <= chunks[i + 1].server());
+    }
+    for (std::size_t pulls = 0; pulls < owned;) {
+      std::vector<zmq::message_t> payload;
+      const wire::Header h = fake.next(&payload);
+      if (h.type() == wire::INIT) take_init(h, payload);
+      pulls += h.type() == wire::PULL;
+    }
+    REQUIRE(mine.size() == owned);
+  }
+  ~RogueJob() {
+    ::kill(server0->child().pid(), SIGCONT);
+    worker->kill(SIGKILL);
+    server0->kill(SIGKILL);
+  }
+
+  void take_init(const wire::Header& h, std::vector<zmq::message_t>& payload) {
+    wire::Header ack = make_header(kS1, wire::ACK);
+    ack.set_key(h.key());
+    ack.set_offset(h.offset());
+    ack.set_length(h.length());
+    ack.set_seq(h.seq());
+    fake.send(ack);
+    for (uint32_t i = 0; i < chunks.size(); ++i) {
+      if (chunks[i].key() == h.key() && chunks[i].offset() == h.offset()) {
+        mine[i] = floats_of(payload.at(0));
       }
     }
-    pulls += h.type() == wire::PULL;
   }
-  REQUIRE(mine.size() == owned);
+  // Server 1's PARAMS of chunk `i` for `iteration`, holding `values`, acknowledging `pushes`.
+  void send_params(uint32_t i, uint64_t iteration, const std::vector<float>& values,
+                   const std::vector<uint64_t>& pushes = {}) {
+    std::vector<zmq::message_t> frame;
+    frame.emplace_back(values.data(), values.size() * sizeof(float));
+    wire::Header h = params_of(chunks[i], iteration, ++seq);
+    for (uint64_t p : pushes) h.add_acks(p);
+    fake.send(h, std::move(frame));
+  }
   // Server 1's values of `iteration` (its own, unchanged), acknowledging `pushes`; then the
   // worker's pushes of the next iteration, and two heartbeats saying it waits for `waits`. (The
   // I/O thread sends what is queued in every pass: its pushes to server 0 are out by then.)
-  uint64_t seq = 0;
-  auto serve = [&](uint64_t iteration, std::vector<uint64_t>& pushes, uint32_t waits) {
+  void serve(uint64_t iteration, std::vector<uint64_t>& pushes, uint32_t waits) {
     for (const auto& [i, values] : mine) {
-      std::vector<zmq::message_t> frame;
-      frame.emplace_back(values.data(), values.size() * sizeof(float));
-      wire::Header h = params_of(chunks[i], iteration, ++seq);
-      for (uint64_t p : pushes) h.add_acks(p);
+      send_params(i, iteration, values, pushes);
       pushes.clear();
-      fake.send(h, std::move(frame));
     }
     while (pushes.size() < owned) {
       const wire::Header h = fake.next();
@@ -170,7 +185,15 @@ TEST_CASE("a worker ignores values and acknowledgements from a server that does 
       const wire::Header h = fake.next(nullptr, true);
       said += h.type() == wire::HEARTBEAT && h.waits_for_server() == waits;
     }
-  };
+  }
+};
+
+}  // namespace
+
+TEST_CASE_METHOD(RogueJob,
+                 "a worker ignores values and acknowledgements from a server that does not own "
+                 "the chunk",
+                 "[integration][malformed]") {
   std::vector<uint64_t> pushes;
   serve(0, pushes, 2);  // server 0 has answered iteration 1: nothing in flight to it
   REQUIRE(::kill(server0->child().pid(), SIGSTOP) == 0);
@@ -180,10 +203,7 @@ TEST_CASE("a worker ignores values and acknowledgements from a server that does 
   // acknowledged by server 1.
   uint32_t theirs = 0;
   while (chunks[theirs].server() != 0) ++theirs;
-  std::vector<float> junk(chunks[theirs].length(), 1e30f);
-  std::vector<zmq::message_t> frame;
-  frame.emplace_back(junk.data(), junk.size() * sizeof(float));
-  fake.send(params_of(chunks[theirs], 2, ++seq), std::move(frame));
+  send_params(theirs, 2, std::vector<float>(chunks[theirs].length(), 1e30f));
   wire::Header ack = make_header(kS1, wire::ACK);
   ack.set_key(chunks[theirs].key());
   ack.set_offset(chunks[theirs].offset());
@@ -192,7 +212,6 @@ TEST_CASE("a worker ignores values and acknowledgements from a server that does 
     if (!fake.seqs.count(s)) ack.add_acks(s);
   }
   ack.set_seq(ack.acks(0));
-
   fake.send(ack);
 
   const bool params = worker->wait_line("ignored PARAMS from server 1 for a chunk of server 0", 20);
@@ -201,8 +220,67 @@ TEST_CASE("a worker ignores values and acknowledgements from a server that does 
   CHECK(params);
   CHECK(acks);
   CHECK_THAT(worker->output(), !Catch::Contains("job failed"));
+}
 
-  ::kill(server0->child().pid(), SIGCONT);
-  worker->kill(SIGKILL);
-  server0->kill(SIGKILL);
+// Values of iteration i answer the worker's push of i - 1: a stale or a future iteration was
+// applied as the current one (a future one then stood in for values that never came).
+TEST_CASE_METHOD(RogueJob, "a worker ignores values of an iteration it does not take next",
+                 "[integration][malformed]") {
+  std::vector<uint64_t> pushes;
+  serve(0, pushes, 2);
+  const uint32_t i = mine.begin()->first;
+  const std::vector<float> junk(chunks[i].length(), 1e30f);
+  send_params(i, 1000000, junk);  // the worker holds 0 and takes 1 next
+  CHECK(worker->wait_line("of iteration 1000000 for chunk", 20));
+  serve(1, pushes, 2);
+  send_params(i, 1, junk);  // the worker holds 1 now
+  CHECK(worker->wait_line("of iteration 1 for chunk", 20));
+  INFO("worker output:\n" << worker->output());
+  CHECK_THAT(worker->output(), Catch::Contains("this worker holds iteration 1 and takes 2 next"));
+  CHECK_THAT(worker->output(), !Catch::Contains("job failed"));
+}
+
+// A server's ERROR reply ends the worker: it tells the coordinator why, so the job ends at once
+// naming it, where server 0 waited out cluster.peer_timeout_s (120 s here) and called it lost.
+TEST_CASE_METHOD(RogueJob, "a worker refused by a server ends the job at once, naming why",
+                 "[integration][malformed]") {
+  wire::Header err = make_header(kS1, wire::ERROR);
+  err.set_key(chunks[mine.begin()->first].key());
+  err.mutable_error()->set_code(uint32_t(ErrorCode::kBadSize));
+  err.mutable_error()->set_about(wire::PUSH);
+  err.mutable_error()->set_message("a refusal of the test's making");
+  fake.send(err);
+  const auto rc = worker->wait_exit(20);
+  INFO("worker output:\n" << worker->output());
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 1);
+  CHECK(server0->wait_line("worker 0 gave up: server 1 rejected PUSH", 20));
+}
+
+// A connection that drops and comes back (ZeroMQ reconnects) has lost what was in flight on it:
+// the worker waited, heartbeats flowing, until cluster.progress_timeout_s, and then blamed a
+// healthy peer. It now gives up at once naming the connection. (Server 1 closes its socket and
+// listens again on the same port, as a reset connection would look.)
+TEST_CASE_METHOD(RogueJob, "a worker whose connection to a server drops ends the job naming it",
+                 "[integration][lost]") {
+  std::vector<uint64_t> pushes;
+  serve(0, pushes, 2);
+  fake.router.close();
+  zmq::socket_t again(ctx, zmq::socket_type::router);
+  again.set(zmq::sockopt::linger, 0);
+  for (int tries = 0;; ++tries) {  // the closed socket lets go of its port in ZeroMQ's own time
+    try {
+      again.bind(fake.endpoint);
+      break;
+    } catch (const zmq::error_t&) {
+      REQUIRE(tries < 100);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  const auto rc = worker->wait_exit(20);
+  INFO("worker output:\n" << worker->output());
+  REQUIRE(rc.has_value());
+  CHECK(*rc == 1);
+  CHECK_THAT(worker->output(), Catch::Contains("the connection to server 1 dropped"));
+  CHECK(server0->wait_line("worker 0 gave up: the connection to server 1 dropped", 20));
 }
