@@ -223,6 +223,16 @@ void parse_optimizer(const YamlReader& opt, OptimizerConfig& c) {
   c.beta1 = opt.get_double("beta1", 0.9, 0, 0.999999);
   c.beta2 = opt.get_double("beta2", 0.999, 0, 0.99999999);
   c.eps = opt.get_double("eps", 1e-8, 1e-30, 1);
+  // Adam has no momentum key (beta1 is its momentum); SGD has no betas or eps.
+  const std::vector<std::string> other =
+      c.type == "adam" ? std::vector<std::string>{"momentum"}
+                       : std::vector<std::string>{"beta1", "beta2", "eps"};
+  for (const auto& key : other) {
+    if (!opt.has(key)) continue;
+    c.unread.push_back("optimizer." + key + ": set, but optimizer " + c.type +
+                       " does not read it" +
+                       (key == "momentum" ? " (Adam's momentum is optimizer.beta1)" : ""));
+  }
   opt.reject_unknown();
 }
 

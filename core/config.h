@@ -76,6 +76,8 @@ struct OptimizerConfig {
   double beta1 = 0.9;
   double beta2 = 0.999;
   double eps = 1e-8;
+  // Keys set in the file that this type does not read, as warnings (the workers log them).
+  std::vector<std::string> unread;
 };
 
 struct SchedulerConfig {

@@ -93,6 +93,7 @@ void log_start(const Config& config, const ModelDesc& model, uint64_t total) {
   spdlog::info("training {} for {} iterations ({} workers x batch {}, mode {})", model.name, total,
                config.cluster.workers, config.job.batch_size, mode_name(config.scheduler.mode));
   const CompressionConfig& c = config.compression;
+  for (const std::string& w : config.optimizer.unread) spdlog::warn("{}", w);
   for (const std::string& w : compression_warnings(config)) spdlog::warn("{}", w);
   if (c.codec == "none") return;
   spdlog::info("compression: {}{}{}{}, replies {}", c.codec,

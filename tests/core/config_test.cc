@@ -344,6 +344,12 @@ TEST_CASE("placement section: devices, links and the plan source", "[core]") {
         "tcp://[::1]:7");  // Bounds are printed as they are: "1 is out of range [0.000000, 1.000000]" said nothing.
   CHECK_THAT(error_of("optimizer: {beta2: 1}\n"), Catch::Contains("[0, 0.99999999]"));
   CHECK_THAT(error_of("optimizer: {eps: 0}\n"), Catch::Contains("[1e-30, 1]"));
+  // Optimizer keys the type does not read changed nothing, without a word.
+  CHECK(parse_config("optimizer: {type: adam, momentum: 0.5}\n", "j").optimizer.unread ==
+        std::vector<std::string>{"optimizer.momentum: set, but optimizer adam does not read it "
+                                 "(Adam's momentum is optimizer.beta1)"});
+  CHECK(parse_config("optimizer: {beta1: 0.5, eps: 1e-6}\n", "j").optimizer.unread.size() == 2);
+  CHECK(parse_config("optimizer: {type: adam, beta1: 0.5}\n", "j").optimizer.unread.empty());
   // A placer name outside the list trained on silently, or failed later in psrt-place.
   CHECK_THAT(error_of("placement: {placer: foo}\n"),
              Catch::Contains("placement.placer") && Catch::Contains("netplacer"));
