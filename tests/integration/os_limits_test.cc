@@ -2,6 +2,11 @@
 // address with no port. Each was a crash, a silent death or a wait that explained nothing.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <string>
 
@@ -86,4 +91,46 @@ TEST_CASE("psrt-launch whose reader goes away stops the job and removes the job'
   CHECK(rc == 128 + 13);  // SIGPIPE's status, as the signal would have given, but cleaned up
   CHECK(test::processes_with(cfg).empty());
   CHECK(std::filesystem::is_empty(dir + "/tmp"));  // no psrt-launch-XXXXXX/job.secret left
+}
+
+TEST_CASE("psrt-launch whose reader stops reading still finishes its job and says what it dropped",
+          "[integration]") {
+  // A paused pager or `| sleep 600`: the launch blocked on its next line, stopped draining its
+  // children's pipes, and every process of the job then blocked on its own next log line.
+  const std::string dir = test::temp_dir("oslimits");
+  const std::string cfg = dir + "/job.yaml";
+  test::write_file(cfg, "job: {id: oslimits, iterations: 2000, log_every: 1}\n"
+                        "cluster: {servers: 1, workers: 1, heartbeat_s: 0.2}\n"
+                        "model: {backend: replay, profile: " +
+                            test::source("tests/integration/data/tiny_profile.yaml") + "}\n");
+  const std::string fifo = dir + "/out";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const int rd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);  // so that the writer's open returns
+  REQUIRE(rd >= 0);
+  auto launch = bash("exec " + test::bin("psrt-launch") + " " + cfg +
+                     " --output-buffer-kib 16 > " + fifo + " 2>&1");
+  std::string seen;  // read until the worker trains, then not at all until the job is over
+  char buf[4096];
+  for (int i = 0; i < 600 && seen.find("training tiny") == std::string::npos; ++i) {
+    pollfd p{rd, POLLIN, 0};
+    ::poll(&p, 1, 100);
+    const ssize_t n = ::read(rd, buf, sizeof buf);
+    if (n > 0) seen.append(buf, std::size_t(n));
+  }
+  REQUIRE_THAT(seen, Catch::Contains("training tiny"));
+  bool ended = false;  // the daemons end while nobody reads
+  for (int i = 0; i < 1200 && !ended; ++i) {
+    ended = test::processes_with(cfg).empty();
+    if (!ended) ::usleep(100000);
+  }
+  CHECK(ended);
+  ::fcntl(rd, F_SETFL, 0);  // now the reader takes everything
+  for (ssize_t n; (n = ::read(rd, buf, sizeof buf)) > 0;) seen.append(buf, std::size_t(n));
+  ::close(rd);
+  CHECK(launch.wait_exit(60) == 0);
+  INFO(seen.substr(seen.size() > 2000 ? seen.size() - 2000 : 0));
+  CHECK_THAT(seen, Catch::Contains("lines dropped here: this output's reader fell 16 KiB behind"));
+  CHECK_THAT(seen, Catch::Contains("psrt-launch: every process finished ("));
+  CHECK_THAT(seen, Catch::Contains("lines of output dropped"));
+  CHECK_THAT(seen, Catch::Contains("PSRT_RESULT iterations=2000 "));  // the job ran to its end
 }

@@ -1,0 +1,245 @@
+#include "tools/launch/launcher.h"
+
+#include <poll.h>
+#include <sys/resource.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace psrt::launch {
+namespace {
+
+// Blocks the signals the launch handles (on this thread and every thread it starts after) and
+// returns a descriptor to read them from. Output to a reader that went away (`psrt-launch job.yaml
+// | head`) stops the job and cleans up, where the signal's default action left the children to
+// fail on their own and the job's secret on disk.
+int open_signal_fd() {
+  sigset_t mask;
+  sigemptyset(&mask);
+  for (int sig : {SIGINT, SIGTERM, SIGCHLD, SIGHUP, SIGQUIT, SIGPIPE}) sigaddset(&mask, sig);
+  sigprocmask(SIG_BLOCK, &mask, nullptr);
+  return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+// After a failed fork or pipe: the limit it met, if the message names one.
+std::string limits_hint(const std::string& what) {
+  rlimit lim{};
+  if (what.find("Too many open files") != std::string::npos &&
+      ::getrlimit(RLIMIT_NOFILE, &lim) == 0) {
+    return " (this launch may hold " + std::to_string(lim.rlim_cur) +
+           " open files, 3 for each process it starts; ulimit -n raises it)";
+  }
+  if (what.find("Resource temporarily unavailable") != std::string::npos) {
+    return " (the limit on processes? ulimit -u)";
+  }
+  return "";
+}
+
+// A child's line as the launch prints it: "worker 1 | line".
+std::string prefixed(const std::string& name, const std::string& line) {
+  std::string out = name;
+  if (out.size() < 9) out.resize(9, ' ');
+  return out + "| " + line;
+}
+
+template <class Clock>
+typename Clock::time_point after(double seconds) {
+  return Clock::now() + std::chrono::duration_cast<typename Clock::duration>(
+                            std::chrono::duration<double>(seconds));
+}
+
+}  // namespace
+
+Launcher::Launcher(std::string bin_dir, std::string config_path, std::vector<std::string> sets,
+                   double grace_s, bool resume, std::size_t output_limit)
+    : bin_dir_(std::move(bin_dir)),
+      config_path_(std::move(config_path)),
+      sets_(std::move(sets)),
+      grace_s_(grace_s),
+      resume_(resume),
+      sig_fd_(open_signal_fd()),
+      out_(STDOUT_FILENO, output_limit),
+      err_(STDERR_FILENO, output_limit) {}
+
+Launcher::~Launcher() {
+  if (sig_fd_ >= 0) ::close(sig_fd_);
+}
+
+void Launcher::say(bool err, const std::string& line) { (err ? err_ : out_).put(line); }
+
+int Launcher::run(const Config& config) {
+  spawn(bin_dir_ + "/psrt-server", "server", 0, {});
+  if (children_.empty()) return rc_;
+  // Server 0 binds the coordinator endpoint (maybe port 0) and says where it listens.
+  const auto deadline = after<Clock>(config.cluster.start_timeout_s);
+  while (endpoint_.empty() && !stopping_) {
+    if (Clock::now() > deadline) {
+      say(true, "psrt-launch: server 0 did not start listening within " +
+                    std::to_string(int(config.cluster.start_timeout_s)) + " s");
+      stop(1, 0);
+      break;
+    }
+    step(200);
+  }
+  if (!stopping_) {
+    const std::vector<std::string> extra{"--set", "cluster.coordinator=" + endpoint_};
+    for (int s = 1; s < config.cluster.servers && !stopping_; ++s)
+      spawn(bin_dir_ + "/psrt-server", "server", s, extra);
+    for (int w = 0; w < config.cluster.workers && !stopping_; ++w)
+      spawn(bin_dir_ + "/psrt-worker", "worker", w, extra);
+  }
+  while (!all_done()) step(kill_at_ || term_at_ ? 100 : 1000);
+  return rc_;
+}
+
+int Launcher::finish(int rc) {
+  if (rc == 128 + SIGPIPE) return rc;  // nobody reads: say nothing
+  out_.note_drops();
+  err_.note_drops();
+  std::string end = rc == 0 ? "every process finished" : "job failed";
+  if (const uint64_t lost = out_.dropped_lines() + err_.dropped_lines(); lost > 0) {
+    end += " (" + std::to_string(lost) + " lines of output dropped: their reader fell behind; " +
+           "--output-buffer-kib holds more)";
+  }
+  say(rc != 0, "psrt-launch: " + end);
+  // After Ctrl-C the user wants the prompt back: a second for the reader, not more.
+  const std::optional<Clock::time_point> deadline =
+      rc == 130 ? std::optional(after<Clock>(1.0)) : std::nullopt;
+  while (!out_.idle() || !err_.idle()) {
+    int timeout_ms = -1;
+    if (deadline) {
+      const auto left = *deadline - Clock::now();
+      if (left <= Clock::duration::zero()) break;
+      timeout_ms = int(std::chrono::duration_cast<std::chrono::milliseconds>(left).count()) + 1;
+    }
+    std::vector<pollfd> fds{{sig_fd_, POLLIN, 0}, {out_.event_fd(), POLLIN, 0},
+                            {err_.event_fd(), POLLIN, 0}};
+    ::poll(fds.data(), fds.size(), timeout_ms);
+    if ((fds[0].revents & POLLIN) && read_signals()) break;  // a signal: stop waiting
+    out_.consume_event();
+    err_.consume_event();
+  }
+  return rc;
+}
+
+void Launcher::spawn(const std::string& bin, const std::string& role, int rank,
+                     const std::vector<std::string>& extra) {
+  std::vector<std::string> argv{bin, "--config", config_path_, "--rank", std::to_string(rank)};
+  for (const auto& s : sets_) {
+    argv.push_back("--set");
+    argv.push_back(s);
+  }
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  if (resume_) argv.push_back("--resume");
+  const std::string name = role + " " + std::to_string(rank);
+  try {
+    children_.push_back(std::make_unique<Process>(name, argv));
+  } catch (const std::exception& e) {  // out of file descriptors or processes: std::terminate
+    say(true, "psrt-launch: cannot start " + name + ": " + e.what() + limits_hint(e.what()) +
+                  "; stopping the others");
+    stop(1, 0);
+  }
+}
+
+bool Launcher::all_done() {
+  for (auto& c : children_)
+    if (!c->poll_exit() || c->pipes_open()) return false;
+  return true;
+}
+
+// Stops every process: SIGTERM after `term_delay_s`, SIGKILL `grace_s_` later. A job that failed
+// gets a second first: its coordinator tells the others why, and a process that refused the job
+// ends telling it so (exit 2) instead of dying by the signal.
+void Launcher::stop(int rc, double term_delay_s) {
+  if (stopping_) return;
+  stopping_ = true;
+  rc_ = rc;
+  term_at_ = after<Clock>(term_delay_s);
+}
+
+void Launcher::signal_stop() {
+  if (!term_at_ || Clock::now() < *term_at_) return;
+  term_at_.reset();
+  for (auto& c : children_) c->signal(SIGTERM);
+  kill_at_ = after<Clock>(grace_s_);
+}
+
+bool Launcher::read_signals() {
+  bool stop_asked = false;
+  signalfd_siginfo info;
+  while (::read(sig_fd_, &info, sizeof info) == sizeof info) {
+    if (info.ssi_signo != SIGCHLD && info.ssi_signo != SIGPIPE) stop_asked = true;
+  }
+  return stop_asked;
+}
+
+void Launcher::step(int timeout_ms) {
+  std::vector<pollfd> fds{{sig_fd_, POLLIN, 0}, {out_.event_fd(), POLLIN, 0},
+                          {err_.event_fd(), POLLIN, 0}};
+  std::vector<std::pair<Process*, int>> owners(fds.size(), {nullptr, -1});
+  for (auto& c : children_) {
+    for (int fd : {c->out_fd(), c->err_fd()}) {
+      if (fd < 0) continue;
+      fds.push_back({fd, POLLIN, 0});
+      owners.emplace_back(c.get(), fd);
+    }
+  }
+  ::poll(fds.data(), fds.size(), timeout_ms);
+  for (std::size_t i = 3; i < fds.size(); ++i) {
+    if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+    Process* c = owners[i].first;
+    const bool err = owners[i].second == c->err_fd();
+    for (const auto& line : c->read_lines(owners[i].second)) {
+      if (endpoint_.empty() && c == children_.front().get() &&
+          line.rfind("PSRT_LISTENING ", 0) == 0) {
+        endpoint_ = line.substr(15);
+        continue;
+      }
+      say(err, prefixed(c->name(), line));
+    }
+  }
+  if ((fds[0].revents & POLLIN) && read_signals()) {  // INT, TERM, HUP, QUIT
+    if (!stopping_) say(true, "psrt-launch: stopping every process");
+    stop(130, 0);
+  }
+  out_.consume_event();
+  err_.consume_event();
+  // Nobody reads what the launch prints (a write met EPIPE): nothing more to say.
+  if (out_.broken() || err_.broken()) stop(128 + SIGPIPE, 0);
+  reap();
+  signal_stop();
+  if (kill_at_ && Clock::now() > *kill_at_) {
+    for (auto& c : children_) {
+      if (c->exit_code()) continue;
+      char grace[32];
+      std::snprintf(grace, sizeof grace, "%.1f", grace_s_);
+      say(true, "psrt-launch: " + c->name() + " still running " + grace +
+                    " s after SIGTERM; sending SIGKILL");
+      c->signal(SIGKILL);
+    }
+    kill_at_.reset();
+  }
+}
+
+// A child that exited with an error stops the others.
+void Launcher::reap() {
+  for (auto& c : children_) {
+    const bool was_running = !c->exit_code();
+    auto code = c->poll_exit();
+    if (!was_running || !code) continue;
+    if (*code != 0 && !stopping_) {
+      say(true, "psrt-launch: " + c->name() + " exited with code " + std::to_string(*code) +
+                    "; stopping the others");
+      stop(*code > 125 ? 1 : *code, 1.0);
+    } else if (*code == 2 && rc_ == 1) {
+      // A refusal (a config or data error) ended the job, though a process it aborted was quicker
+      // to exit: the launch exits 2, as it would have without the race.
+      rc_ = 2;
+    }
+  }
+}
+
+}  // namespace psrt::launch

@@ -1,0 +1,62 @@
+// psrt-launch's run of a job: starts server 0, the other servers and the workers once server 0
+// listens, prints their lines prefixed with role and rank, and stops everyone when one fails, on
+// Ctrl-C (SIGINT, SIGTERM, SIGHUP, SIGQUIT) or when its own reader goes away. One thread reads the
+// children's pipes and the signals; the output goes through queues written by threads of their
+// own, so that a reader who stops reading stalls no process of the job.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/process.h"
+#include "tools/launch/output_queue.h"
+
+namespace psrt::launch {
+
+class Launcher {
+ public:
+  // `bin_dir`: where psrt-server and psrt-worker are; `output_limit`: bytes of output held for a
+  // reader that falls behind, per stream.
+  Launcher(std::string bin_dir, std::string config_path, std::vector<std::string> sets,
+           double grace_s, bool resume, std::size_t output_limit);
+  ~Launcher();
+
+  // Runs the job to its end; the launch's exit code (128 + SIGPIPE: its reader went away).
+  int run(const Config& config);
+  // Says how the job ended (with the lines dropped, if any) and waits until the reader has taken
+  // the output, or a signal says not to wait (after Ctrl-C, a second at most).
+  int finish(int rc);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void say(bool err, const std::string& line);
+  void spawn(const std::string& bin, const std::string& role, int rank,
+             const std::vector<std::string>& extra);
+  bool all_done();
+  void stop(int rc, double term_delay_s);
+  void signal_stop();
+  void step(int timeout_ms);
+  bool read_signals();  // true if one asks to stop
+  void reap();
+
+  std::string bin_dir_;
+  std::string config_path_;
+  std::vector<std::string> sets_;
+  double grace_s_;
+  bool resume_;
+  int sig_fd_ = -1;  // before the queues: their threads start with the signals blocked
+  OutputQueue out_, err_;
+  std::vector<std::unique_ptr<Process>> children_;
+  std::string endpoint_;
+  bool stopping_ = false;
+  int rc_ = 0;
+  std::optional<Clock::time_point> term_at_, kill_at_;
+};
+
+}  // namespace psrt::launch
