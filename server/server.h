@@ -83,6 +83,9 @@ class Server {
   // Server 0: tells everyone and throws. Others: tell the coordinator, so that it ends the job
   // naming the cause, and throw.
   [[noreturn]] void abort_job(const std::string& why);
+  // abort_job for what the job's own files or settings cause (a checkpoint of another model
+  // layout): the others end as for abort_job, this server exits 2, a refusal, as at start.
+  [[noreturn]] void refuse_job(const std::string& why);
   // Whether the message on the router comes from the process registered as `from` over this
   // connection; else replies with the error.
   bool admitted(const std::string& identity, PeerId from, const wire::Header& h);

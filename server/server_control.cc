@@ -133,7 +133,7 @@ void Server::on_membership(const wire::Membership& m, const wire::StageMap& stag
   if (!m.resume()) checkpointer_.fresh_start();
   if (m.resume()) {
     if (Status st = checkpointer_.restore(chunks_, m.resume_iteration()); !st)
-      abort_job(st.message());
+      refuse_job(st.message());
     resumed_ = true;
     if (reply_codec_) {
       for (uint32_t i = 0; i < chunks_.size(); ++i) publish_restored(chunks_.at(i));
@@ -204,6 +204,14 @@ void Server::abort_job(const std::string& why) {
   h.mutable_error()->set_message(why);
   broadcast(h);
   throw JobError(why);
+}
+
+void Server::refuse_job(const std::string& why) {
+  try {
+    abort_job(why);
+  } catch (const JobError&) {
+    throw ConfigError(why);
+  }
 }
 
 }  // namespace psrt
