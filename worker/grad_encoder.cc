@@ -69,15 +69,21 @@ Status GradEncoder::load_state(ByteReader& in) {
     return Status::error("the saved codec state is for " + std::to_string(states_.size()) +
                          " tensors' worth of another model");
   }
+  // All or nothing: a file that does not fit leaves the encoder as it was (empty at a resume).
+  std::vector<std::unique_ptr<compress::CodecState>> loaded(states_.size());
   for (std::size_t key = 0; key < states_.size(); ++key) {
     const auto present = in.get<uint8_t>();
     if (in.failed() || present > 1) return Status::error("the saved codec state is truncated");
     if (!present) continue;
-    states_[key] = codec_->make_state(tensors_[key]);
-    where_[key] = Where::kHost;
-    PSRT_RETURN_IF_ERROR(codec_->load_state(*states_[key], in));
+    loaded[key] = codec_->make_state(tensors_[key]);
+    PSRT_RETURN_IF_ERROR(codec_->load_state(*loaded[key], in));
   }
   if (in.failed() || in.left() != 0) return Status::error("the saved codec state does not fit");
+  for (std::size_t key = 0; key < states_.size(); ++key) {
+    if (!loaded[key]) continue;
+    states_[key] = std::move(loaded[key]);
+    where_[key] = Where::kHost;
+  }
   return Status::ok();
 }
 

@@ -101,10 +101,18 @@ void PsClient::start() {
   wait_for([&] { return started_; });
   const uint64_t first = start_iteration();
   if (first > 0 && encoder_ckpt_.enabled() && !encoder_checkpoints_.empty()) {
-    if (Status st = encoder_ckpt_.restore(first, encoder_); !st) throw JobError(st.message());
-    std::vector<uint8_t> has(model_.tensors.size());
-    for (uint32_t key = 0; key < has.size(); ++key) has[key] = encoder_.has_state(key);
-    if (const std::string w = state_split_warning(has, held_); !w.empty()) spdlog::warn("{}", w);
+    // A file that passed the registration's checks but does not fit this run's codec settings
+    // (compression.momentum_correction or adam_correction changed): as for another codec, the
+    // state restarts empty, where the job ended after the servers had loaded theirs.
+    if (Status st = encoder_ckpt_.restore(first, encoder_); !st) {
+      spdlog::warn("--resume: {}; this worker's compression state restarts empty, so the run "
+                   "will not match an uninterrupted one bit for bit",
+                   st.message());
+    } else {
+      std::vector<uint8_t> has(model_.tensors.size());
+      for (uint32_t key = 0; key < has.size(); ++key) has[key] = encoder_.has_state(key);
+      if (const std::string w = state_split_warning(has, held_); !w.empty()) spdlog::warn("{}", w);
+    }
   }
   std::lock_guard lock(mu_);
   stats_.wait_seconds = 0;  // what training waited, not the start (registration, the INITs)

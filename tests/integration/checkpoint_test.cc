@@ -349,6 +349,18 @@ TEST_CASE("processes that disagree on --resume are refused before any checkpoint
   CHECK_THAT(laco.output(), Catch::Contains("written with compression.codec topk, this job's "
                                             "is graddrop"));
   CHECK_THAT(laco.output(), Catch::Contains("resuming from the checkpoint of iteration 10"));
+  // compression.momentum_correction changed since: the saved state passes the registration's
+  // checks but does not fit this run's; it restarts empty as for another codec, where the job
+  // ended once the servers had loaded theirs.
+  test::Proc corrected("resume", {test::bin("psrt-launch"), cfg, "--resume", "--set",
+                                  "compression.codec=graddrop", "--set",
+                                  "compression.momentum_correction=true", "--set",
+                                  "job.iterations=20"});
+  const auto corrected_rc = corrected.wait_exit(120);
+  INFO(corrected.output());
+  CHECK(corrected_rc == 0);
+  CHECK_THAT(corrected.output(), Catch::Contains("compression state restarts empty"));
+  CHECK_THAT(corrected.output(), Catch::Contains("resuming from the checkpoint of iteration 15"));
 
   // A fresh run without a codec removes the workers' old files too (a later --resume loaded
   // them, adding an earlier run's residuals to this one's parameters).
