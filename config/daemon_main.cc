@@ -125,12 +125,10 @@ int daemon_main(int argc, char** argv, const std::string& role,
   } catch (const std::bad_alloc& e) {
     // Most often a model (model.profile with model.scale, or a network's size) larger than this
     // machine's memory: say so rather than "internal error".
-    std::fprintf(
-        stderr,
-        "psrt-%s %d: out of memory: a buffer of the model or of the job's limits is larger "
-        "than this machine can allocate (check model.profile / model.scale and "
-        "limits.*)\n",
-        role.c_str(), args.rank);
+    std::fprintf(stderr,
+                 "psrt-%s %d: %s: a buffer of the model or of the job's limits is larger than "
+                 "this machine can allocate (check model.profile / model.scale and limits.*)\n",
+                 role.c_str(), args.rank, failure_reason(e).c_str());
     tell(failure_reason(e));
     return 1;
   } catch (const std::length_error& e) {

@@ -1,5 +1,7 @@
 #include "core/abort_notice.h"
 
+#include <sys/resource.h>
+
 #include <new>
 #include <optional>
 #include <stdexcept>
@@ -31,7 +33,15 @@ void tell_coordinator_abort(const Config& config, wire::Role role, uint32_t rank
 }
 
 std::string failure_reason(const std::exception& e) {
-  if (dynamic_cast<const std::bad_alloc*>(&e)) return "out of memory";
+  if (dynamic_cast<const std::bad_alloc*>(&e)) {
+    // Under an address-space limit (ulimit -v, a batch system's), the limit is often the cause.
+    rlimit lim{};
+    if (::getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY) {
+      return "out of memory (the address-space limit, ulimit -v, is " +
+             std::to_string(lim.rlim_cur >> 20) + " MiB)";
+    }
+    return "out of memory";
+  }
   if (dynamic_cast<const std::length_error*>(&e)) {
     return std::string("a size too large: ") + e.what();
   }

@@ -14,6 +14,7 @@
 #include "config/daemon_main.h"
 #include "core/abort_notice.h"
 #include "core/stop_signals.h"
+#include "engine/blas_room.h"
 #include "worker/backend.h"
 #include "worker/layer_timing.h"
 #include "worker/ps_client.h"
@@ -187,6 +188,10 @@ int main(int argc, char** argv) {
   return psrt::daemon_main(argc, argv, "worker", [](const psrt::Config& config,
                                                     const psrt::DaemonArgs& args) {
     openblas_set_num_threads(config.job.blas_threads);
+    if (config.model.backend == "native") {  // this thread and OpenBLAS's own
+      const std::string no_room = psrt::engine::take_blas_buffers(config.job.blas_threads);
+      if (!no_room.empty()) throw psrt::ConfigError(no_room);
+    }
     const auto rank = static_cast<uint32_t>(args.rank);
     if (config.placement.split()) {
       run_stage(config, rank,

@@ -16,15 +16,26 @@ using namespace psrt;
 
 namespace {
 
-std::string job(const std::string& dir, int iterations, const std::string& extra = "") {
+// A job of one server and one worker: `job_keys` of job:, its model, and `extra` sections.
+std::string write_job(const std::string& dir, const std::string& job_keys,
+                      const std::string& model, const std::string& extra = "") {
   const std::string cfg = dir + "/job.yaml";
-  test::write_file(cfg, "job: {id: oslimits, iterations: " + std::to_string(iterations) +
-                            ", log_every: 0}\n"
+  test::write_file(cfg, "job: {id: oslimits, " + job_keys +
+                            "}\n"
                             "cluster: {servers: 1, workers: 1, heartbeat_s: 0.2}\n"
-                            "model: {backend: replay, profile: " +
-                            test::source("tests/integration/data/tiny_profile.yaml") + "}\n" +
-                            extra);
+                            "model: " +
+                            model + "\n" + extra);
   return cfg;
+}
+
+std::string tiny_replay() {
+  return "{backend: replay, profile: " +
+         test::source("tests/integration/data/tiny_profile.yaml") + "}";
+}
+
+std::string job(const std::string& dir, int iterations, const std::string& extra = "") {
+  return write_job(dir, "iterations: " + std::to_string(iterations) + ", log_every: 0",
+                   tiny_replay(), extra);
 }
 
 // `command` run by bash (with pipefail: a pipeline's status is its first failure's).
@@ -98,11 +109,7 @@ TEST_CASE("psrt-launch whose reader stops reading still finishes its job and say
   // A paused pager or `| sleep 600`: the launch blocked on its next line, stopped draining its
   // children's pipes, and every process of the job then blocked on its own next log line.
   const std::string dir = test::temp_dir("oslimits");
-  const std::string cfg = dir + "/job.yaml";
-  test::write_file(cfg, "job: {id: oslimits, iterations: 2000, log_every: 1}\n"
-                        "cluster: {servers: 1, workers: 1, heartbeat_s: 0.2}\n"
-                        "model: {backend: replay, profile: " +
-                            test::source("tests/integration/data/tiny_profile.yaml") + "}\n");
+  const std::string cfg = write_job(dir, "iterations: 2000, log_every: 1", tiny_replay());
   const std::string fifo = dir + "/out";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   const int rd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);  // so that the writer's open returns
@@ -133,4 +140,31 @@ TEST_CASE("psrt-launch whose reader stops reading still finishes its job and say
   CHECK_THAT(seen, Catch::Contains("psrt-launch: every process finished ("));
   CHECK_THAT(seen, Catch::Contains("lines of output dropped"));
   CHECK_THAT(seen, Catch::Contains("PSRT_RESULT iterations=2000 "));  // the job ran to its end
+}
+
+TEST_CASE("under an address-space limit with no room for OpenBLAS a native job ends naming it",
+          "[integration]") {
+  // OpenBLAS retries its buffer's malloc for ever: the worker hung on its first layer.
+  const std::string dir = test::temp_dir("oslimits");
+  const std::string cfg = write_job(dir, "iterations: 5, log_every: 0, evaluate: false",
+                                    "{backend: native, arch: mlp, hidden: [16]}",
+                                    "data: {train_limit: 256}\n");
+  // Where the worker finds no room depends on when its other threads take their malloc arenas:
+  // before OpenBLAS's buffer (refused at start, exit 2) or after (out of memory); either way the
+  // job ends at once naming the limit, where it hung for ever.
+  for (const char* limit : {"300000", "350000"}) {
+    auto launch = bash(std::string("ulimit -v ") + limit + "; exec " + test::bin("psrt-launch") +
+                       " " + cfg);
+    const auto rc = launch.wait_exit(60);
+    INFO(launch.output());
+    REQUIRE(rc);
+    CHECK(*rc != 0);
+    const bool no_room = launch.output().find("leaves no room for OpenBLAS's buffers") !=
+                         std::string::npos;
+    CHECK((no_room ? *rc == 2 : *rc == 1));
+    CHECK_THAT(launch.output(),
+               Catch::Contains("the address-space limit (ulimit -v) of ") ||
+                   Catch::Contains("out of memory (the address-space limit, ulimit -v, is "));
+    CHECK(test::processes_with(cfg).empty());
+  }
 }
