@@ -195,6 +195,22 @@ void parse_model(const YamlReader& model, const ConfigPath& in_base, ModelConfig
   }
   c.profile = in_base(model.get_string("profile", ""));
   c.scale = model.get_double("scale", 0, 0, 1e6);
+  // Keys the other kind of backend reads were accepted without a word: a job with a profile but
+  // no `backend: replay` trained (and benchmarked) the default MLP.
+  if (c.backend == "replay") {
+    for (const char* key : {"arch", "hidden", "layers", "dropout"}) {
+      if (model.has(key)) {
+        model.fail(key, "is for a native network; model.backend: replay replays model.profile");
+      }
+    }
+  } else {
+    for (const char* key : {"profile", "scale"}) {
+      if (model.has(key)) {
+        model.fail(key, "is for model.backend: replay; this job's backend, " + c.backend +
+                            ", trains model.arch (" + c.arch + ")");
+      }
+    }
+  }
   if (c.backend == "replay" && c.profile.empty()) {
     model.fail("profile", "is required with model.backend: replay");
   }

@@ -10,13 +10,13 @@ int main(int argc, char** argv) {
   return psrt::daemon_main(argc, argv, "server", [](const psrt::Config& config,
                                                     const psrt::DaemonArgs& args) {
     psrt::Server server(config, static_cast<uint32_t>(args.rank));
-    // Machine-readable, for psrt-launch and tests that bound port 0.
-    std::printf("PSRT_LISTENING %s\n", server.endpoint().c_str());
-    std::fflush(stdout);
     // SIGTERM, SIGINT, SIGHUP: the job is told which server stopped (core/stop_signals.h).
     psrt::StopSignals::Target stop(*args.stop, [&server](const std::string& sig) {
       return server.request_stop("stopped by " + sig);
     });
+    // Machine-readable, for psrt-launch and tests that bound port 0.
+    std::printf("PSRT_LISTENING %s\n", server.endpoint().c_str());
+    std::fflush(stdout);
     psrt::StopSignals::block_in_this_thread();  // this thread runs the server's I/O loop
     server.run();
   });

@@ -252,7 +252,10 @@ class Server {
   std::mutex stop_mu_;  // guards the three below (request_stop)
   std::atomic<bool> stop_pending_{false};  // stop_why_ is set: tick() takes the lock only then
   std::optional<std::string> stop_why_;
-  bool looping_ = false;
+  // In its job from construction on: a stop requested before run() (the window after
+  // PSRT_LISTENING) is taken at the loop's first pass, where it was declined and the signal's
+  // default action ended the server without a word.
+  bool looping_ = true;
   bool stop_taken_ = false;  // the loop ended on request_stop's
   Liveness liveness_;                // server 0: its heartbeats and the start's deadline
   Clock::time_point last_progress_;  // an update completed, or nobody was waited for

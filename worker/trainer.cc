@@ -72,8 +72,11 @@ uint64_t resume(const Config& config, uint32_t rank, Backend& backend, PsClient&
   const uint64_t first = client.start_iteration();
   if (first == 0) return first;
   if (first > total) {
-    throw JobError("the servers resumed iteration " + std::to_string(first) +
-                   ", but this job runs " + std::to_string(total) + " iterations");
+    // A setting of this run, not a failure: refused (exit 2) like the other resume mismatches.
+    throw ConfigError("the servers resumed iteration " + std::to_string(first) +
+                      ", but this job runs " + std::to_string(total) +
+                      " iterations (job.iterations or job.epochs: more than the checkpoint's, "
+                      "to go on from it)");
   }
   backend.resume_at(first);
   if (rank == 0) {

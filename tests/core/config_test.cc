@@ -350,6 +350,12 @@ TEST_CASE("placement section: devices, links and the plan source", "[core]") {
                                  "(Adam's momentum is optimizer.beta1)"});
   CHECK(parse_config("optimizer: {beta1: 0.5, eps: 1e-6}\n", "j").optimizer.unread.size() == 2);
   CHECK(parse_config("optimizer: {type: adam, beta1: 0.5}\n", "j").optimizer.unread.empty());
+  // Keys of the other kind of backend: a profile without `backend: replay` trained the MLP.
+  CHECK_THAT(error_of("model: {profile: p.yaml}\n"),
+             Catch::Contains("model.profile") && Catch::Contains("is for model.backend: replay"));
+  CHECK_THAT(error_of("model: {arch: lenet5, scale: 2}\n"), Catch::Contains("model.scale"));
+  CHECK_THAT(error_of("model: {backend: replay, profile: p.yaml, hidden: [8]}\n"),
+             Catch::Contains("model.hidden") && Catch::Contains("replays model.profile"));
   // A placer name outside the list trained on silently, or failed later in psrt-place.
   CHECK_THAT(error_of("placement: {placer: foo}\n"),
              Catch::Contains("placement.placer") && Catch::Contains("netplacer"));

@@ -246,6 +246,12 @@ TEST_CASE("a checkpoint of an earlier format or another layout is refused at res
                                "scheduler.chunk_bytes=4096"});
   CHECK(layout.wait_exit(120) == 2);
   CHECK_THAT(layout.output(), Catch::Contains("this server's share of the model has"));
+  // Fewer iterations than the checkpoint has: a setting too, refused (it ended as a failure).
+  test::Proc shorter("resume", {test::bin("psrt-launch"), cfg, "--resume", "--set",
+                                "job.iterations=3"});
+  CHECK(shorter.wait_exit(120) == 2);
+  CHECK_THAT(shorter.output(), Catch::Contains("the servers resumed iteration 10, but this job "
+                                               "runs 3 iterations"));
   for (uint32_t s = 0; s < 2; ++s) {
     for (const auto& [it, path] : list_checkpoints(dir + "/ckpt", "ckpt", s)) {
       auto bytes = read_whole_file(path);
