@@ -69,11 +69,28 @@ std::vector<std::string> Process::read_lines(int fd) {
   std::string& buf = fd == out_fd_ ? out_buf_ : err_buf_;
   int& own = fd == out_fd_ ? out_fd_ : err_fd_;
   std::vector<std::string> lines;
+  // Complete lines out of `buf`; a line longer than kMaxLine comes in pieces of that size (a
+  // child writing without newlines grew the buffer without bound).
+  constexpr std::size_t kMaxLine = 64 * 1024;
+  const auto take_lines = [&] {
+    std::size_t start = 0;
+    for (std::size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1) {
+      lines.push_back(buf.substr(start, nl - start));
+    }
+    for (; buf.size() - start >= kMaxLine; start += kMaxLine) {
+      lines.push_back(buf.substr(start, kMaxLine));
+    }
+    buf.erase(0, start);
+  };
   char tmp[4096];
-  while (true) {
+  // At most 1 MiB a call: a child that writes as fast as this reads left the other pipes
+  // unread and these lines piling up; the pipe stays readable for the next poll.
+  for (std::size_t got = 0; got < (std::size_t(1) << 20);) {
     const ssize_t n = ::read(fd, tmp, sizeof tmp);
     if (n > 0) {
       buf.append(tmp, std::size_t(n));
+      got += std::size_t(n);
+      take_lines();
       continue;
     }
     if (n < 0 && (errno == EAGAIN || errno == EINTR)) break;
@@ -81,13 +98,9 @@ std::vector<std::string> Process::read_lines(int fd) {
     ::close(own);
     own = -1;
     if (!buf.empty() && buf.back() != '\n') buf.push_back('\n');
+    take_lines();
     break;
   }
-  std::size_t start = 0;
-  for (std::size_t nl; (nl = buf.find('\n', start)) != std::string::npos; start = nl + 1) {
-    lines.push_back(buf.substr(start, nl - start));
-  }
-  buf.erase(0, start);
   return lines;
 }
 

@@ -4,6 +4,7 @@
 #include <sys/resource.h>
 #include <signal.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -45,6 +46,12 @@ std::string prefixed(const std::string& name, const std::string& line) {
   return out + "| " + line;
 }
 
+bool same_file(int a, int b) {
+  struct stat x {}, y {};
+  return ::fstat(a, &x) == 0 && ::fstat(b, &y) == 0 && x.st_dev == y.st_dev &&
+         x.st_ino == y.st_ino;
+}
+
 template <class Clock>
 typename Clock::time_point after(double seconds) {
   return Clock::now() + std::chrono::duration_cast<typename Clock::duration>(
@@ -61,14 +68,24 @@ Launcher::Launcher(std::string bin_dir, std::string config_path, std::vector<std
       grace_s_(grace_s),
       resume_(resume),
       sig_fd_(open_signal_fd()),
-      out_(STDOUT_FILENO, output_limit),
-      err_(STDERR_FILENO, output_limit) {}
+      out_(std::make_unique<OutputQueue>(STDOUT_FILENO, output_limit)) {
+  // `2>&1`: one queue, one writer, so that lines keep their order and are not cut into each
+  // other (two writers' batches past PIPE_BUF interleaved mid-line).
+  if (same_file(STDOUT_FILENO, STDERR_FILENO)) {
+    err_ = out_.get();
+  } else {
+    err_own_ = std::make_unique<OutputQueue>(STDERR_FILENO, output_limit);
+    err_ = err_own_.get();
+  }
+}
 
 Launcher::~Launcher() {
   if (sig_fd_ >= 0) ::close(sig_fd_);
 }
 
-void Launcher::say(bool err, const std::string& line) { (err ? err_ : out_).put(line); }
+void Launcher::say(bool err, const std::string& line) {
+  (err ? err_ : out_.get())->put(line, true);
+}
 
 int Launcher::run(const Config& config) {
   spawn(bin_dir_ + "/psrt-server", "server", 0, {});
@@ -97,30 +114,31 @@ int Launcher::run(const Config& config) {
 
 int Launcher::finish(int rc) {
   if (rc == 128 + SIGPIPE) return rc;  // nobody reads: say nothing
-  out_.note_drops();
-  err_.note_drops();
+  out_->note_drops();
+  err_->note_drops();
   std::string end = rc == 0 ? "every process finished" : "job failed";
-  if (const uint64_t lost = out_.dropped_lines() + err_.dropped_lines(); lost > 0) {
-    end += " (" + std::to_string(lost) + " lines of output dropped: their reader fell behind; " +
-           "--output-buffer-kib holds more)";
+  const uint64_t lost = out_->dropped_lines() + (err_own_ ? err_own_->dropped_lines() : 0);
+  if (lost > 0) {
+    end += " (" + std::to_string(lost) + " lines of output lost: their reader fell behind, " +
+           "--output-buffer-kib holds more; or a write failed)";
   }
   say(rc != 0, "psrt-launch: " + end);
   // After Ctrl-C the user wants the prompt back: a second for the reader, not more.
   const std::optional<Clock::time_point> deadline =
       rc == 130 ? std::optional(after<Clock>(1.0)) : std::nullopt;
-  while (!out_.idle() || !err_.idle()) {
+  while (!out_->idle() || !err_->idle()) {
     int timeout_ms = -1;
     if (deadline) {
       const auto left = *deadline - Clock::now();
       if (left <= Clock::duration::zero()) break;
       timeout_ms = int(std::chrono::duration_cast<std::chrono::milliseconds>(left).count()) + 1;
     }
-    std::vector<pollfd> fds{{sig_fd_, POLLIN, 0}, {out_.event_fd(), POLLIN, 0},
-                            {err_.event_fd(), POLLIN, 0}};
+    std::vector<pollfd> fds{{sig_fd_, POLLIN, 0}, {out_->event_fd(), POLLIN, 0},
+                            {err_->event_fd(), POLLIN, 0}};
     ::poll(fds.data(), fds.size(), timeout_ms);
     if ((fds[0].revents & POLLIN) && read_signals()) break;  // a signal: stop waiting
-    out_.consume_event();
-    err_.consume_event();
+    out_->consume_event();
+    err_->consume_event();
   }
   return rc;
 }
@@ -177,8 +195,8 @@ bool Launcher::read_signals() {
 }
 
 void Launcher::step(int timeout_ms) {
-  std::vector<pollfd> fds{{sig_fd_, POLLIN, 0}, {out_.event_fd(), POLLIN, 0},
-                          {err_.event_fd(), POLLIN, 0}};
+  std::vector<pollfd> fds{{sig_fd_, POLLIN, 0}, {out_->event_fd(), POLLIN, 0},
+                          {err_->event_fd(), POLLIN, 0}};
   std::vector<std::pair<Process*, int>> owners(fds.size(), {nullptr, -1});
   for (auto& c : children_) {
     for (int fd : {c->out_fd(), c->err_fd()}) {
@@ -193,22 +211,24 @@ void Launcher::step(int timeout_ms) {
     Process* c = owners[i].first;
     const bool err = owners[i].second == c->err_fd();
     for (const auto& line : c->read_lines(owners[i].second)) {
-      if (endpoint_.empty() && c == children_.front().get() &&
-          line.rfind("PSRT_LISTENING ", 0) == 0) {
-        endpoint_ = line.substr(15);
+      // The servers' address lines are for the launch (server 0's) and cluster scripts.
+      if (line.rfind("PSRT_LISTENING ", 0) == 0 && c->name().rfind("server ", 0) == 0) {
+        if (endpoint_.empty() && c == children_.front().get()) endpoint_ = line.substr(15);
         continue;
       }
-      say(err, prefixed(c->name(), line));
+      // What a daemon prints on stdout is its results (PSRT_RESULT, the test accuracy), a few
+      // lines: never dropped. Its log (stderr) may be, past the limit.
+      (err ? err_ : out_.get())->put(prefixed(c->name(), line), !err);
     }
   }
   if ((fds[0].revents & POLLIN) && read_signals()) {  // INT, TERM, HUP, QUIT
     if (!stopping_) say(true, "psrt-launch: stopping every process");
     stop(130, 0);
   }
-  out_.consume_event();
-  err_.consume_event();
+  out_->consume_event();
+  err_->consume_event();
   // Nobody reads what the launch prints (a write met EPIPE): nothing more to say.
-  if (out_.broken() || err_.broken()) stop(128 + SIGPIPE, 0);
+  if (out_->broken() || err_->broken()) stop(128 + SIGPIPE, 0);
   reap();
   signal_stop();
   if (kill_at_ && Clock::now() > *kill_at_) {

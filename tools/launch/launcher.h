@@ -35,6 +35,7 @@ class Launcher {
  private:
   using Clock = std::chrono::steady_clock;
 
+  // The launch's own lines: never dropped (why the job stopped, how it ended).
   void say(bool err, const std::string& line);
   void spawn(const std::string& bin, const std::string& role, int rank,
              const std::vector<std::string>& extra);
@@ -51,7 +52,9 @@ class Launcher {
   double grace_s_;
   bool resume_;
   int sig_fd_ = -1;  // before the queues: their threads start with the signals blocked
-  OutputQueue out_, err_;
+  std::unique_ptr<OutputQueue> out_;
+  std::unique_ptr<OutputQueue> err_own_;  // stderr's, unless it is stdout's file (`2>&1`)
+  OutputQueue* err_ = nullptr;
   std::vector<std::unique_ptr<Process>> children_;
   std::string endpoint_;
   bool stopping_ = false;

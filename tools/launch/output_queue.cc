@@ -4,6 +4,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <condition_variable>
 #include <deque>
@@ -34,7 +35,8 @@ struct OutputQueue::State {
     if (dropped_here == 0) return;
     std::string note = "psrt-launch: " + std::to_string(dropped_here) +
                        " lines dropped here: this output's reader fell " +
-                       std::to_string(limit / 1024) + " KiB behind (the job went on)\n";
+                       std::to_string(limit / 1024) +
+                       " KiB behind (they are lost; the job was not held up)\n";
     bytes += note.size();
     queue.push_back(std::move(note));
     dropped_here = 0;
@@ -48,9 +50,11 @@ struct OutputQueue::State {
 
 namespace {
 
-// Writes all of `text`; false when its reader went away (EPIPE). Another error (a full disk under
-// `> file`) loses the text and the launch goes on, as a daemon's own log does.
-bool write_all(int fd, const std::string& text) {
+enum class Written { kAll, kReaderGone, kFailed };
+
+// Writes all of `text`. kReaderGone: its reader went away (EPIPE). kFailed: another error (a full
+// disk under `> file`) lost the text, and the launch goes on, as a daemon's own log does.
+Written write_all(int fd, const std::string& text) {
   std::size_t done = 0;
   while (done < text.size()) {
     const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
@@ -62,10 +66,10 @@ bool write_all(int fd, const std::string& text) {
       pollfd p{fd, POLLOUT, 0};
       ::poll(&p, 1, -1);
     } else {
-      return !(n < 0 && errno == EPIPE);
+      return n < 0 && errno == EPIPE ? Written::kReaderGone : Written::kFailed;
     }
   }
-  return true;
+  return Written::kAll;
 }
 
 }  // namespace
@@ -84,10 +88,14 @@ OutputQueue::OutputQueue(int fd, std::size_t limit_bytes) : state_(std::make_sha
       for (; !s->queue.empty(); s->queue.pop_front()) batch += s->queue.front();
       s->writing = true;
       lock.unlock();
-      const bool ok = write_all(s->fd, batch);
+      const Written written = write_all(s->fd, batch);
       lock.lock();
       s->writing = false;
       s->bytes -= batch.size();
+      if (written == Written::kFailed) {  // counted with the lines dropped
+        s->dropped += uint64_t(std::count(batch.begin(), batch.end(), '\n'));
+      }
+      const bool ok = written != Written::kReaderGone;
       if (!ok) {
         s->broken = true;
         s->queue.clear();
@@ -112,12 +120,12 @@ OutputQueue::~OutputQueue() {
   }
 }
 
-bool OutputQueue::put(const std::string& line) {
+bool OutputQueue::put(const std::string& line, bool always) {
   std::lock_guard lock(state_->mu);
   State& s = *state_;
   if (s.broken) return false;
   // A line longer than the limit is still taken when nothing waits.
-  if (s.bytes > 0 && s.bytes + line.size() + 1 > s.limit) {
+  if (!always && s.bytes > 0 && s.bytes + line.size() + 1 > s.limit) {
     ++s.dropped;
     ++s.dropped_here;
     return false;

@@ -23,8 +23,9 @@ class OutputQueue {
   OutputQueue(const OutputQueue&) = delete;
   OutputQueue& operator=(const OutputQueue&) = delete;
 
-  // Queues one line (without its '\n'); false if it was dropped.
-  bool put(const std::string& line);
+  // Queues one line (without its '\n'); false if it was dropped. `always`: past the limit too
+  // (the launch's own few lines: why the job stopped, how it ended).
+  bool put(const std::string& line, bool always = false);
   // Says where lines were dropped since the last line taken, if any (put() does so itself).
   void note_drops();
   // An eventfd, readable when the reader went away (a write met EPIPE) and each time the queue
@@ -33,6 +34,7 @@ class OutputQueue {
   void consume_event() const;
   bool broken() const;  // the reader went away: nothing more is written
   bool idle() const;    // nothing waits to be written (or the reader went away)
+  // Lines dropped for the limit, or lost to a failed write (a full disk).
   uint64_t dropped_lines() const;
 
  private:
