@@ -17,6 +17,22 @@ namespace psrt {
 
 namespace {
 
+// A link's messages in flight under the byte credit must fit a quarter of the queue's high-water
+// mark (ZeroMQ reports room to the sender in steps of half the mark, and the start's paced
+// messages take a quarter): a message dropped at a full queue is not sent again.
+void check_queue_room(const Config& c) {
+  const uint64_t in_flight = c.scheduler.credit_bytes / c.scheduler.chunk_bytes;
+  const auto hwm = uint64_t(c.limits.socket_hwm);
+  if (in_flight * 4 < hwm) return;
+  throw ConfigError(c.source + ": limits.socket_hwm: " + std::to_string(hwm) +
+                    " messages is too few for the " + std::to_string(in_flight) +
+                    " chunks a link may have in flight (scheduler.credit_bytes " +
+                    std::to_string(c.scheduler.credit_bytes) + " / chunk_bytes " +
+                    std::to_string(c.scheduler.chunk_bytes) +
+                    "): it must be over 4 times that, as a message dropped at a full queue is "
+                    "not sent again; raise limits.socket_hwm or lower scheduler.credit_bytes");
+}
+
 Config parse_yaml(const std::string& yaml_text, const std::string& where,
                   const std::vector<std::string>& sets, const std::string& base_dir) {
   Config c;
@@ -37,7 +53,15 @@ Config parse_yaml(const std::string& yaml_text, const std::string& where,
                                       int(c.placement.replicas(c.cluster.workers)), c.optimizer,
                                       c.compression);
   parse_security_and_limits(top, c, in_base);
+  check_queue_room(c);
   check_split(c, top.child("placement"));
+  // The stages of a split model hold other parameters: one path for all kept one stage's.
+  if (c.placement.split() && !c.job.dump_params.empty() &&
+      c.job.dump_params.find("{rank}") == std::string::npos) {
+    throw ConfigError(where + ": job.dump_params: '" + c.job.dump_params +
+                      "' has no {rank}, but each stage of a split model holds other parameters "
+                      "and one file would keep one stage's: add {rank} to the path");
+  }
   parse_checkpoint(top.child("checkpoint"), in_base, c.checkpoint);
   c.log_level = top.get_choice("log_level", "info", {"trace", "debug", "info", "warn", "error"});
   c.timeline = top.get_string("timeline", "");

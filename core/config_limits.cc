@@ -41,12 +41,15 @@ SocketOptions socket_options(const LimitsConfig& limits, const CurveKeys* curve)
   return o;
 }
 
-uint64_t server_memory_cap(const LimitsConfig& limits) {
-  if (limits.server_memory_bytes > 0) return limits.server_memory_bytes;
+uint64_t memory_cap() {
   uint64_t avail = mem_available();
   const uint64_t group = cgroup_available();
   if (group > 0) avail = avail > 0 ? std::min(avail, group) : group;
   return avail / 5 * 4;
+}
+
+uint64_t server_memory_cap(const LimitsConfig& limits) {
+  return limits.server_memory_bytes > 0 ? limits.server_memory_bytes : memory_cap();
 }
 
 void parse_security_and_limits(const YamlReader& top, Config& c,

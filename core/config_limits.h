@@ -18,6 +18,8 @@ constexpr int kMaxWorkers = 1024;
 void parse_security_and_limits(const YamlReader& top, Config& c,
                                const std::function<std::string(const std::string&)>& resolve);
 
+// 80% of what this machine (or its cgroup) has available now; 0 when neither is known.
+uint64_t memory_cap();
 // The memory a server may give its shard: limits.server_memory_bytes, else 80% of what this
 // machine (or its cgroup) has available now; 0 when neither is known.
 uint64_t server_memory_cap(const LimitsConfig& limits);

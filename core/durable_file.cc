@@ -5,6 +5,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -35,6 +36,42 @@ Status write_all(int fd, std::span<const std::span<const uint8_t>> parts,
   return ::fsync(fd) == 0 ? Status::ok() : sys_error(path, "fsync");
 }
 
+// The file `path` names for writing: through a symbolic link to its target (the rename replaced
+// the link with a file and left its target as it was); an existing target that is not a regular
+// file (a device such as /dev/full, a FIFO, a folder) is refused, where the rename replaced it.
+Result<std::string> write_target(const std::string& path) {
+  std::error_code ec;
+  std::string target = path;
+  if (std::filesystem::is_symlink(path, ec)) {
+    target = std::filesystem::weakly_canonical(path, ec).string();
+    if (ec) return Status::error(path + ": cannot follow its link: " + ec.message());
+  }
+  const auto st = std::filesystem::status(target, ec);
+  if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
+    return Status::error(path + ": not a regular file (a device, a FIFO or a folder?): it is " +
+                         "not replaced");
+  }
+  return target;
+}
+
+// Opens the temporary file beside `path`: "path.tmp", or, where another writer has that one (two
+// workers given one job.dump_params), "path.tmp.PID.N": one writer's failure removed the other's
+// file, and both wrote into one. A folder in its place is an error, as a full disk would be.
+int open_temporary(const std::string& path, std::string& tmp) {
+  constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
+  tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), kFlags, 0644);
+  if (fd >= 0 || errno != EEXIST) return fd;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(std::filesystem::symlink_status(tmp, ec))) {
+    errno = EEXIST;
+    return -1;
+  }
+  static std::atomic<uint64_t> next{0};
+  tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(next++);
+  return ::open(tmp.c_str(), kFlags, 0644);
+}
+
 }  // namespace
 
 uint32_t crc32_of(std::span<const uint8_t> bytes) {
@@ -55,13 +92,17 @@ Status write_durably(const std::string& path, std::span<const uint8_t> bytes) {
   return write_durably(path, std::span<const std::span<const uint8_t>>(whole));
 }
 
-Status write_durably(const std::string& path, std::span<const std::span<const uint8_t>> parts) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return sys_error(path, "cannot create " + tmp);
-  Status st = write_all(fd, parts, path);
+Status write_durably(const std::string& given,
+                     std::span<const std::span<const uint8_t>> parts) {
+  const auto target = write_target(given);
+  if (!target) return target.status();
+  const std::string& path = *target;
+  std::string tmp;
+  const int fd = open_temporary(path, tmp);
+  if (fd < 0) return sys_error(given, "cannot create " + tmp);
+  Status st = write_all(fd, parts, given);
   ::close(fd);
-  if (st && ::rename(tmp.c_str(), path.c_str()) != 0) st = sys_error(path, "rename");
+  if (st && ::rename(tmp.c_str(), path.c_str()) != 0) st = sys_error(given, "rename");
   if (!st) {
     ::unlink(tmp.c_str());
     return st;

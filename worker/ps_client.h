@@ -305,6 +305,7 @@ class PsClient {
   // I/O thread only (built by the constructor before the thread starts)
   Messenger messenger_;                   // sockets, poll loop, wake-up
   DropWatch drops_;  // the links to the servers and the next stage
+  std::optional<std::string> lost_send_;  // a message dropped at a full queue (I/O thread)
   std::vector<Messenger::LinkId> servers_;  // by server rank
   std::optional<ControlPlane> control_;   // on the link to server 0
   ShardMap shards_;

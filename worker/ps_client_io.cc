@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "core/lost_send.h"
 #include "core/stop_signals.h"
 #include "worker/ps_client.h"
 
@@ -17,7 +18,14 @@ using SteadyClock = std::chrono::steady_clock;
 
 bool PsClient::send_to(std::size_t server, const wire::Header& h,
                        std::vector<zmq::message_t> payload) {
-  return messenger_.send(servers_.at(server), nullptr, h, std::move(payload));
+  bool full = false;
+  if (messenger_.send(servers_.at(server), nullptr, h, std::move(payload), &full)) return true;
+  // Told on the next heartbeat (core/lost_send.h): by then the full queue has room for the word.
+  if (full && lost_if_dropped(h.type()) && !lost_send_) {
+    lost_send_ = lost_send_reason(h.type(), "server " + std::to_string(server),
+                                  messenger_.options().hwm);
+  }
+  return false;
 }
 
 wire::Header& PsClient::tensor_header(wire::Header& h, wire::MsgType type, const ChunkDesc& c,
@@ -222,8 +230,9 @@ std::vector<std::deque<uint32_t>> PsClient::held_chunks() const {
 }
 
 std::size_t PsClient::start_window() const {
-  // Below the high-water mark of both ends of the link, with room for the control messages.
-  return std::size_t(std::max(1, messenger_.options().hwm / 2));
+  // A quarter of the high-water mark: ZeroMQ tells the sender of room in steps of half of it,
+  // and the control messages share the link.
+  return std::size_t(std::max(1, messenger_.options().hwm / 4));
 }
 
 void PsClient::send_init() {

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "core/config_limits.h"
 #include "core/profile.h"
 #include "core/status.h"
 
@@ -28,6 +29,15 @@ ModelDesc load_replay_profile(const Config& config) {
                       " parameters (at model.scale); the replay backend keeps them and their "
                       "gradients in memory and takes at most " +
                       std::to_string(kMaxReplayElements) + " (shrink it with model.scale)");
+  }
+  // Within the cap, but past this machine's memory: the kernel killed the worker (exit 137) half
+  // a minute into its allocation, with nothing said.
+  if (const uint64_t cap = memory_cap(); cap > 0 && total * 8 > cap) {
+    throw ConfigError("model.profile: " + config.model.profile + " holds " +
+                      std::to_string(total) + " parameters (at model.scale): with their " +
+                      "gradients that is " + std::to_string(total * 8 >> 20) + " MiB, over the " +
+                      std::to_string(cap >> 20) + " MiB this machine has available (80%); " +
+                      "shrink it with model.scale");
   }
   return model;
 }

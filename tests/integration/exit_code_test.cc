@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/config_limits.h"
 #include "tests/integration/proc_util.h"
 
 using namespace psrt;
@@ -178,6 +179,12 @@ TEST_CASE("a replay profile too large to hold is a config error, not a failed al
   };
   check_config_error(run({bin("psrt-worker"), "--config", replay_job("huge", "34359738368")}),
                      {"model.profile", "34359738368 parameters", "model.scale"});
+  // Within that cap but past this machine's memory (2^33 elements, 64 GiB with the gradients):
+  // the kernel killed the worker half a minute into its allocation (exit 137), nothing said.
+  if (memory_cap() < (uint64_t(64) << 30)) {
+    check_config_error(run({bin("psrt-worker"), "--config", replay_job("big", "8589934592")}),
+                       {"model.profile", "8589934592 parameters", "this machine has available"});
+  }
   // Past what any profile may hold (2^40 elements): refused by the profile reader, naming the key.
   check_config_error(
       run({bin("psrt-worker"), "--config", replay_job("huger", "4611686018427387904")}),

@@ -260,7 +260,7 @@ TEST_CASE("a job with more chunks per server than the socket high-water mark sta
              "progress_timeout_s: 20}\n"
              "model: {backend: replay, profile: '" + dir + "/big.yaml'}\n"
              "optimizer: {type: sgd, lr: 0.01}\n"
-             "scheduler: {mode: preemptive, chunk_bytes: 4096, credit_bytes: 262144}\n"
+             "scheduler: {mode: preemptive, chunk_bytes: 4096, credit_bytes: 65536}\n"
              "limits: {socket_hwm: 100}\n");
   Daemons d = start_daemons(dir + "/job.yaml", 1, 2);
   for (std::size_t i = 0; i < d.procs.size(); ++i) {
@@ -270,4 +270,36 @@ TEST_CASE("a job with more chunks per server than the socket high-water mark sta
     CHECK(*rc == 0);
     CHECK_THAT(d.procs[i]->output(), !Catch::Contains("limits.socket_hwm"));
   }
+}
+
+// Many small tensors under a large credit: more messages in flight than the queue holds. A push
+// dropped at the full queue was a log line, and the job then waited for it until
+// cluster.progress_timeout_s (300 s) and blamed a healthy peer; it now ends at once, naming why.
+TEST_CASE("a message the job waits for, dropped at a full queue, ends the job naming the limit",
+          "[integration][limits]") {
+  const std::string dir = temp_dir("hwm");
+  std::string profile = "name: small\nbatch_size: 8\ndevice_gflops: 1.0\nscale: 1.0\nlayers:\n"
+                        "  - {name: fc, kind: linear, forward_ms: 1, backward_ms: 1, tensors: [";
+  for (int t = 0; t < 3000; ++t) {
+    profile += (t ? ", " : "") + std::string("{name: t") + std::to_string(t) + ", elements: 4}";
+  }
+  write_file(dir + "/small.yaml", profile + "]}\n");
+  write_file(dir + "/job.yaml",
+             "job: {id: hwm, iterations: 3, log_every: 0}\n"
+             "cluster: {servers: 1, workers: 1, heartbeat_s: 0.2}\n"
+             "model: {backend: replay, profile: '" + dir + "/small.yaml'}\n"
+             "optimizer: {type: sgd, lr: 0.01}\n"
+             "scheduler: {mode: fifo, chunk_bytes: 4096, credit_bytes: 65536, batch_bytes: 0}\n"
+             "limits: {socket_hwm: 100}\n");
+  Daemons d = start_daemons(dir + "/job.yaml", 1, 1);
+  std::string all;
+  for (std::size_t i = 0; i < d.procs.size(); ++i) {
+    const auto rc = d.procs[i]->wait_exit(60);
+    INFO(d.names[i] << ":\n" << d.procs[i]->output());
+    REQUIRE(rc.has_value());
+    CHECK(*rc == 1);
+    all += d.procs[i]->output();
+  }
+  CHECK_THAT(all, Catch::Contains("dropped: its queue was at limits.socket_hwm (100 messages)"));
+  CHECK_THAT(all, !Catch::Contains("no training progress"));
 }

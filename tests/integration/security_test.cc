@@ -229,7 +229,7 @@ TEST_CASE("a worker that waits for a server that never answers names it",
           "[integration][security]") {
   // Ample credit: the pushes to server 0 are not held up behind server 1's, so server 0 waits for
   // nobody and the workers, who know whom they wait for, report.
-  Job job(1000000, 60, ", progress_timeout_s: 1", 1 << 30);
+  Job job(1000000, 60, ", progress_timeout_s: 1", 1 << 20);
   job.procs[1]->kill(SIGSTOP);  // server 1 hangs; its heartbeats stop, but the peer timeout is long
   const auto rc = job.procs[0]->wait_exit(30);
   INFO(job.procs[0]->output());

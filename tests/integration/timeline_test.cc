@@ -101,3 +101,23 @@ TEST_CASE("every process writes a timeline and psrt-timeline merges them", "[int
   CHECK(bad.wait_exit(30) == 2);
   CHECK(bad.output().find("not a psrt timeline file") != std::string::npos);
 }
+
+TEST_CASE("psrt-timeline merge refuses to overwrite one process's trace", "[integration]") {
+  // `-o tl/worker-0.json`: the file was left out of the merge and overwritten with the others.
+  const std::string dir = test::temp_dir("timeline");
+  const std::string trace = dir + "/worker-0.json";
+  const std::string text = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n"
+                           "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"args\":{\"name\":"
+                           "\"worker 0\"}},\n{\"ph\":\"X\",\"name\":\"push\",\"pid\":1,\"tid\":1,"
+                           "\"ts\":1,\"dur\":2}\n]}\n";
+  test::write_file(trace, text);
+  test::write_file(dir + "/server-0.json", text);
+  test::Proc merge("merge", {test::bin("psrt-timeline"), "merge", dir, "-o", trace});
+  const auto rc = merge.wait_exit(30);
+  INFO(merge.output());
+  CHECK(rc == 2);
+  CHECK_THAT(merge.output(), Catch::Contains("holds one process's trace"));
+  std::ifstream in(trace);
+  CHECK(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()) ==
+        text);
+}

@@ -59,6 +59,19 @@ int main(int argc, char** argv) {
   merge->add_option("-o,--output", output, "merged trace")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
+  // An output that is one process's own trace (`-o tl/worker-0.json`) was left out of the inputs
+  // and overwritten: that process's events were gone.
+  if (std::error_code ec; fs::exists(output, ec)) {
+    std::string error;
+    FileEvents got;
+    if (read_events(output, got, error) && got.processes == 1) {
+      std::fprintf(stderr,
+                   "psrt-timeline: -o %s holds one process's trace (a file of the run): not "
+                   "overwritten; write the merge elsewhere\n",
+                   output.c_str());
+      return 2;
+    }
+  }
   std::vector<fs::path> files;
   std::set<fs::path> from_folder;
   for (const auto& in : inputs) {

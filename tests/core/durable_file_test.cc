@@ -1,0 +1,70 @@
+// write_durably: whole files or none, through links, never over what is not a file, and two
+// writers of one path each whole.
+#include "core/durable_file.h"
+
+#include <catch2/catch.hpp>
+
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+using namespace psrt;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string temp_folder() {
+  std::string tmpl = (fs::temp_directory_path() / "psrt-durable-XXXXXX").string();
+  REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+  return tmpl;
+}
+
+std::string contents(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+Status write_text(const std::string& path, const std::string& text) {
+  return write_durably(path, std::span<const uint8_t>(
+                                 reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+}
+
+}  // namespace
+
+TEST_CASE("write_durably writes through a link and refuses what is not a regular file",
+          "[core]") {
+  const std::string dir = temp_folder();
+  // A link: its target is written (the rename replaced the link and left the target as it was).
+  std::ofstream(dir + "/real.bin") << "old";
+  fs::create_symlink(dir + "/real.bin", dir + "/link.bin");
+  REQUIRE(write_text(dir + "/link.bin", "new").is_ok());
+  CHECK(fs::is_symlink(dir + "/link.bin"));
+  CHECK(contents(dir + "/real.bin") == "new");
+  // A FIFO (or a device such as /dev/full): refused, and still there (it was replaced by a file).
+  REQUIRE(::mkfifo((dir + "/fifo").c_str(), 0600) == 0);
+  const Status st = write_text(dir + "/fifo", "x");
+  CHECK_FALSE(st.is_ok());
+  CHECK_THAT(st.message(), Catch::Contains("not a regular file"));
+  CHECK(fs::is_fifo(dir + "/fifo"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("two writers of one path each write a whole file", "[core]") {
+  const std::string dir = temp_folder();
+  const std::string path = dir + "/params.bin";
+  // Another writer's temporary file, mid-write: it was truncated, written into and then removed
+  // by this writer (two workers given one job.dump_params).
+  std::ofstream(path + ".tmp") << "the other writer's";
+  REQUIRE(write_text(path, "mine").is_ok());
+  CHECK(contents(path) == "mine");
+  CHECK(contents(path + ".tmp") == "the other writer's");
+  // A folder in the temporary file's place is an error, as a full disk is.
+  fs::remove(path + ".tmp");
+  fs::create_directories(path + ".tmp/x");
+  CHECK_FALSE(write_text(path, "again").is_ok());
+  CHECK(contents(path) == "mine");
+  fs::remove_all(dir);
+}
