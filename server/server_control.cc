@@ -130,6 +130,13 @@ void Server::on_membership(const wire::Membership& m, const wire::StageMap& stag
     abort_job("server " + std::to_string(rank_) + " has not enough memory for its " +
               "share of the model");
   }
+  if (checkpointer_.enabled() && chunks_.size() == 0) {
+    // It writes no checkpoint (they are written as its chunks update), so --resume finds none.
+    spdlog::warn("this server holds no chunk of the model ({} servers for {} tensors): it writes "
+                 "no checkpoint, and --resume of this job will find none for it; fewer servers "
+                 "(cluster.servers) make the job resumable",
+                 m.num_servers(), m.tensors_size());
+  }
   if (!m.resume()) checkpointer_.fresh_start();
   if (m.resume()) {
     if (Status st = checkpointer_.restore(chunks_, m.resume_iteration()); !st)

@@ -14,53 +14,14 @@
 
 #include "core/durable_file.h"
 #include "server/checkpoint_file.h"
+#include "tests/integration/checkpoint_job.h"
 #include "tests/integration/proc_util.h"
 #include "tests/server/checkpoint_v1.h"
 
 using namespace psrt;
+using namespace psrt::test::ckpt;
 
 namespace {
-
-constexpr int kWorkers = 3;
-constexpr int kEvery = 5;  // checkpoint.every
-
-struct Job {
-  std::string model;  // the `model:` mapping
-  int iterations;
-  int batch;
-  int train_limit;
-  int kill_after;     // server 1 is killed once it wrote this iteration's checkpoint
-  std::string extra;  // more config (compression)
-};
-
-// The MLP: SGD momentum with weight decay and a learning-rate decay, several epochs (a reshuffle
-// each). vgg-small: its dropout masks, which advance every iteration, must continue too.
-const Job kMlp{"{backend: native, arch: mlp, hidden: [64, 32]}", 600, 32, 1500, 40, ""};
-const Job kVgg{"{backend: native, arch: vgg-small, dropout: 0.5}", 40, 8, 400, 10, ""};
-
-std::string job_config(const std::string& dir, const Job& job) {
-  const std::string cfg = dir + "/job.yaml";
-  test::write_file(
-      cfg, "job: {id: ckpt, iterations: " + std::to_string(job.iterations) +
-               ", batch_size: " + std::to_string(job.batch) +
-               ", seed: 11, log_every: 0, evaluate: false, "
-               "dump_params: '" +
-               dir +
-               "/params-{rank}.bin'}\n"
-               "cluster: {servers: 2, workers: 3, heartbeat_s: 0.2, peer_timeout_s: 5}\n"
-               "model: " +
-               job.model +
-               "\n"
-               "data: {train_limit: " +
-               std::to_string(job.train_limit) +
-               "}\n"
-               "optimizer: {type: sgd, lr: 0.02, momentum: 0.9, weight_decay: 0.0005, "
-               "lr_decay: 0.9, lr_decay_every: 50}\n"
-               "scheduler: {mode: preemptive, chunk_bytes: 8192, credit_bytes: 32768}\n"
-               "checkpoint: {dir: " +
-               dir + "/ckpt, every: " + std::to_string(kEvery) + ", keep: 2}\n" + job.extra);
-  return cfg;
-}
 
 std::vector<std::vector<float>> params(const std::string& dir) {
   std::vector<std::vector<float>> out;
@@ -170,109 +131,6 @@ TEST_CASE("a resumed vgg-small continues its dropout masks, bit-identical",
   kill_and_resume(kVgg);
 }
 
-TEST_CASE("a truncated or foreign checkpoint is refused naming the file",
-          "[integration][issue17][checkpoint]") {
-  const std::string dir = test::temp_dir("ckpt-bad");
-  const std::string cfg = job_config(dir, kMlp);
-  // A real checkpoint of a short run, where server 1 cannot write iteration 10's: the run goes
-  // on, and says at its end how many were lost.
-  const std::string blocked = checkpoint_path(dir + "/ckpt", "ckpt", 1, 10) + ".tmp";
-  std::filesystem::create_directories(blocked + "/x");
-  test::Proc first("launch", {test::bin("psrt-launch"), cfg, "--set", "job.iterations=20"});
-  REQUIRE(first.wait_exit(120) == 0);
-  CHECK_THAT(first.output(), Catch::Contains("1 of 4 checkpoints could not be written"));
-  std::filesystem::remove_all(blocked);
-  // 5, 15, 20: from the failure on, no server removes a checkpoint (server/server_keep.cc).
-  const auto files = list_checkpoints(dir + "/ckpt", "ckpt", 1);
-  REQUIRE(files.size() == 3);
-  const std::string newest = files.rbegin()->second;
-  std::filesystem::resize_file(newest, std::filesystem::file_size(newest) - 7);
-  for (const auto& [it, older] : files) {
-    if (older != newest) std::filesystem::remove(older);
-  }
-  test::Proc server("server",
-                    {test::bin("psrt-server"), "--config", cfg, "--rank", "1", "--resume"});
-  CHECK(server.wait_exit(30) == 2);
-  CHECK_THAT(server.output(), Catch::Contains(newest + " rejected: checksum mismatch"));
-
-  // An intact file of this job copied under another job's name: its contents say whose it is.
-  test::Proc again("launch", {test::bin("psrt-launch"), cfg, "--set", "job.iterations=10"});
-  REQUIRE(again.wait_exit(120) == 0);
-  const std::string copy = checkpoint_path(dir + "/ckpt", "other", 1, 10);
-  std::filesystem::copy_file(list_checkpoints(dir + "/ckpt", "ckpt", 1).at(10), copy);
-  test::Proc foreign("server", {test::bin("psrt-server"), "--config", cfg, "--rank", "1",
-                                "--resume", "--set", "job.id=other"});
-  CHECK(foreign.wait_exit(30) == 2);
-  CHECK_THAT(foreign.output(), Catch::Contains(copy + " rejected: written by job 'ckpt'"));
-  // Another optimizer: its state would be taken for this one's (SGD's momentum for Adam's first
-  // moment, with no second moment: the server crashed).
-  test::Proc adam("server", {test::bin("psrt-server"), "--config", cfg, "--rank", "1",
-                             "--resume", "--set", "optimizer.type=adam"});
-  CHECK(adam.wait_exit(30) == 2);
-  CHECK_THAT(adam.output(), Catch::Contains(" rejected: its servers ran optimizer 'sgd', this "
-                                            "job's run 'adam'"));
-  // A folder the server cannot write in: refused at start, not one error line per checkpoint.
-  // (Its write test's temporary file is blocked by a folder of that name: root writes anywhere.)
-  const std::string probe_tmp = checkpoint_path(dir + "/ckpt", "ckpt", 1, 0) + ".probe.tmp";
-  std::filesystem::create_directories(probe_tmp + "/x");
-  test::Proc unwritable("server", {test::bin("psrt-server"), "--config", cfg, "--rank", "1"});
-  CHECK(unwritable.wait_exit(30) == 2);
-  CHECK_THAT(unwritable.output(), Catch::Contains("checkpoint.dir: cannot write in '" + dir +
-                                                  "/ckpt'"));
-  std::filesystem::remove_all(probe_tmp);
-  // A fresh start (no --resume) removes old files only once the job has started: alone, server 1
-  // gives up waiting for a coordinator it never heard from (a start-up error), removing nothing.
-  test::Proc fresh("server", {test::bin("psrt-server"), "--config", cfg, "--rank", "1", "--set",
-                              "job.id=other", "--set", "cluster.start_timeout_s=0.5"});
-  CHECK(fresh.wait_exit(30) == 2);
-  CHECK(std::filesystem::exists(copy));
-  // A whole fresh job 'other' removes its own old files, and only those.
-  test::Proc other("launch", {test::bin("psrt-launch"), cfg, "--set", "job.id=other", "--set",
-                              "job.iterations=2"});
-  CHECK(other.wait_exit(120) == 0);
-  CHECK_FALSE(std::filesystem::exists(copy));
-  CHECK(list_checkpoints(dir + "/ckpt", "ckpt", 1).size() == 2);  // job ckpt's two (5 and 10)
-}
-
-TEST_CASE("a checkpoint of an earlier format or another layout is refused at resume (exit 2)",
-          "[integration][issue17][checkpoint]") {
-  const std::string dir = test::temp_dir("ckpt-v1");
-  const std::string cfg = job_config(dir, kMlp);
-  test::Proc first("launch", {test::bin("psrt-launch"), cfg, "--set", "job.iterations=10"});
-  REQUIRE(first.wait_exit(120) == 0);
-  // Another layout of the model in chunks, seen once the membership says what the workers train:
-  // a refusal like the others (exit 2), where it ended as a failed job (exit 1).
-  test::Proc layout("resume", {test::bin("psrt-launch"), cfg, "--resume", "--set",
-                               "scheduler.chunk_bytes=4096"});
-  CHECK(layout.wait_exit(120) == 2);
-  CHECK_THAT(layout.output(), Catch::Contains("this server's share of the model has"));
-  // Fewer iterations than the checkpoint has: a setting too, refused (it ended as a failure).
-  test::Proc shorter("resume", {test::bin("psrt-launch"), cfg, "--resume", "--set",
-                                "job.iterations=3"});
-  CHECK(shorter.wait_exit(120) == 2);
-  CHECK_THAT(shorter.output(), Catch::Contains("the servers resumed iteration 10, but this job "
-                                               "runs 3 iterations"));
-  for (uint32_t s = 0; s < 2; ++s) {
-    for (const auto& [it, path] : list_checkpoints(dir + "/ckpt", "ckpt", s)) {
-      auto bytes = read_whole_file(path);
-      REQUIRE(bytes);
-      const auto v1 = test::as_version_1(*bytes);
-      test::write_file(path, std::string(v1.begin(), v1.end()));
-    }
-  }
-  test::Proc adam("resume", {test::bin("psrt-launch"), cfg, "--resume", "--set",
-                             "optimizer.type=adam", "--set", "job.iterations=20"});
-  const auto rc = adam.wait_exit(120);
-  INFO(adam.output());
-  CHECK(rc == 2);
-  CHECK_THAT(adam.output(), Catch::Contains("holds SGD's momentum, this job's servers run "
-                                            "optimizer 'adam'"));
-  test::Proc sgd("resume", {test::bin("psrt-launch"), cfg, "--resume", "--set",
-                            "job.iterations=20"});
-  INFO(sgd.output());
-  CHECK(sgd.wait_exit(120) == 0);
-}
-
 TEST_CASE("a corrupt worker checkpoint is refused naming it, and the job resumes from an older one",
           "[integration][issue17][checkpoint]") {
   const std::string dir = test::temp_dir("ckpt-wbad");
@@ -347,26 +205,22 @@ TEST_CASE("processes that disagree on --resume are refused before any checkpoint
 
   // Another codec's state is not this one's: the workers restart theirs, saying why (it was
   // refused as "truncated", or loaded: top-k's residuals into Gradient Dropping).
-  test::Proc laco("resume", {test::bin("psrt-launch"), cfg, "--resume", "--set",
-                             "compression.codec=graddrop", "--set", "job.iterations=15"});
-  const auto rc = laco.wait_exit(120);
-  INFO(laco.output());
-  CHECK(rc == 0);
-  CHECK_THAT(laco.output(), Catch::Contains("written with compression.codec topk, this job's "
-                                            "is graddrop"));
-  CHECK_THAT(laco.output(), Catch::Contains("resuming from the checkpoint of iteration 10"));
+  const Outcome laco = resume_with(cfg, {"compression.codec=graddrop", "job.iterations=15"});
+  INFO(laco.output);
+  CHECK(laco.rc == 0);
+  CHECK_THAT(laco.output, Catch::Contains("written with compression.codec topk, this job's "
+                                          "is graddrop"));
+  CHECK_THAT(laco.output, Catch::Contains("resuming from the checkpoint of iteration 10"));
   // compression.momentum_correction changed since: the saved state passes the registration's
   // checks but does not fit this run's; it restarts empty as for another codec, where the job
   // ended once the servers had loaded theirs.
-  test::Proc corrected("resume", {test::bin("psrt-launch"), cfg, "--resume", "--set",
-                                  "compression.codec=graddrop", "--set",
-                                  "compression.momentum_correction=true", "--set",
-                                  "job.iterations=20"});
-  const auto corrected_rc = corrected.wait_exit(120);
-  INFO(corrected.output());
-  CHECK(corrected_rc == 0);
-  CHECK_THAT(corrected.output(), Catch::Contains("compression state restarts empty"));
-  CHECK_THAT(corrected.output(), Catch::Contains("resuming from the checkpoint of iteration 15"));
+  const Outcome corrected = resume_with(cfg, {"compression.codec=graddrop",
+                                              "compression.momentum_correction=true",
+                                              "job.iterations=20"});
+  INFO(corrected.output);
+  CHECK(corrected.rc == 0);
+  CHECK_THAT(corrected.output, Catch::Contains("compression state restarts empty"));
+  CHECK_THAT(corrected.output, Catch::Contains("resuming from the checkpoint of iteration 15"));
 
   // A fresh run without a codec removes the workers' old files too (a later --resume loaded
   // them, adding an earlier run's residuals to this one's parameters).

@@ -303,3 +303,18 @@ TEST_CASE("a message the job waits for, dropped at a full queue, ends the job na
   CHECK_THAT(all, Catch::Contains("dropped: its queue was at limits.socket_hwm (100 messages)"));
   CHECK_THAT(all, !Catch::Contains("no training progress"));
 }
+
+// A worker that registered but never finished its start (a large model still sending its initial
+// values): the coordinator's start deadline named it "never came", as if it had not registered.
+TEST_CASE("a start deadline missed by a registered worker says it registered", "[integration]") {
+  ServerProc s(job_yaml(), {"--set", "cluster.start_timeout_s=1"});
+  zmq::context_t ctx(1);
+  RawClient w(ctx, s.endpoint, "w0", kW0);
+  register_model(w, {10});
+  expect(w, wire::MEMBERSHIP);  // and then nothing: no INIT, no barrier
+  const auto rc = s.proc->wait_exit(30);
+  INFO(s.proc->output());
+  CHECK(rc == 1);
+  CHECK_THAT(s.proc->output(), Catch::Contains("never came: worker 0 (registered, but its start "
+                                               "did not end"));
+}

@@ -169,8 +169,8 @@ bool Launcher::all_done() {
 }
 
 // Stops every process: SIGTERM after `term_delay_s`, SIGKILL `grace_s_` later. A job that failed
-// gets a second first: its coordinator tells the others why, and a process that refused the job
-// ends telling it so (exit 2) instead of dying by the signal.
+// gets three seconds first: its coordinator tells the others why, and a process that refused the
+// job ends telling it so (exit 2) instead of dying by the signal.
 void Launcher::stop(int rc, double term_delay_s) {
   if (stopping_) return;
   stopping_ = true;
@@ -253,7 +253,9 @@ void Launcher::reap() {
     if (*code != 0 && !stopping_) {
       say(true, "psrt-launch: " + c->name() + " exited with code " + std::to_string(*code) +
                     "; stopping the others");
-      stop(*code > 125 ? 1 : *code, 1.0);
+      // Past the sockets' 2 s linger: a process that refused the job (exit 2) and is still
+      // flushing its last word was killed by the SIGTERM after one second (exit 143), under load.
+      stop(*code > 125 ? 1 : *code, 3.0);
     } else if (*code == 2 && rc_ == 1) {
       // A refusal (a config or data error) ended the job, though a process it aborted was quicker
       // to exit: the launch exits 2, as it would have without the race.
