@@ -21,6 +21,9 @@ namespace {
 // mark (ZeroMQ reports room to the sender in steps of half the mark, and the start's paced
 // messages take a quarter): a message dropped at a full queue is not sent again.
 void check_queue_room(const Config& c) {
+  // The modes that send tensors whole do not cut them in chunk_bytes: the count is unknown here
+  // (the worker names a dropped push when it happens, core/lost_send.h).
+  if (c.scheduler.mode != Mode::kFifoChunked && c.scheduler.mode != Mode::kPreemptive) return;
   const uint64_t in_flight = c.scheduler.credit_bytes / c.scheduler.chunk_bytes;
   const auto hwm = uint64_t(c.limits.socket_hwm);
   if (in_flight * 4 < hwm) return;
@@ -111,7 +114,9 @@ std::vector<std::string> compression_warnings(const Config& c) {
   const CompressionConfig& z = c.compression;
   if (!z.idle_keys.empty()) {
     std::string keys;
-    for (const auto& k : z.idle_keys) keys += (keys.empty() ? "compression." : ", compression.") + k;
+    for (const auto& k : z.idle_keys) {
+      keys += (keys.empty() ? "compression." : ", compression.") + k;
+    }
     out.push_back(keys + ": set, but codec " + z.codec + " with these settings does not read " +
                   (z.idle_keys.size() == 1 ? "it" : "them") + " (docs/config.md says what " +
                   "each key is for)");

@@ -1,6 +1,7 @@
 #include "core/durable_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -40,18 +41,23 @@ Status write_all(int fd, std::span<const std::span<const uint8_t>> parts,
 // the link with a file and left its target as it was); an existing target that is not a regular
 // file (a device such as /dev/full, a FIFO, a folder) is refused, where the rename replaced it.
 Result<std::string> write_target(const std::string& path) {
+  namespace fs = std::filesystem;
   std::error_code ec;
-  std::string target = path;
-  if (std::filesystem::is_symlink(path, ec)) {
-    target = std::filesystem::weakly_canonical(path, ec).string();
+  fs::path target = path;
+  // Link by link (weakly_canonical stopped at a link whose target does not exist yet, which was
+  // then replaced); a loop is named by the limit.
+  for (int links = 0; fs::is_symlink(target, ec); ++links) {
+    if (links == 40) return Status::error(path + ": too many levels of symbolic links");
+    const fs::path next = fs::read_symlink(target, ec);
     if (ec) return Status::error(path + ": cannot follow its link: " + ec.message());
+    target = next.is_absolute() ? next : target.parent_path() / next;
   }
   const auto st = std::filesystem::status(target, ec);
   if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
     return Status::error(path + ": not a regular file (a device, a FIFO or a folder?): it is " +
                          "not replaced");
   }
-  return target;
+  return target.string();
 }
 
 // Opens the temporary file beside `path`: "path.tmp", or, where another writer has that one (two
@@ -100,6 +106,10 @@ Status write_durably(const std::string& given,
   std::string tmp;
   const int fd = open_temporary(path, tmp);
   if (fd < 0) return sys_error(given, "cannot create " + tmp);
+  // The file it replaces keeps its permissions (a private 0600 dump became 0644).
+  if (struct stat old {}; ::stat(path.c_str(), &old) == 0) {
+    [[maybe_unused]] const int rc = ::fchmod(fd, old.st_mode & 07777);
+  }
   Status st = write_all(fd, parts, given);
   ::close(fd);
   if (st && ::rename(tmp.c_str(), path.c_str()) != 0) st = sys_error(given, "rename");

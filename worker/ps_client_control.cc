@@ -69,8 +69,9 @@ ControlPlane::Events PsClient::control_events() {
   e.heartbeat = [this](SteadyClock::time_point now) {
     send_heartbeats();
     check_progress(now);
-    if (lost_send_ && !failed()) report(*lost_send_);
-    if (const auto why = drops_.due(now); why && !failed()) {
+    std::optional<std::string> why = lost_send_;  // core/lost_send.h
+    if (!why) why = drops_.due(now);
+    if (why && !failed()) {
       std::unique_lock lock(mu_);
       if (finished_) return;  // the job ended meanwhile: the peers went with it
       lock.unlock();

@@ -341,7 +341,8 @@ TEST_CASE("placement section: devices, links and the plan source", "[core]") {
                Catch::Contains("placement.address: '") && Catch::Contains("tcp://HOST:PORT"));
   }
   CHECK(parse_config("placement: {address: 'tcp://[::1]:7'}\n", "j").placement.address ==
-        "tcp://[::1]:7");  // Bounds are printed as they are: "1 is out of range [0.000000, 1.000000]" said nothing.
+        "tcp://[::1]:7");
+  // Bounds are printed as they are: "1 is out of range [0.000000, 1.000000]" said nothing.
   CHECK_THAT(error_of("optimizer: {beta2: 1}\n"), Catch::Contains("[0, 0.99999999]"));
   CHECK_THAT(error_of("optimizer: {eps: 0}\n"), Catch::Contains("[1e-30, 1]"));
   // Optimizer keys the type does not read changed nothing, without a word.
@@ -352,8 +353,11 @@ TEST_CASE("placement section: devices, links and the plan source", "[core]") {
   CHECK(parse_config("optimizer: {type: adam, beta1: 0.5}\n", "j").optimizer.unread.empty());
   // A queue too short for the chunks in flight: a dropped message is not sent again.
   CHECK_THAT(error_of("limits: {socket_hwm: 100}\n"
-                      "scheduler: {chunk_bytes: 4096, credit_bytes: 262144}\n"),
+                      "scheduler: {mode: preemptive, chunk_bytes: 4096, credit_bytes: 262144}\n"),
              Catch::Contains("limits.socket_hwm: 100 messages is too few for the 64 chunks"));
+  // A mode that sends tensors whole does not cut them in chunk_bytes: not counted so.
+  CHECK(parse_config("scheduler: {mode: fifo, chunk_bytes: 4096, credit_bytes: 16777216}\n", "j")
+            .limits.socket_hwm == 10000);
   CHECK(parse_config("limits: {socket_hwm: 100}\n"
                      "scheduler: {chunk_bytes: 4096, credit_bytes: 65536}\n", "j")
             .limits.socket_hwm == 100);

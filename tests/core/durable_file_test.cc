@@ -43,6 +43,16 @@ TEST_CASE("write_durably writes through a link and refuses what is not a regular
   REQUIRE(write_text(dir + "/link.bin", "new").is_ok());
   CHECK(fs::is_symlink(dir + "/link.bin"));
   CHECK(contents(dir + "/real.bin") == "new");
+  // A link whose target does not exist yet: the target is made (the link was replaced).
+  fs::create_symlink("new.bin", dir + "/dangling.bin");
+  REQUIRE(write_text(dir + "/dangling.bin", "made").is_ok());
+  CHECK(fs::is_symlink(dir + "/dangling.bin"));
+  CHECK(contents(dir + "/new.bin") == "made");
+  // The file replaced keeps its permissions (a private dump became readable by all).
+  fs::permissions(dir + "/real.bin", fs::perms::owner_read | fs::perms::owner_write);
+  REQUIRE(write_text(dir + "/real.bin", "private").is_ok());
+  CHECK(fs::status(dir + "/real.bin").permissions() ==
+        (fs::perms::owner_read | fs::perms::owner_write));
   // A FIFO (or a device such as /dev/full): refused, and still there (it was replaced by a file).
   REQUIRE(::mkfifo((dir + "/fifo").c_str(), 0600) == 0);
   const Status st = write_text(dir + "/fifo", "x");

@@ -169,3 +169,14 @@ TEST_CASE("under an address-space limit with no room for OpenBLAS a native job e
     CHECK(test::processes_with(cfg).empty());
   }
 }
+
+TEST_CASE("psrt-launch whose stdout cannot be written says so and fails", "[integration]") {
+  // A full disk under `> file`: the job's results were lost and the launch exited 0.
+  const std::string cfg = job(test::temp_dir("oslimits"), 3);
+  auto launch = bash("exec " + test::bin("psrt-launch") + " " + cfg + " > /dev/full");
+  const auto rc = launch.wait_exit(60);
+  INFO(launch.output());
+  CHECK(rc == 1);
+  CHECK_THAT(launch.output(), Catch::Contains("could not be written to stdout (a full disk?), "
+                                              "the job's results among them"));
+}

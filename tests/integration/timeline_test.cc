@@ -120,4 +120,16 @@ TEST_CASE("psrt-timeline merge refuses to overwrite one process's trace", "[inte
   std::ifstream in(trace);
   CHECK(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()) ==
         text);
+  // Elsewhere the output is replaced, an earlier one-file merge too; a FIFO is written, not read
+  // first (that blocked for ever).
+  for (int run = 0; run < 2; ++run) {
+    test::Proc again("merge", {test::bin("psrt-timeline"), "merge", trace, "-o", dir + "/w0.out"});
+    CHECK(again.wait_exit(30) == 0);
+  }
+  test::Proc fifo("merge", {"/bin/bash", "-c",
+                            "mkfifo " + dir + "/fifo && { cat " + dir + "/fifo > " + dir +
+                                "/from-fifo & } && " + test::bin("psrt-timeline") + " merge " +
+                                dir + " -o " + dir + "/fifo && wait"});
+  CHECK(fifo.wait_exit(30) == 0);
+  CHECK(std::filesystem::file_size(dir + "/from-fifo") > 0);
 }

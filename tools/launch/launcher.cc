@@ -123,6 +123,13 @@ int Launcher::finish(int rc) {
            "--output-buffer-kib holds more; or a write failed)";
   }
   say(rc != 0, "psrt-launch: " + end);
+  // Stdout that could not be written (a full disk) lost the job's results: said on stderr, and
+  // the launch fails, where it exited 0 with them gone.
+  if (const uint64_t failed = out_->failed_lines(); failed > 0 && err_own_) {
+    say(true, "psrt-launch: " + std::to_string(failed) + " lines could not be written to "
+                  "stdout (a full disk?), the job's results among them");
+    if (rc == 0) rc = 1;
+  }
   // After Ctrl-C the user wants the prompt back: a second for the reader, not more.
   const std::optional<Clock::time_point> deadline =
       rc == 130 ? std::optional(after<Clock>(1.0)) : std::nullopt;

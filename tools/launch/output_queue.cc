@@ -23,6 +23,7 @@ struct OutputQueue::State {
   std::size_t bytes = 0;  // waiting and being written
   uint64_t dropped = 0;
   uint64_t dropped_here = 0;  // since the last line taken
+  uint64_t failed = 0;        // lost to a failed write
   bool writing = false;
   bool stop = false;
   bool broken = false;
@@ -92,8 +93,10 @@ OutputQueue::OutputQueue(int fd, std::size_t limit_bytes) : state_(std::make_sha
       lock.lock();
       s->writing = false;
       s->bytes -= batch.size();
-      if (written == Written::kFailed) {  // counted with the lines dropped
-        s->dropped += uint64_t(std::count(batch.begin(), batch.end(), '\n'));
+      if (written == Written::kFailed) {  // counted with the lines dropped, and on their own
+        const auto lines = uint64_t(std::count(batch.begin(), batch.end(), '\n'));
+        s->dropped += lines;
+        s->failed += lines;
       }
       const bool ok = written != Written::kReaderGone;
       if (!ok) {
@@ -157,6 +160,11 @@ bool OutputQueue::broken() const {
 bool OutputQueue::idle() const {
   std::lock_guard lock(state_->mu);
   return state_->broken || (state_->queue.empty() && !state_->writing);
+}
+
+uint64_t OutputQueue::failed_lines() const {
+  std::lock_guard lock(state_->mu);
+  return state_->failed;
 }
 
 uint64_t OutputQueue::dropped_lines() const {

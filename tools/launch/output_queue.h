@@ -36,6 +36,7 @@ class OutputQueue {
   bool idle() const;    // nothing waits to be written (or the reader went away)
   // Lines dropped for the limit, or lost to a failed write (a full disk).
   uint64_t dropped_lines() const;
+  uint64_t failed_lines() const;  // of those, lost to a failed write
 
  private:
   struct State;

@@ -59,16 +59,24 @@ int main(int argc, char** argv) {
   merge->add_option("-o,--output", output, "merged trace")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  // An output that is one process's own trace (`-o tl/worker-0.json`) was left out of the inputs
-  // and overwritten: that process's events were gone.
-  if (std::error_code ec; fs::exists(output, ec)) {
+  // An output in one of the input folders that is one process's own trace (`merge tl -o
+  // tl/worker-0.json`) was left out of the inputs and overwritten: its events were gone. (A FIFO
+  // or a terminal is not read: it would block; an earlier merge there is replaced.)
+  for (const auto& in : inputs) {
+    std::error_code ec;
+    const fs::path folder = fs::path(output).has_parent_path() ? fs::path(output).parent_path()
+                                                                : fs::path(".");
+    if (!fs::is_directory(in, ec) || !fs::is_regular_file(output, ec) ||
+        !fs::equivalent(folder, in, ec)) {
+      continue;
+    }
     std::string error;
     FileEvents got;
     if (read_events(output, got, error) && got.processes == 1) {
       std::fprintf(stderr,
-                   "psrt-timeline: -o %s holds one process's trace (a file of the run): not "
-                   "overwritten; write the merge elsewhere\n",
-                   output.c_str());
+                   "psrt-timeline: -o %s holds one process's trace (a file of the run in %s): "
+                   "not overwritten; write the merge elsewhere\n",
+                   output.c_str(), in.c_str());
       return 2;
     }
   }
