@@ -47,6 +47,29 @@ bool read_events(const fs::path& file, FileEvents& out, std::string& error) {
   return true;
 }
 
+// An output in one of the input folders that is one process's own trace (`merge tl -o
+// tl/worker-0.json`) was left out of the inputs and overwritten: its events were gone. Says why
+// it is refused, or "" (a FIFO or a terminal is not read: it would block; an earlier merge there
+// is replaced).
+std::string run_file_in_inputs(const std::string& output, const std::vector<std::string>& inputs) {
+  for (const auto& in : inputs) {
+    std::error_code ec;
+    const fs::path folder = fs::path(output).has_parent_path() ? fs::path(output).parent_path()
+                                                                : fs::path(".");
+    if (!fs::is_directory(in, ec) || !fs::is_regular_file(output, ec) ||
+        !fs::equivalent(folder, in, ec)) {
+      continue;
+    }
+    std::string error;
+    FileEvents got;
+    if (read_events(output, got, error) && got.processes == 1) {
+      return "-o " + output + " holds one process's trace (a file of the run in " + in +
+             "): not overwritten; write the merge elsewhere";
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -59,26 +82,9 @@ int main(int argc, char** argv) {
   merge->add_option("-o,--output", output, "merged trace")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
-  // An output in one of the input folders that is one process's own trace (`merge tl -o
-  // tl/worker-0.json`) was left out of the inputs and overwritten: its events were gone. (A FIFO
-  // or a terminal is not read: it would block; an earlier merge there is replaced.)
-  for (const auto& in : inputs) {
-    std::error_code ec;
-    const fs::path folder = fs::path(output).has_parent_path() ? fs::path(output).parent_path()
-                                                                : fs::path(".");
-    if (!fs::is_directory(in, ec) || !fs::is_regular_file(output, ec) ||
-        !fs::equivalent(folder, in, ec)) {
-      continue;
-    }
-    std::string error;
-    FileEvents got;
-    if (read_events(output, got, error) && got.processes == 1) {
-      std::fprintf(stderr,
-                   "psrt-timeline: -o %s holds one process's trace (a file of the run in %s): "
-                   "not overwritten; write the merge elsewhere\n",
-                   output.c_str(), in.c_str());
-      return 2;
-    }
+  if (const std::string why = run_file_in_inputs(output, inputs); !why.empty()) {
+    std::fprintf(stderr, "psrt-timeline: %s\n", why.c_str());
+    return 2;
   }
   std::vector<fs::path> files;
   std::set<fs::path> from_folder;
