@@ -41,23 +41,16 @@ Status write_all(int fd, std::span<const std::span<const uint8_t>> parts,
 // the link with a file and left its target as it was); an existing target that is not a regular
 // file (a device such as /dev/full, a FIFO, a folder) is refused, where the rename replaced it.
 Result<std::string> write_target(const std::string& path) {
-  namespace fs = std::filesystem;
+  const auto followed = follow_links(path);
+  if (!followed) return followed.status();
+  const std::string& target = *followed;
   std::error_code ec;
-  fs::path target = path;
-  // Link by link (weakly_canonical stopped at a link whose target does not exist yet, which was
-  // then replaced); a loop is named by the limit.
-  for (int links = 0; fs::is_symlink(target, ec); ++links) {
-    if (links == 40) return Status::error(path + ": too many levels of symbolic links");
-    const fs::path next = fs::read_symlink(target, ec);
-    if (ec) return Status::error(path + ": cannot follow its link: " + ec.message());
-    target = next.is_absolute() ? next : target.parent_path() / next;
-  }
   const auto st = std::filesystem::status(target, ec);
   if (!ec && std::filesystem::exists(st) && !std::filesystem::is_regular_file(st)) {
     return Status::error(path + ": not a regular file (a device, a FIFO or a folder?): it is " +
                          "not replaced");
   }
-  return target.string();
+  return target;
 }
 
 // Opens the temporary file beside `path`: "path.tmp", or, where another writer has that one (two
@@ -79,6 +72,21 @@ int open_temporary(const std::string& path, std::string& tmp) {
 }
 
 }  // namespace
+
+Result<std::string> follow_links(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path target = path;
+  // Link by link (weakly_canonical stopped at a link whose target does not exist yet, which was
+  // then replaced); a loop is named by the limit.
+  for (int links = 0; fs::is_symlink(target, ec); ++links) {
+    if (links == 40) return Status::error(path + ": too many levels of symbolic links");
+    const fs::path next = fs::read_symlink(target, ec);
+    if (ec) return Status::error(path + ": cannot follow its link: " + ec.message());
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+  return target.string();
+}
 
 uint32_t crc32_of(std::span<const uint8_t> bytes) {
   uLong crc = crc32(0L, Z_NULL, 0);

@@ -19,6 +19,10 @@ Status write_durably(const std::string& path, std::span<const uint8_t> bytes);
 // The same for a file made of `parts` one after the other (no copy gathers them first).
 Status write_durably(const std::string& path, std::span<const std::span<const uint8_t>> parts);
 // The whole regular file; an error for anything else.
+// Where `path` leads through its symbolic links, link by link, to a target that may not exist yet
+// (`path` itself when it is no link); an error for a loop or a link that cannot be read.
+Result<std::string> follow_links(const std::string& path);
+
 Result<std::vector<uint8_t>> read_whole_file(const std::string& path);
 
 // Checkpoint file names: DIR/JOB-ROLE-RANK-ITERATION.ckpt, JOB being job.id with bytes other than

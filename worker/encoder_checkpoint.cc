@@ -43,7 +43,10 @@ std::vector<uint64_t> EncoderCheckpointer::start() {
     if (std::filesystem::is_directory(config_.dir, ec)) {
       stale_ = list_checkpoint_files(config_.dir, job_id_, "worker", rank_);
     }
-    if (enabled_) std::filesystem::create_directories(config_.dir, ec);
+    if (enabled_) {  // through a symbolic link whose folder is not there yet
+      const auto followed = follow_links(config_.dir);
+      std::filesystem::create_directories(followed ? *followed : config_.dir, ec);
+    }
     return {};
   }
   const auto files = list_checkpoint_files(config_.dir, job_id_, "worker", rank_);

@@ -78,3 +78,19 @@ TEST_CASE("two writers of one path each write a whole file", "[core]") {
   CHECK(contents(path) == "mine");
   fs::remove_all(dir);
 }
+
+TEST_CASE("follow_links follows a chain to a target not there yet and names a loop", "[core]") {
+  const std::string dir = temp_folder();
+  fs::create_symlink("b", dir + "/a");
+  fs::create_symlink(dir + "/c", dir + "/b");
+  const auto target = follow_links(dir + "/a");
+  REQUIRE(target);
+  CHECK(fs::path(*target) == fs::path(dir) / "c");
+  CHECK(*follow_links(dir + "/plain") == dir + "/plain");
+  fs::create_symlink("loop2", dir + "/loop1");
+  fs::create_symlink("loop1", dir + "/loop2");
+  const auto loop = follow_links(dir + "/loop1");
+  CHECK_FALSE(loop);
+  CHECK_THAT(loop.status().message(), Catch::Contains("too many levels of symbolic links"));
+  fs::remove_all(dir);
+}

@@ -132,3 +132,19 @@ TEST_CASE("a server that holds no chunk says its job cannot be resumed",
   CHECK_THAT(launch.output(), Catch::Contains("this server holds no chunk of the model (8 servers "
                                               "for 2 tensors): it writes no checkpoint"));
 }
+
+TEST_CASE("a checkpoint.dir that is a link to a folder not made yet is made and written",
+          "[integration][checkpoint]") {
+  // create_directories on the link failed with "File exists": the job was refused.
+  const std::string dir = test::temp_dir("ckpt-link");
+  std::filesystem::create_symlink("real-ckpt", dir + "/ckpt");
+  Job job = kMlp;
+  job.iterations = 5;
+  const std::string cfg = job_config(dir, job);
+  test::Proc launch("launch", {test::bin("psrt-launch"), cfg});
+  const auto rc = launch.wait_exit(120);
+  INFO(launch.output());
+  CHECK(rc == 0);
+  CHECK(std::filesystem::is_symlink(dir + "/ckpt"));
+  CHECK(list_checkpoints(dir + "/real-ckpt", "ckpt", 0).size() == 1);
+}
