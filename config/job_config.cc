@@ -58,13 +58,6 @@ Config parse_yaml(const std::string& yaml_text, const std::string& where,
   parse_security_and_limits(top, c, in_base);
   check_queue_room(c);
   check_split(c, top.child("placement"));
-  // The stages of a split model hold other parameters: one path for all kept one stage's.
-  if (c.placement.split() && !c.job.dump_params.empty() &&
-      c.job.dump_params.find("{rank}") == std::string::npos) {
-    throw ConfigError(where + ": job.dump_params: '" + c.job.dump_params +
-                      "' has no {rank}, but each stage of a split model holds other parameters "
-                      "and one file would keep one stage's: add {rank} to the path");
-  }
   parse_checkpoint(top.child("checkpoint"), in_base, c.checkpoint);
   c.log_level = top.get_choice("log_level", "info", {"trace", "debug", "info", "warn", "error"});
   c.timeline = top.get_string("timeline", "");

@@ -70,6 +70,12 @@ void check_split(const Config& c, const YamlReader& r) {
                       ": stages push their tensors ungrouped (grouping of a stage's own tensors "
                       "is not built yet); use grouping none");
   }
+  // The stages hold other parameters: one path for all kept one stage's.
+  if (!c.job.dump_params.empty() && c.job.dump_params.find("{rank}") == std::string::npos) {
+    throw ConfigError(c.source + ": job.dump_params: '" + c.job.dump_params +
+                      "' has no {rank}, but each stage of a split model holds other parameters "
+                      "and one file would keep one stage's: add {rank} to the path");
+  }
   if (int64_t(p.micro_batches) > c.job.batch_size) {
     r.fail("micro_batches",
            std::to_string(p.micro_batches) + " micro-batches need job.batch_size >= " +

@@ -88,6 +88,13 @@ Result<std::string> follow_links(const std::string& path) {
   return target.string();
 }
 
+std::error_code make_folder(const std::string& dir) {
+  const auto followed = follow_links(dir);
+  std::error_code ec;
+  std::filesystem::create_directories(followed ? *followed : dir, ec);
+  return ec;
+}
+
 uint32_t crc32_of(std::span<const uint8_t> bytes) {
   uLong crc = crc32(0L, Z_NULL, 0);
   const uint8_t* p = bytes.data();

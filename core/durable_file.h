@@ -7,6 +7,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include "core/status.h"
@@ -19,11 +20,14 @@ Status write_durably(const std::string& path, std::span<const uint8_t> bytes);
 // The same for a file made of `parts` one after the other (no copy gathers them first).
 Status write_durably(const std::string& path, std::span<const std::span<const uint8_t>> parts);
 // The whole regular file; an error for anything else.
+Result<std::vector<uint8_t>> read_whole_file(const std::string& path);
+
 // Where `path` leads through its symbolic links, link by link, to a target that may not exist yet
 // (`path` itself when it is no link); an error for a loop or a link that cannot be read.
 Result<std::string> follow_links(const std::string& path);
-
-Result<std::vector<uint8_t>> read_whole_file(const std::string& path);
+// Makes the folder `dir` and its parents, through a symbolic link to a folder not made yet
+// (std::filesystem::create_directories failed there with "File exists"); the error, if any.
+std::error_code make_folder(const std::string& dir);
 
 // Checkpoint file names: DIR/JOB-ROLE-RANK-ITERATION.ckpt, JOB being job.id with bytes other than
 // letters, digits, '.', '_' and '-' as '_' (and then '~' and the CRC32 of job.id in hex, so that

@@ -60,8 +60,7 @@ std::string json_escape(const std::string& s) {
 Timeline::Timeline(const std::string& dir, const std::string& process, int pid)
     : enabled_(!dir.empty()), pid_(pid) {
   if (!enabled_) return;
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
+  const std::error_code ec = make_folder(dir);
   if (ec || !std::filesystem::is_directory(dir)) {  // the trace is an aid: the run goes on
     spdlog::error("timeline: cannot create the folder '{}': {}; this process writes no timeline",
                   dir, ec ? ec.message() : "a file of that name is in the way");

@@ -41,10 +41,7 @@ void Checkpointer::fresh_start() {
 
 std::vector<uint64_t> Checkpointer::start() {
   if (!enabled()) return {};
-  std::error_code ec;
-  // Through a symbolic link whose folder is not there yet (it failed with "File exists").
-  const auto followed = follow_links(config_.dir);
-  std::filesystem::create_directories(followed ? *followed : config_.dir, ec);
+  std::error_code ec = make_folder(config_.dir);
   if (ec || !std::filesystem::is_directory(config_.dir)) {
     throw ConfigError("checkpoint.dir: cannot create the folder '" + config_.dir +
                       "': " + ec.message());

@@ -43,10 +43,7 @@ std::vector<uint64_t> EncoderCheckpointer::start() {
     if (std::filesystem::is_directory(config_.dir, ec)) {
       stale_ = list_checkpoint_files(config_.dir, job_id_, "worker", rank_);
     }
-    if (enabled_) {  // through a symbolic link whose folder is not there yet
-      const auto followed = follow_links(config_.dir);
-      std::filesystem::create_directories(followed ? *followed : config_.dir, ec);
-    }
+    if (enabled_) make_folder(config_.dir);  // a failure shows at the first write
     return {};
   }
   const auto files = list_checkpoint_files(config_.dir, job_id_, "worker", rank_);

@@ -387,4 +387,12 @@ TEST_CASE("split jobs are accepted on model.backend gpu, what stages cannot do i
              Catch::Contains("scheduler.grouping"));
   CHECK_THAT(error_of(job + "placement: {mode: model, partitions: 3}\n"),
              Catch::Contains("placement.partitions"));
+  // Each stage holds other parameters: one dump_params path for all kept one stage's.
+  const auto dumped = [](const std::string& path) {
+    return "job: {iterations: 5, batch_size: 16, dump_params: '" + path + "'}\n"
+           "cluster: {workers: 4}\nmodel: {backend: gpu, arch: vgg-small}\n"
+           "placement: {mode: model, partitions: 4}\n";
+  };
+  CHECK_THAT(error_of(dumped("p.bin")), Catch::Contains("job.dump_params: 'p.bin' has no {rank}"));
+  CHECK(parse_config(dumped("p-{rank}.bin"), "job.yaml").job.dump_params == "p-{rank}.bin");
 }

@@ -94,3 +94,17 @@ TEST_CASE("follow_links follows a chain to a target not there yet and names a lo
   CHECK_THAT(loop.status().message(), Catch::Contains("too many levels of symbolic links"));
   fs::remove_all(dir);
 }
+
+TEST_CASE("make_folder makes a folder through a link to one not made yet", "[core]") {
+  // create_directories on such a link failed with "File exists" (a checkpoint.dir or timeline
+  // folder given as a link to a scratch disk's folder).
+  const std::string dir = temp_folder();
+  fs::create_symlink(dir + "/scratch/run", dir + "/ckpt");
+  CHECK_FALSE(make_folder(dir + "/ckpt"));
+  CHECK(fs::is_directory(dir + "/scratch/run"));
+  CHECK(fs::is_symlink(dir + "/ckpt"));
+  CHECK_FALSE(make_folder(dir + "/ckpt"));  // there already
+  std::ofstream(dir + "/file") << "x";
+  CHECK(make_folder(dir + "/file/sub"));  // a file in the way
+  fs::remove_all(dir);
+}

@@ -140,12 +140,10 @@ int Launcher::finish(int rc) {
       if (left <= Clock::duration::zero()) break;
       timeout_ms = int(std::chrono::duration_cast<std::chrono::milliseconds>(left).count()) + 1;
     }
-    std::vector<pollfd> fds{{sig_fd_, POLLIN, 0}, {out_->event_fd(), POLLIN, 0},
-                            {err_->event_fd(), POLLIN, 0}};
+    std::vector<pollfd> fds = own_fds();
     ::poll(fds.data(), fds.size(), timeout_ms);
     if ((fds[0].revents & POLLIN) && read_signals()) break;  // a signal: stop waiting
-    out_->consume_event();
-    err_->consume_event();
+    consume_queue_events();
   }
   return rc;
 }
@@ -192,6 +190,15 @@ void Launcher::signal_stop() {
   kill_at_ = after<Clock>(grace_s_);
 }
 
+std::vector<pollfd> Launcher::own_fds() const {
+  return {{sig_fd_, POLLIN, 0}, {out_->event_fd(), POLLIN, 0}, {err_->event_fd(), POLLIN, 0}};
+}
+
+void Launcher::consume_queue_events() {
+  out_->consume_event();
+  if (err_ != out_.get()) err_->consume_event();
+}
+
 bool Launcher::read_signals() {
   bool stop_asked = false;
   signalfd_siginfo info;
@@ -202,8 +209,7 @@ bool Launcher::read_signals() {
 }
 
 void Launcher::step(int timeout_ms) {
-  std::vector<pollfd> fds{{sig_fd_, POLLIN, 0}, {out_->event_fd(), POLLIN, 0},
-                          {err_->event_fd(), POLLIN, 0}};
+  std::vector<pollfd> fds = own_fds();
   std::vector<std::pair<Process*, int>> owners(fds.size(), {nullptr, -1});
   for (auto& c : children_) {
     for (int fd : {c->out_fd(), c->err_fd()}) {
@@ -213,7 +219,7 @@ void Launcher::step(int timeout_ms) {
     }
   }
   ::poll(fds.data(), fds.size(), timeout_ms);
-  for (std::size_t i = 3; i < fds.size(); ++i) {
+  for (std::size_t i = kOwnFds; i < fds.size(); ++i) {
     if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     Process* c = owners[i].first;
     const bool err = owners[i].second == c->err_fd();
@@ -232,8 +238,7 @@ void Launcher::step(int timeout_ms) {
     if (!stopping_) say(true, "psrt-launch: stopping every process");
     stop(130, 0);
   }
-  out_->consume_event();
-  err_->consume_event();
+  consume_queue_events();
   // Nobody reads what the launch prints (a write met EPIPE): nothing more to say.
   if (out_->broken() || err_->broken()) stop(128 + SIGPIPE, 0);
   reap();

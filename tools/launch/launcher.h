@@ -5,6 +5,8 @@
 // own, so that a reader who stops reading stalls no process of the job.
 #pragma once
 
+#include <poll.h>
+
 #include <chrono>
 #include <cstddef>
 #include <memory>
@@ -43,6 +45,10 @@ class Launcher {
   void stop(int rc, double term_delay_s);
   void signal_stop();
   void step(int timeout_ms);
+  // What the launch polls for itself: the signals, then each queue's event (kOwnFds of them).
+  static constexpr std::size_t kOwnFds = 3;
+  std::vector<pollfd> own_fds() const;
+  void consume_queue_events();
   bool read_signals();  // true if one asks to stop
   void reap();
 

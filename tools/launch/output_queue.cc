@@ -43,6 +43,9 @@ struct OutputQueue::State {
     dropped_here = 0;
     cv.notify_one();
   }
+  // The writer thread: writes what waits, in one write each time, until stopped with nothing
+  // left or the reader goes away.
+  void drain();
   void signal_event() const {
     const uint64_t one = 1;
     [[maybe_unused]] const ssize_t n = ::write(event_fd, &one, sizeof one);
@@ -75,39 +78,41 @@ Written write_all(int fd, const std::string& text) {
 
 }  // namespace
 
+void OutputQueue::State::drain() {
+  std::unique_lock lock(mu);
+  for (;;) {
+    cv.wait(lock, [&] { return stop || !queue.empty(); });
+    if (queue.empty()) return;  // stopped, nothing left
+    std::string batch;  // everything waiting, in one write
+    for (; !queue.empty(); queue.pop_front()) batch += queue.front();
+    writing = true;
+    lock.unlock();
+    const Written written = write_all(fd, batch);
+    lock.lock();
+    writing = false;
+    bytes -= batch.size();
+    if (written == Written::kFailed) {  // counted with the lines dropped, and on their own
+      const auto lines = uint64_t(std::count(batch.begin(), batch.end(), '\n'));
+      dropped += lines;
+      failed += lines;
+    }
+    const bool ok = written != Written::kReaderGone;
+    if (!ok) {
+      broken = true;
+      queue.clear();
+      bytes = 0;
+    }
+    if (queue.empty()) signal_event();
+    if (!ok) return;
+  }
+}
+
 OutputQueue::OutputQueue(int fd, std::size_t limit_bytes) : state_(std::make_shared<State>()) {
   state_->fd = fd;
   state_->limit = limit_bytes;
   state_->event_fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (state_->event_fd < 0) throw std::runtime_error("eventfd failed");
-  thread_ = std::thread([s = state_] {
-    std::unique_lock lock(s->mu);
-    for (;;) {
-      s->cv.wait(lock, [&] { return s->stop || !s->queue.empty(); });
-      if (s->queue.empty()) return;  // stopped, nothing left
-      std::string batch;  // everything waiting, in one write
-      for (; !s->queue.empty(); s->queue.pop_front()) batch += s->queue.front();
-      s->writing = true;
-      lock.unlock();
-      const Written written = write_all(s->fd, batch);
-      lock.lock();
-      s->writing = false;
-      s->bytes -= batch.size();
-      if (written == Written::kFailed) {  // counted with the lines dropped, and on their own
-        const auto lines = uint64_t(std::count(batch.begin(), batch.end(), '\n'));
-        s->dropped += lines;
-        s->failed += lines;
-      }
-      const bool ok = written != Written::kReaderGone;
-      if (!ok) {
-        s->broken = true;
-        s->queue.clear();
-        s->bytes = 0;
-      }
-      if (s->queue.empty()) s->signal_event();
-      if (!ok) return;
-    }
-  });
+  thread_ = std::thread([s = state_] { s->drain(); });
 }
 
 OutputQueue::~OutputQueue() {

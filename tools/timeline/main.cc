@@ -52,20 +52,19 @@ bool read_events(const fs::path& file, FileEvents& out, std::string& error) {
 // it is refused, or "" (a FIFO or a terminal is not read: it would block; an earlier merge there
 // is replaced).
 std::string run_file_in_inputs(const std::string& output, const std::vector<std::string>& inputs) {
+  std::error_code ec;
+  if (!fs::is_regular_file(output, ec)) return "";
+  const fs::path folder = fs::path(output).has_parent_path() ? fs::path(output).parent_path()
+                                                              : fs::path(".");
   for (const auto& in : inputs) {
-    std::error_code ec;
-    const fs::path folder = fs::path(output).has_parent_path() ? fs::path(output).parent_path()
-                                                                : fs::path(".");
-    if (!fs::is_directory(in, ec) || !fs::is_regular_file(output, ec) ||
-        !fs::equivalent(folder, in, ec)) {
-      continue;
-    }
+    if (!fs::is_directory(in, ec) || !fs::equivalent(folder, in, ec)) continue;
     std::string error;
     FileEvents got;
     if (read_events(output, got, error) && got.processes == 1) {
       return "-o " + output + " holds one process's trace (a file of the run in " + in +
              "): not overwritten; write the merge elsewhere";
     }
+    return "";
   }
   return "";
 }
