@@ -17,25 +17,6 @@ namespace psrt {
 
 namespace {
 
-// A link's messages in flight under the byte credit must fit a quarter of the queue's high-water
-// mark (ZeroMQ reports room to the sender in steps of half the mark, and the start's paced
-// messages take a quarter): a message dropped at a full queue is not sent again.
-void check_queue_room(const Config& c) {
-  // The modes that send tensors whole do not cut them in chunk_bytes: the count is unknown here
-  // (the worker names a dropped push when it happens, core/lost_send.h).
-  if (c.scheduler.mode != Mode::kFifoChunked && c.scheduler.mode != Mode::kPreemptive) return;
-  const uint64_t in_flight = c.scheduler.credit_bytes / c.scheduler.chunk_bytes;
-  const auto hwm = uint64_t(c.limits.socket_hwm);
-  if (in_flight * 4 < hwm) return;
-  throw ConfigError(c.source + ": limits.socket_hwm: " + std::to_string(hwm) +
-                    " messages is too few for the " + std::to_string(in_flight) +
-                    " chunks a link may have in flight (scheduler.credit_bytes " +
-                    std::to_string(c.scheduler.credit_bytes) + " / chunk_bytes " +
-                    std::to_string(c.scheduler.chunk_bytes) +
-                    "): it must be over 4 times that, as a message dropped at a full queue is "
-                    "not sent again; raise limits.socket_hwm or lower scheduler.credit_bytes");
-}
-
 Config parse_yaml(const std::string& yaml_text, const std::string& where,
                   const std::vector<std::string>& sets, const std::string& base_dir) {
   Config c;
@@ -56,7 +37,6 @@ Config parse_yaml(const std::string& yaml_text, const std::string& where,
                                       int(c.placement.replicas(c.cluster.workers)), c.optimizer,
                                       c.compression);
   parse_security_and_limits(top, c, in_base);
-  check_queue_room(c);
   check_split(c, top.child("placement"));
   parse_checkpoint(top.child("checkpoint"), in_base, c.checkpoint);
   c.log_level = top.get_choice("log_level", "info", {"trace", "debug", "info", "warn", "error"});

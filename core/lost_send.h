@@ -1,12 +1,14 @@
-// A message dropped at a full queue (limits.socket_hwm) that nothing sends again: a worker's INIT,
-// PULL or push. Each was a log line, and the job then waited for what never came until
-// cluster.progress_timeout_s (300 s) and blamed a peer; the worker now gives up at once, naming
-// the limit. A server's reply dropped is counted only: a worker that floods a server without
-// reading its replies must not end the job (the byte credit keeps the replies below the mark).
+// A message dropped at a full queue that nothing sends again: a worker's INIT, PULL or push, past
+// the mark (limits.socket_hwm) and what its sender holds for the peer (core/held_sends.h: a
+// server that stopped reading). The job waited for it until cluster.progress_timeout_s (300 s)
+// and then blamed a peer; the worker now gives up at once, naming why. A server's reply dropped so
+// is counted only: a worker that floods a server without reading its replies must not end the
+// job.
 #pragma once
 
 #include <string>
 
+#include "core/held_sends.h"
 #include "core/wire.h"
 
 namespace psrt {
@@ -30,9 +32,9 @@ inline bool lost_if_dropped(wire::MsgType type) {
 inline std::string lost_send_reason(wire::MsgType type, const std::string& to, int hwm) {
   return std::string(wire::MsgType_Name(type)) + " to " + to +
          " dropped: its queue was at limits.socket_hwm (" + std::to_string(hwm) +
-         " messages), and nothing sends it again, so the job cannot go on: raise "
-         "limits.socket_hwm above the messages a link can have in flight "
-         "(scheduler.credit_bytes / chunk_bytes, or the number of small tensors)";
+         " messages) and " + std::to_string(HeldSends::kMaxBytes >> 20) +
+         " MiB more waited for it (is it reading?); nothing sends it again, so the job cannot go "
+         "on";
 }
 
 }  // namespace psrt

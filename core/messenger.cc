@@ -13,6 +13,12 @@ namespace {
 // Messages read from one socket per pass: bounded, so that timers and completions stay
 // responsive under a flood.
 constexpr int kBatch = 256;
+// How often held messages (core/held_sends.h) are tried again while nothing else wakes the loop,
+// and how long close() tries them.
+constexpr std::chrono::milliseconds kHeldRetry{5};
+constexpr std::chrono::milliseconds kCloseWait{1000};
+// A DEALER's one peer, as HeldSends names it.
+const std::string kDealerPeer;
 
 // Asks the socket whether a message waits. This takes in every command its mailbox holds, so
 // afterwards its ZMQ_FD turns readable again only when a new one arrives.
@@ -103,23 +109,59 @@ void Messenger::on_drop(LinkId link, std::function<void()> dropped) {
 bool Messenger::send(LinkId link, const std::string* identity, const wire::Header& h,
                      std::vector<zmq::message_t> payload, bool* full) {
   metrics_.message(Metrics::Dir::kSent, metrics_kind(h.type()), payload_size(payload));
-  bool at_hwm = false;
   Link& l = links_.at(link);
   l.pending = true;  // the send may take in the command that announces a reply
-  if (send_envelope(l.socket, identity, h, std::move(payload), &at_hwm)) {
+  const std::string& peer = identity ? *identity : kDealerPeer;
+  bool at_hwm = false;
+  // Behind what is held for the peer, in order.
+  if (!l.held.holds(peer) && try_send_envelope(l.socket, identity, h, payload, &at_hwm)) {
     sent_.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
-  if (full) *full = at_hwm;
-  const std::string to = identity ? printable(*identity) : l.name;
-  if (at_hwm) {
-    log_.warn("full queue", std::string(wire::MsgType_Name(h.type())) + " to " + to +
-                                " dropped: its queue is at limits.socket_hwm (it reads slower than "
-                                "this process sends, or not at all)");
-  } else {
-    spdlog::debug("{} to {} dropped: peer not connected", wire::MsgType_Name(h.type()), to);
+  const auto to = [&] { return identity ? printable(*identity) : l.name; };
+  if (l.held.holds(peer) || at_hwm) {
+    if (at_hwm) {
+      spdlog::debug("{} to {} held: its queue is at limits.socket_hwm",
+                    wire::MsgType_Name(h.type()), to());
+    }
+    if (l.held.hold(peer, h, payload)) return true;
+    if (full) *full = true;
+    log_.warn("full queue", std::string(wire::MsgType_Name(h.type())) + " to " + to() +
+                                " dropped: its queue is at limits.socket_hwm and " +
+                                std::to_string(HeldSends::kMaxBytes >> 20) +
+                                " MiB wait for it (it reads slower than this process sends, or "
+                                "not at all)");
+    return false;
   }
+  spdlog::debug("{} to {} dropped: peer not connected", wire::MsgType_Name(h.type()), to());
   return false;
+}
+
+HeldSends::Send Messenger::held_sender(Link& link) {
+  return [this, &link](const std::string& peer, const wire::Header& h,
+                       std::vector<zmq::message_t>& payload, bool* full) {
+    const bool sent = try_send_envelope(link.socket, link.router ? &peer : nullptr, h, payload,
+                                        full);
+    if (sent) sent_.fetch_add(1, std::memory_order_relaxed);
+    return sent;
+  };
+}
+
+bool Messenger::send_held() {
+  bool left = false;
+  for (auto& l : links_) {
+    if (l.held.empty()) continue;
+    l.pending = true;  // sending takes in the socket's commands
+    l.held.flush(held_sender(l));
+    left = left || !l.held.empty();
+  }
+  return left;
+}
+
+std::size_t Messenger::held_messages() const {
+  std::size_t n = 0;
+  for (const auto& l : links_) n += l.held.messages();
+  return n;
 }
 
 void Messenger::dispatch(Link& link, Envelope& env) {
@@ -203,8 +245,11 @@ void Messenger::run(const Loop& loop) {
   while (!loop.done()) {
     const auto now = Clock::now();
     log_.flush(now);
-    const Clock::time_point next = loop.tick(now);
+    Clock::time_point next = loop.tick(now);
     if (loop.done()) break;
+    // A peer taking messages makes room without a word to this loop's fds: held messages are
+    // tried again each pass, and at least every kHeldRetry.
+    if (send_held()) next = std::min(next, now + kHeldRetry);
     const std::size_t polled = wait(next);
     if (ready_[0]) {
       wakeup_.drain();
@@ -225,6 +270,10 @@ void Messenger::run(const Loop& loop) {
 }
 
 void Messenger::close() {
+  // What is held gets the sockets' linger to go: the last replies of a job end it for others.
+  for (const auto until = Clock::now() + kCloseWait; send_held() && Clock::now() < until;) {
+    ::poll(nullptr, 0, int(kHeldRetry.count()));
+  }
   watched_.clear();
   monitors_.clear();
   links_.clear();

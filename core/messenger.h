@@ -3,8 +3,10 @@
 // can run a server and a worker in one process over inproc://), the sockets, the poll loop and the
 // wake-up other threads use to reach it. Every message received is decoded and checked (wire.h),
 // counted in the metrics and handed to the handler its socket registered for its type; what does
-// not decode goes to the socket's bad-message handler. Sends never block the loop: a peer whose
-// queue is at the high-water mark loses the message, and a rate-limited log line says so.
+// not decode goes to the socket's bad-message handler. Sends never block the loop: a message that
+// meets a peer's queue at the high-water mark is held and sent, in order, as room comes
+// (core/held_sends.h); past what is held for one peer it is dropped, and a rate-limited log line
+// says so.
 //
 // What rides on it: the credit links (core/credit_link.h), the member side of the control plane
 // (core/control_plane.h), the coordinator's role (server/coordinator.h), the server's data plane
@@ -22,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "core/held_sends.h"
 #include "core/metrics.h"
 #include "core/rate_limit.h"
 #include "core/socket_monitor.h"
@@ -94,10 +97,13 @@ class Messenger {
   // ZeroMQ reconnects, but what was in flight on the old connection is lost (core/drop_watch.h).
   void on_drop(LinkId link, std::function<void()> dropped);
 
-  // Sends on `link` (to `identity` on a ROUTER). False when the peer is gone or its queue is full
-  // (then `*full` is set, if given, and a rate-limited warning names the peer).
+  // Sends on `link` (to `identity` on a ROUTER), or holds the message while the peer's queue is
+  // full. False when the peer is gone or has HeldSends::kMaxBytes held already (then `*full` is
+  // set, if given, and a rate-limited warning names the peer).
   bool send(LinkId link, const std::string* identity, const wire::Header& h,
             std::vector<zmq::message_t> payload = {}, bool* full = nullptr);
+  // Messages held for full queues, on every link.
+  std::size_t held_messages() const;
 
   struct Loop {
     std::function<bool()> done;  // checked before every pass
@@ -125,6 +131,7 @@ class Messenger {
     BadHandler bad;
     std::vector<Admit> admits;
     bool heard = false;  // a message decoded on it: a connection was up
+    HeldSends held;      // by peer identity ("" on a DEALER)
   };
   void read(Link& link, const Loop& loop);
   // Waits for input on the links, the watched sockets and fds and the wake-up, up to `until`;
@@ -132,6 +139,10 @@ class Messenger {
   std::size_t wait(Clock::time_point until);
   void dispatch(Link& link, Envelope& env);
   LinkId add(zmq::socket_t socket, std::string name, bool router);
+  // Sends what the links hold, as far as room allows; whether any still waits.
+  bool send_held();
+  // The sends of a link's held messages.
+  HeldSends::Send held_sender(Link& link);
 
   std::string job_id_;
   SocketOptions options_;

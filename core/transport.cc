@@ -79,6 +79,12 @@ bool recv_envelope(zmq::socket_t& socket, Envelope& out, bool with_identity) {
 
 bool send_envelope(zmq::socket_t& socket, const std::string* identity, const wire::Header& header,
                    std::vector<zmq::message_t> payload, bool* full) {
+  return try_send_envelope(socket, identity, header, payload, full);
+}
+
+bool try_send_envelope(zmq::socket_t& socket, const std::string* identity,
+                       const wire::Header& header, std::vector<zmq::message_t>& payload,
+                       bool* full) {
   try {
     // Only the first frame can meet the high-water mark: the rest of a message always follows.
     zmq::message_t head = encode_header(header);

@@ -55,6 +55,11 @@ bool recv_envelope(zmq::socket_t& socket, Envelope& out, bool with_identity);
 // the high-water mark (then `*full` is set, if given); other errors throw zmq::error_t.
 bool send_envelope(zmq::socket_t& socket, const std::string* identity, const wire::Header& header,
                    std::vector<zmq::message_t> payload = {}, bool* full = nullptr);
+// The same with `payload` taken only when the message was sent: a message that met a full queue
+// keeps its frames, to be sent later (core/held_sends.h).
+bool try_send_envelope(zmq::socket_t& socket, const std::string* identity,
+                       const wire::Header& header, std::vector<zmq::message_t>& payload,
+                       bool* full = nullptr);
 
 // A frame that points into memory kept alive by `owner` until ZeroMQ has sent it.
 zmq::message_t shared_frame(std::shared_ptr<const void> owner, const void* data, std::size_t size);
