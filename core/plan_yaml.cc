@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <limits>
 #include <map>
 
@@ -38,14 +39,22 @@ void read_pairs(const YamlReader& r, DeviceSet& set) {
   const auto names = device_index(set);
   const std::size_t n = set.devices.size();
   set.pair.assign(n, std::vector<Link>(n, set.link));
+  std::map<std::pair<uint32_t, uint32_t>, std::size_t> given;  // a pair, either way: its entry
   for (std::size_t i = 0; i < pairs.size(); ++i) {
     YamlReader pr(pairs[i], r.full("link_pairs[" + std::to_string(i) + "]"), r.where());
     const std::string from = pr.get_string("from", ""), to = pr.get_string("to", "");
     if (!names.count(from)) pr.fail("from", "'" + from + "' is no device");
     if (!names.count(to)) pr.fail("to", "'" + to + "' is no device");
+    // A device's traffic to itself crosses no link; a pair given twice kept the later entry.
+    if (from == to) pr.fail("to", "'" + to + "' is the device it links from");
+    const auto [a, b] = std::minmax(names.at(from), names.at(to));
+    if (const auto [it, fresh] = given.emplace(std::pair(a, b), i); !fresh) {
+      pr.fail("to", "the link between '" + from + "' and '" + to + "' is given in link_pairs[" +
+                        std::to_string(it->second) + "] too (a link serves both ways)");
+    }
     const Link l = read_link(pr, set.link);
-    set.pair[names.at(from)][names.at(to)] = l;
-    set.pair[names.at(to)][names.at(from)] = l;
+    set.pair[a][b] = l;
+    set.pair[b][a] = l;
   }
 }
 
@@ -62,6 +71,7 @@ DeviceSet read_devices(const YamlReader& r) {
     YamlReader dr(list[i], r.full("devices[" + std::to_string(i) + "]"), r.where());
     Device d;
     d.name = dr.get_string("name", "dev" + std::to_string(i));
+    if (d.name.empty()) dr.fail("name", "is empty");
     const double gib = dr.get_double("memory_gib", 0, 0, 1e9);
     d.memory_bytes = static_cast<uint64_t>(
         dr.get_int("memory_bytes", static_cast<int64_t>(gib * 1073741824.0), 1, INT64_MAX));

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <set>
 
@@ -120,9 +121,17 @@ ModelDesc parse_profile(const std::string& yaml_text, const std::string& where, 
   root.get_string("formula", "");
   model.batch_size = static_cast<uint32_t>(root.get_int("batch_size", 0, 0, 1 << 20));
   model.device_gflops = root.get_double("device_gflops", 0, 0, 1e9);
-  const double file_scale = root.get_double("scale", 1.0, 1e-9, 1e9);
+  const double file_scale = root.get_double("scale", 1.0, kMinProfileScale, 1e9);
   if (!std::isfinite(scale)) {  // NaN passed `scale <= 0` and reached the simulator's clock
     throw ConfigError(where + ": the scale " + std::to_string(scale) + " is not a number");
+  }
+  // 1e-300 made every tensor one element and every time zero: psrt-sim printed a link bound
+  // 7.9e303 times the compute.
+  if (scale > 0 && scale < kMinProfileScale) {
+    char text[64];
+    std::snprintf(text, sizeof text, "%g is below %g", scale, kMinProfileScale);
+    throw ConfigError(where + ": the scale " + text + " (every tensor would be one element and "
+                      "every time nothing)");
   }
   if (scale <= 0) scale = file_scale;
   // A written profile's sizes are already scaled by this (profile_yaml): recorded, not applied.

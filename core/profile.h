@@ -28,6 +28,9 @@
 
 namespace psrt {
 
+// The smallest scale, given or in the file.
+constexpr double kMinProfileScale = 1e-6;
+
 // Throws ConfigError naming the file and key on a bad profile. scale <= 0 keeps the file's own.
 ModelDesc load_profile(const std::string& path, double scale = 0);
 ModelDesc parse_profile(const std::string& yaml_text, const std::string& where, double scale = 0);

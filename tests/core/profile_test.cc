@@ -91,6 +91,11 @@ TEST_CASE("profile sizes that would overflow are refused, never wrapped", "[core
                     "tensors: [{elements: 4}]}]\n",
                     "p.yaml"),
       Catch::Contains("layers[0].activation_elements"));
+  // A scale so small that every tensor is one element and every time nothing.
+  const std::string one = "layers: [{name: a, forward_ms: 1, tensors: [{elements: 1000}]}]\n";
+  CHECK_THROWS_WITH(parse_profile(one, "p.yaml", 1e-300), Catch::Contains("1e-300 is below 1e-06"));
+  CHECK_THROWS_WITH(parse_profile("scale: 1e-12\n" + one, "p.yaml"), Catch::Contains("scale"));
+  CHECK(parse_profile(one, "p.yaml", 1e-3).tensors[0].num_elements == 1);
   // Within the limit, but not once scaled.
   CHECK_THROWS_WITH(
       parse_profile("scale: 4\nlayers: [{name: a, tensors: [{elements: 1099511627776}]}]\n",

@@ -73,5 +73,21 @@ TEST_CASE("a bad plan file is rejected naming what is wrong", "[placement]") {
                                      "p.yaml", m),
                       Catch::Contains("devices[0].memory_gib"));
   }
+  CHECK_THROWS_WITH(plan_from_yaml("model: test\ndevices: [{name: '', memory_bytes: 100, "
+                                    "gflops: 1}]\nstages: [{device: '', layers: [l0, l1]}]\n",
+                                    "p.yaml", m),
+                    Catch::Contains("devices[0].name: is empty"));
+  // A device linked to itself, and one pair given twice (the later entry was kept).
+  const std::string linked = two + "  - {device: a, layers: [l0]}\n  - {device: b, layers: [l1]}\n";
+  CHECK_THROWS_WITH(plan_from_yaml(linked + "link_pairs: [{from: a, to: a}]\n", "p.yaml", m),
+                    Catch::Contains("link_pairs[0].to: 'a' is the device it links from"));
+  CHECK_THROWS_WITH(
+      plan_from_yaml(linked + "link_pairs: [{from: a, to: b, latency_ms: 1}, "
+                              "{from: b, to: a, latency_ms: 9}]\n",
+                     "p.yaml", m),
+      Catch::Contains("link_pairs[1].to: the link between 'b' and 'a' is given in link_pairs[0]"));
+  CHECK(plan_from_yaml(linked + "link_pairs: [{from: a, to: b, latency_ms: 1}]\n", "p.yaml", m)
+            .devices.pair[1][0]
+            .latency_ms == 1);
   CHECK_THROWS_AS(plan_from_yaml("[", "p.yaml", m), ConfigError);
 }

@@ -310,8 +310,13 @@ void simulate_modes(const Args& a, Setup& st) {
     std::fflush(stdout);  // each row as it is done, through a pipe too
     bounds = r.bounds;
   }
-  std::printf("link bound / compute = %.2f (busiest link: %s); ratio = iter_ms / bound_ms\n",
-              bounds.link_ms / bounds.compute_ms, bounds.busiest_link.c_str());
+  if (bounds.compute_ms > 0) {
+    std::printf("link bound / compute = %.2f (busiest link: %s); ratio = iter_ms / bound_ms\n",
+                bounds.link_ms / bounds.compute_ms, bounds.busiest_link.c_str());
+  } else {  // a profile without times (inf or nan)
+    std::printf("link bound %.3f ms, no compute (busiest link: %s); ratio = iter_ms / bound_ms\n",
+                bounds.link_ms, bounds.busiest_link.c_str());
+  }
 }
 
 }  // namespace
