@@ -45,12 +45,27 @@ Config parse_yaml(const std::string& yaml_text, const std::string& where,
   return c;
 }
 
+// An error about a key a --set gave (the last one, which wins) says so: it read as the file's.
+std::string with_set_named(const std::string& error, const std::string& where,
+                           const std::vector<std::string>& sets) {
+  for (auto it = sets.rbegin(); it != sets.rend(); ++it) {
+    const std::string key = where + ": " + it->substr(0, it->find('='));
+    if (error.rfind(key, 0) != 0 || error.size() == key.size()) continue;
+    const char next = error[key.size()];
+    if (next == ':' || next == '[') return error + " (from --set " + *it + ")";
+  }
+  return error;
+}
+
 }  // namespace
 
 Config parse_config(const std::string& yaml_text, const std::string& where,
                     const std::vector<std::string>& sets, const std::string& base_dir) {
   try {
     return parse_yaml(yaml_text, where, sets, base_dir);
+  } catch (const ConfigError& e) {
+    if (sets.empty()) throw;
+    throw ConfigError(with_set_named(e.what(), where, sets));
   } catch (const std::bad_alloc&) {
     throw ConfigError(where + ": out of memory while parsing the config (a value far too large?)");
   } catch (const YAML::Exception& e) {  // anything yaml-cpp throws past the checks above

@@ -136,3 +136,17 @@ TEST_CASE("a section with no value is refused, naming it", "[config]") {
   CHECK_THAT(error_of("job: {id: x}\n", {"job="}), Catch::Contains("job: has no value"));
   CHECK(parse_config("cluster: {workers: 2}\n", "job.yaml").job.id == "psrt");  // left out: defaults
 }
+
+// A value out of range given by --set was reported as the file's ("job.yaml: job.iterations: ..."),
+// sending the user to a file that did not hold it.
+TEST_CASE("an error about a key a --set gave names the --set", "[config]") {
+  CHECK_THAT(error_of("job: {iterations: 5}\n", {"job.iterations=-5"}),
+             Catch::EndsWith("job.iterations: -5 is out of range [0, 1099511627776] "
+                             "(from --set job.iterations=-5)"));
+  CHECK_THAT(error_of("job: {iterations: -5}\n", {"cluster.workers=2"}),
+             !Catch::Contains("--set"));  // the file's own key
+  // The last --set of a key is the one in force; a key that only starts like it is another.
+  CHECK_THAT(error_of("", {"cluster.workers=2", "cluster.workers=5000"}),
+             Catch::EndsWith("(from --set cluster.workers=5000)"));
+  CHECK_THAT(error_of("scheduler: {mode: foo}\n", {"scheduler.mod=1"}), !Catch::Contains("(from"));
+}
