@@ -284,7 +284,11 @@ int second_document_line(const std::string& text) {
                                        line[3] == '\r');
     if (marker && content) return number;
     const auto first = line.find_first_not_of(" \t\r");
-    if (!marker && first != std::string_view::npos && line[first] != '#') content = true;
+    // A directive (%YAML 1.2) comes before the first document's marker: it is not content.
+    const bool directive = !content && first == 0 && line[0] == '%';
+    if (!marker && !directive && first != std::string_view::npos && line[first] != '#') {
+      content = true;
+    }
   }
   return 0;
 }

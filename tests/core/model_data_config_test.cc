@@ -150,3 +150,10 @@ TEST_CASE("an error about a key a --set gave names the --set", "[config]") {
              Catch::EndsWith("(from --set cluster.workers=5000)"));
   CHECK_THAT(error_of("scheduler: {mode: foo}\n", {"scheduler.mod=1"}), !Catch::Contains("(from"));
 }
+
+TEST_CASE("a job file may start with a YAML directive", "[config]") {
+  // "%YAML 1.2" before the first "---" was taken for content, and the marker for a second document.
+  CHECK(parse_config("%YAML 1.2\n---\njob: {id: directed}\n", "job.yaml").job.id == "directed");
+  CHECK_THAT(error_of("%YAML 1.2\n---\njob: {id: a}\n---\njob: {id: b}\n"),
+             Catch::Contains("line 4 starts a second YAML document"));
+}
