@@ -33,11 +33,13 @@ uint64_t cgroup_available() {
 
 }  // namespace
 
-SocketOptions socket_options(const LimitsConfig& limits, const CurveKeys* curve) {
+SocketOptions socket_options(const LimitsConfig& limits, const CurveKeys* curve,
+                             uint64_t credit_bytes) {
   SocketOptions o;
   o.hwm = limits.socket_hwm;
   o.curve = curve;
   o.buffer_bytes = limits.socket_buffer_bytes;
+  o.held_bytes = std::max<std::size_t>(o.held_bytes, std::size_t(4 * credit_bytes));
   return o;
 }
 

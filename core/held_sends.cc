@@ -8,7 +8,7 @@ bool HeldSends::hold(const std::string& peer, const wire::Header& h,
   for (const auto& frame : payload) bytes += frame.size();
   auto it = queues_.find(peer);
   // A message larger than the cap is still held when nothing else is.
-  if (it != queues_.end() && it->second.bytes + bytes > kMaxBytes) return false;
+  if (it != queues_.end() && it->second.bytes + bytes > max_bytes_) return false;
   Queue& q = it != queues_.end() ? it->second : queues_[peer];
   q.messages.push_back(Message{h, std::move(payload), bytes});
   q.bytes += bytes;

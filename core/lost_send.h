@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "core/held_sends.h"
+#include "core/transport.h"
 #include "core/wire.h"
 
 namespace psrt {
@@ -29,12 +29,14 @@ inline bool lost_if_dropped(wire::MsgType type) {
 }
 
 // The job's end, worded: "PUSH to server 1 dropped ...".
-inline std::string lost_send_reason(wire::MsgType type, const std::string& to, int hwm) {
+inline std::string lost_send_reason(wire::MsgType type, const std::string& to,
+                                    const SocketOptions& options) {
   return std::string(wire::MsgType_Name(type)) + " to " + to +
-         " dropped: its queue was at limits.socket_hwm (" + std::to_string(hwm) +
-         " messages) and " + std::to_string(HeldSends::kMaxBytes >> 20) +
-         " MiB more waited for it (is it reading?); nothing sends it again, so the job cannot go "
-         "on";
+         " dropped: its queue was at limits.socket_hwm (" + std::to_string(options.hwm) +
+         " messages) and " + std::to_string(options.held_bytes >> 20) +
+         " MiB more waited for it (the larger of 64 MiB and 4x scheduler.credit_bytes): it reads "
+         "far slower than this worker sends, or not at all; nothing sends it again, so the job "
+         "cannot go on";
 }
 
 }  // namespace psrt

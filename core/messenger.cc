@@ -49,6 +49,7 @@ Messenger::LinkId Messenger::add(zmq::socket_t socket, std::string name, bool ro
   link.socket = std::move(socket);
   link.name = std::move(name);
   link.router = router;
+  link.held = HeldSends(options_.held_bytes);
   link.fd = link.socket.get(zmq::sockopt::fd);
   links_.push_back(std::move(link));
   return links_.size() - 1;
@@ -128,7 +129,7 @@ bool Messenger::send(LinkId link, const std::string* identity, const wire::Heade
     if (full) *full = true;
     log_.warn("full queue", std::string(wire::MsgType_Name(h.type())) + " to " + to() +
                                 " dropped: its queue is at limits.socket_hwm and " +
-                                std::to_string(HeldSends::kMaxBytes >> 20) +
+                                std::to_string(options_.held_bytes >> 20) +
                                 " MiB wait for it (it reads slower than this process sends, or "
                                 "not at all)");
     return false;

@@ -98,7 +98,7 @@ class Messenger {
   void on_drop(LinkId link, std::function<void()> dropped);
 
   // Sends on `link` (to `identity` on a ROUTER), or holds the message while the peer's queue is
-  // full. False when the peer is gone or has HeldSends::kMaxBytes held already (then `*full` is
+  // full. False when the peer is gone or has options().held_bytes held already (then `*full` is
   // set, if given, and a rate-limited warning names the peer).
   bool send(LinkId link, const std::string* identity, const wire::Header& h,
             std::vector<zmq::message_t> payload = {}, bool* full = nullptr);
@@ -131,7 +131,7 @@ class Messenger {
     BadHandler bad;
     std::vector<Admit> admits;
     bool heard = false;  // a message decoded on it: a connection was up
-    HeldSends held;      // by peer identity ("" on a DEALER)
+    HeldSends held{0};   // by peer identity ("" on a DEALER); its bound set by add()
   };
   void read(Link& link, const Loop& loop);
   // Waits for input on the links, the watched sockets and fds and the wake-up, up to `until`;

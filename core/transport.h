@@ -32,6 +32,9 @@ struct SocketOptions {
   // SO_SNDBUF and SO_RCVBUF (limits.socket_buffer_bytes); 0 leaves the OS's default and its
   // autotuning.
   int buffer_bytes = 4 << 20;
+  // What a sender holds for one peer whose queue is full (core/held_sends.h): 64 MiB, or four
+  // times the byte credit where that is more (a link's messages in flight follow the credit).
+  std::size_t held_bytes = std::size_t(64) << 20;
 };
 
 // Options every psrt socket gets: those above, a bounded linger so shutdown flushes but never

@@ -23,7 +23,7 @@ bool PsClient::send_to(std::size_t server, const wire::Header& h,
   // Told on the next heartbeat (core/lost_send.h): by then the full queue has room for the word.
   if (full && lost_if_dropped(h.type()) && !lost_send_) {
     lost_send_ = lost_send_reason(h.type(), "server " + std::to_string(server),
-                                  messenger_.options().hwm);
+                                  messenger_.options());
   }
   return false;
 }
