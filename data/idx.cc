@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <climits>
 #include <cstddef>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <utility>
@@ -28,8 +30,18 @@ struct GzCloser {
 class IdxReader {
  public:
   explicit IdxReader(std::string path) : path_(std::move(path)) {
+    // A FIFO blocked the open for ever (the worker never registered and the job gave up on it
+    // later, naming nothing); a device or a folder is no data file either.
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    const fs::file_status st = fs::status(path_, ec);
+    if (!fs::exists(st)) {
+      fail(fs::is_symlink(fs::symlink_status(path_, ec)) ? "a symbolic link to nothing"
+                                                          : "no such file");
+    }
+    if (!fs::is_regular_file(st)) fail("not a regular file (a FIFO, a device or a folder?)");
     file_.reset(gzopen(path_.c_str(), "rb"));
-    if (!file_) fail("cannot open file");
+    if (!file_) fail(std::string("cannot open file: ") + std::strerror(errno));
     gzbuffer(file_.get(), 1 << 17);
   }
 
@@ -49,7 +61,17 @@ class IdxReader {
         const char* msg = gzerror(file_.get(), &code);
         fail(std::string("read error: ") + (msg != nullptr ? msg : "unknown"));
       }
-      if (got == 0) break;
+      if (got == 0) {
+        // A gzip stream cut short (its trailer, which holds the check, gone) reads as an end of
+        // file with zlib's "unexpected end of file" set: the data read was taken unchecked.
+        int code = Z_OK;
+        const char* msg = gzerror(file_.get(), &code);
+        if (code != Z_OK && code != Z_STREAM_END) {
+          fail(std::string("read error: ") + (msg != nullptr ? msg : "unknown") +
+               " (a gzip file cut short?)");
+        }
+        break;
+      }
       done += static_cast<std::size_t>(got);
     }
     return done;
@@ -212,18 +234,23 @@ Dataset load_idx(const std::string& images_path, const std::string& labels_path,
 }
 
 Dataset load_split(const std::string& dir, bool train, int classes, PixelForm form) {
+  if (std::error_code ec; !std::filesystem::is_directory(dir, ec)) {
+    throw ConfigError("data.path: '" + dir + "' is not a folder (the folder of the IDX files)");
+  }
   const std::string prefix = dir + "/" + (train ? "train" : "t10k");
-  const auto named = [](const std::string& base) {  // the plain name only where it alone exists
+  // A link counts as there even where its target is not (IdxReader names it).
+  const auto there = [](const std::string& path) {
     std::error_code ec;
-    return !std::filesystem::exists(base + ".gz", ec) && std::filesystem::exists(base, ec)
-               ? base
-               : base + ".gz";
+    return std::filesystem::exists(std::filesystem::symlink_status(path, ec));
+  };
+  const auto named = [&](const std::string& base) {  // the plain name only where it alone exists
+    return !there(base + ".gz") && there(base) ? base : base + ".gz";
   };
   const std::string labels_path = named(prefix + "-labels-idx1-ubyte");
   std::string images_path = named(prefix + "-images-idx3-ubyte");
-  if (std::error_code ec; !std::filesystem::exists(images_path, ec)) {
+  if (!there(images_path)) {
     const std::string colour = named(prefix + "-images-idx4-ubyte");
-    if (std::filesystem::exists(colour, ec)) images_path = colour;
+    if (there(colour)) images_path = colour;
   }
   Dataset ds = load_idx(images_path, labels_path, form);
   for (const int32_t label : ds.labels) {

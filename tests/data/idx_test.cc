@@ -1,5 +1,6 @@
 // IDX loading: round trips through gzip and plain files written here, and every error names the
 // file.
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #include <catch2/catch.hpp>
@@ -224,7 +225,25 @@ TEST_CASE("load_idx errors name the file and the problem", "[data][idx]") {
   SECTION("missing file") {
     const auto missing = dir.file("nope.gz");
     const auto msg = config_error([&] { load_idx(missing, lab); });
-    CHECK_THAT(msg, Catch::Contains(missing) && Catch::Contains("cannot open"));
+    CHECK_THAT(msg, Catch::Contains(missing) && Catch::Contains("no such file"));
+    fs::create_symlink(missing, dir.file("dangling.gz"));
+    CHECK_THAT(config_error([&] { load_idx(dir.file("dangling.gz"), lab); }),
+               Catch::Contains("dangling.gz: a symbolic link to nothing"));
+  }
+  SECTION("a gzip stream without its trailer, the check of what was read") {
+    // A changed byte went unnoticed: zlib's end of a stream cut short read as the file's end.
+    write_gz(img, idx_bytes(2051, {3, 2, 3}, pixels()));
+    fs::resize_file(img, fs::file_size(img) - 8);
+    CHECK_THAT(config_error([&] { load_idx(img, lab); }),
+               Catch::Contains(img) && Catch::Contains("a gzip file cut short?"));
+  }
+  SECTION("a FIFO, which blocked the open for ever, and a folder") {
+    const auto fifo = dir.file("fifo");
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    CHECK_THAT(config_error([&] { load_idx(fifo, lab); }),
+               Catch::Contains(fifo + ": not a regular file"));
+    CHECK_THAT(config_error([&] { load_idx(dir.file(""), lab); }),
+               Catch::Contains("not a regular file"));
   }
 }
 
@@ -253,6 +272,9 @@ TEST_CASE("load_split reads a folder's pair under plain names or .gz and checks 
   write_gz(dir.file("train-labels-idx1-ubyte.gz"), idx_bytes(2049, {3}, {2, 2, 2}));
   write_gz(dir.file("train-images-idx3-ubyte.gz"), idx_bytes(2051, {3, 2, 3}, pixels));
   CHECK(psrt::data::load_split(dir.file(""), true, 4).labels == std::vector<int32_t>{2, 2, 2});
+  // data.path that is no folder (a file, or empty) named a file inside it that could not be.
+  CHECK_THROWS_WITH(psrt::data::load_split(dir.file("train-images-idx3-ubyte"), true, 4),
+                    Catch::Contains("data.path: '") && Catch::Contains("' is not a folder"));
   // The test split is named t10k-*; missing, it names the .gz file it looked for.
   CHECK_THROWS_WITH(psrt::data::load_split(dir.file(""), false, 4),
                     Catch::Contains("t10k-images-idx3-ubyte.gz"));

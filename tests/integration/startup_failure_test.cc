@@ -78,8 +78,8 @@ TEST_CASE("a worker missing its data ends the job at once, telling even those st
   Coordinator c(dir + "/job.yaml");
   REQUIRE(!c.endpoint.empty());
   Proc w1 = c.worker(dir + "/job.yaml", 1, {"data.path=" + dir + "/no-such-folder"});
-  const std::string why =
-      "worker 1 gave up before registering: IDX file " + dir + "/no-such-folder";
+  const std::string why = "worker 1 gave up before registering: data.path: '" + dir +
+                          "/no-such-folder' is not a folder";
   REQUIRE(c.server.wait_line("gave up before registering", 60));
   ends_failed_naming(w1, "no-such-folder");
   // Worker 0 comes after the job ended: it is told why, and does not wait for the start.
