@@ -74,7 +74,7 @@ void add_custom(NetBuilder& s, const LayerSpec& l, bool last_fc) {
 // built-in architectures.
 ArchLayers custom_layers(const NetSpec& spec) {
   if (spec.layers.empty()) {
-    throw ConfigError("network spec (arch custom): no layers (model.layers)");
+    throw ConfigError("model.layers: no layers");
   }
   std::size_t last_fc = spec.layers.size();
   for (std::size_t i = 0; i < spec.layers.size(); ++i) {

@@ -112,7 +112,9 @@ void NetBuilder::check_output(const std::string& layer, double floats) const {
 }
 
 void NetBuilder::fail(const std::string& layer, const std::string& what) const {
-  throw ConfigError("network spec (arch " + arch_ + "): " + layer + ": " + what);
+  // The key to change: a custom network's layer list, else the built-in network's settings.
+  throw ConfigError((arch_ == "custom" ? std::string("model.layers") : "model.arch " + arch_) +
+                    ": " + layer + ": " + what);
 }
 
 std::string NetBuilder::shape() const {

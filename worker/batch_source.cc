@@ -50,9 +50,14 @@ BatchSource::BatchSource(const Config& config, uint32_t rank, std::size_t input_
   const int batch = config.job.batch_size;
   const int workers = config.cluster.workers;
   if (train_.n / workers < batch) {
+    // A split model's data is shared by its replicas (the first stages), not by every worker.
+    const std::string readers =
+        config.placement.split()
+            ? " replicas (cluster.workers / placement.partitions) "
+            : " workers (cluster.workers) ";
     throw ConfigError("data: " + std::to_string(train_.n) + " training images (data.path, " +
-                      "data.train_limit) give each of " + std::to_string(workers) +
-                      " workers (cluster.workers) " + std::to_string(train_.n / workers) +
+                      "data.train_limit) give each of " + std::to_string(workers) + readers +
+                      std::to_string(train_.n / workers) +
                       ", fewer than one batch of job.batch_size " + std::to_string(batch));
   }
   sampler_ = std::make_unique<data::BatchSampler>(train_.n, int(rank), config.cluster.workers,

@@ -15,13 +15,14 @@
 #include "core/config.h"
 #include "data/idx.h"
 #include "data/sampler.h"
+#include "engine/memory_estimate.h"
 
 namespace psrt {
 
 class BatchSource {
  public:
   // Chunk size of a test-set evaluation: bounds the activation memory, not the result.
-  static constexpr int kEvalBatch = 500;
+  static constexpr int kEvalBatch = engine::kMostEvalBatch;
 
   // `input_size`: floats per sample the model reads. Throws ConfigError when the data cannot be
   // loaded, when its images do not hold input_size values, or when the shard is smaller than a

@@ -1,10 +1,36 @@
 #include "worker/native_backend.h"
 
+#include "core/config_limits.h"
+#include "core/status.h"
 #include "engine/init.h"
+#include "engine/memory_estimate.h"
 #include "engine/net_spec.h"
 #include "engine/predictions.h"
 
 namespace psrt {
+namespace {
+
+// Worker 0 evaluates (at the end, or every job.eval_every: a bad test set was found mid-run).
+bool evaluates(const Config& config, uint32_t rank) {
+  return rank == 0 && (config.job.evaluate || config.job.eval_every > 0);
+}
+
+// build_replica once the network is known to fit this machine's memory (host activations: the
+// native backend's own; the GPU backend's are on the device).
+std::unique_ptr<engine::Network> build_fitting(const Config& config, uint32_t rank) {
+  const engine::NetSpec spec = engine::net_spec(config);
+  const ModelDesc desc = engine::describe_network(spec);  // nothing allocated
+  const engine::NetMemory memory{desc, uint64_t(spec.channels) * spec.height * spec.width};
+  if (const std::string why = engine::memory_problem(memory, config.job.batch_size,
+                                                     evaluates(config, rank),
+                                                     BatchSource::kEvalBatch, 1, memory_cap());
+      !why.empty()) {
+    throw ConfigError(why);
+  }
+  return build_replica(config, rank);
+}
+
+}  // namespace
 
 std::unique_ptr<engine::Network> build_replica(const Config& config, uint32_t rank) {
   auto net = engine::build_network(engine::net_spec(config), config.job.seed);
@@ -14,10 +40,10 @@ std::unique_ptr<engine::Network> build_replica(const Config& config, uint32_t ra
 
 NativeBackend::NativeBackend(const Config& config, uint32_t rank)
     : batch_(config.job.batch_size),
-      net_(build_replica(config, rank)),
-      source_(config, rank, net_->input_size()) {
-  // Worker 0 evaluates (at the end, or every job.eval_every: a bad test set was found mid-run).
-  if (rank == 0 && (config.job.evaluate || config.job.eval_every > 0)) source_.load_test_now();
+      net_(build_fitting(config, rank)),
+      source_(config, rank, net_->input_size()),
+      eval_batch_(engine::eval_batch({net_->desc(), net_->input_size()}, BatchSource::kEvalBatch)) {
+  if (evaluates(config, rank)) source_.load_test_now();
 }
 
 void NativeBackend::begin_iteration(uint64_t iteration) {
@@ -28,8 +54,7 @@ void NativeBackend::begin_iteration(uint64_t iteration) {
 std::optional<double> NativeBackend::evaluate(const std::function<bool()>& cancelled) {
   const data::Dataset& test = source_.test_set();
   try {
-    return net_->evaluate(test.images.data(), test.labels.data(), test.n, BatchSource::kEvalBatch,
-                          cancelled);
+    return net_->evaluate(test.images.data(), test.labels.data(), test.n, eval_batch_, cancelled);
   } catch (const engine::EvaluationCancelled&) {
     return std::nullopt;
   }

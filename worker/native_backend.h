@@ -31,6 +31,7 @@ class NativeBackend final : public Backend {
   int batch_;
   std::unique_ptr<engine::Network> net_;
   BatchSource source_;
+  int eval_batch_;  // samples per evaluation batch (engine/memory_estimate.h)
 };
 
 // Worker `rank`'s replica of the job's network: the initial values of job.seed (the same on every

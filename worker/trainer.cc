@@ -289,8 +289,12 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
     runner.forward(t);
     if (auto loss = backend.loss()) {
       if (!std::isfinite(*loss)) {
+        // Before any update the learning rate is not the cause (1024 fc layers without an
+        // activation overflow at their initial values).
         throw JobError("loss is " + std::to_string(*loss) + " at iteration " + std::to_string(t) +
-                       ": training diverged (lower optimizer.lr?)");
+                       (t == 0 ? ", before any update: the initial network's outputs overflow (a "
+                                 "deep stack without activations? inputs far from [0, 1]?)"
+                               : ": training diverged (lower optimizer.lr?)"));
       }
       progress.add_loss(*loss);
       result.last_loss = *loss;

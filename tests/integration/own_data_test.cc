@@ -133,4 +133,43 @@ TEST_CASE("A data folder without test images, or with less than a batch per work
   CHECK(big.wait_exit(60) == std::optional<int>(2));
   CHECK_THAT(big.output(), Catch::Contains("give each of 2 workers (cluster.workers) 32, fewer "
                                            "than one batch of job.batch_size 40"));
+  // Split in two stages, the one replica reads all 64 (the count said "1 workers", of 2).
+  Proc split("launch", {bin("psrt-launch"), dir + "/job.yaml", "--set", "job.batch_size=80",
+                        "--set", "job.evaluate=false", "--set", "placement.mode=model",
+                        "--set", "placement.partitions=2"});
+  CHECK(split.wait_exit(60) == std::optional<int>(2));
+  CHECK_THAT(split.output(), Catch::Contains("give each of 1 replicas (cluster.workers / "
+                                             "placement.partitions) 64, fewer than one batch"));
+}
+
+TEST_CASE("A network whose initial outputs overflow is not blamed on the learning rate",
+          "[integration][data]") {
+  // 1024 linear layers without an activation: the loss is NaN at iteration 0, before any update,
+  // and the message said "training diverged (lower optimizer.lr?)".
+  const std::string dir = temp_dir("owndata-deep");
+  write_quadrant_split(dir, "train", 64, 1);
+  write_quadrant_split(dir, "t10k", 16, 2);
+  std::string layers = "[";
+  for (int i = 0; i < 1023; ++i) layers += "{fc: 4}, ";
+  write_file(dir + "/job.yaml", job(dir, "{arch: custom, layers: " + layers + "{fc: 4}]}"));
+  Proc launch("launch", {bin("psrt-launch"), dir + "/job.yaml", "--set", "cluster.workers=1"});
+  CHECK(launch.wait_exit(120) == std::optional<int>(1));
+  CHECK_THAT(launch.output(), Catch::Contains("at iteration 0, before any update: the initial "
+                                              "network's outputs overflow"));
+  CHECK_THAT(launch.output(), !Catch::Contains("lower optimizer.lr"));
+}
+
+TEST_CASE("A network too large for this machine's memory is refused before anything starts",
+          "[integration][data]") {
+  // 20000 channels of 28x28 pass every size check, but their activations at this batch need far
+  // more than any machine has: the kernel killed the worker, with nothing said.
+  const std::string dir = temp_dir("owndata-big");
+  write_file(dir + "/job.yaml", "job: {id: big, iterations: 2, batch_size: 65536}\n"
+                                "model: {arch: custom, layers: [{conv: 20000, kernel: 1}, "
+                                "{fc: 10}]}\n");
+  Proc launch("launch", {bin("psrt-launch"), dir + "/job.yaml"});
+  CHECK(launch.wait_exit(60) == std::optional<int>(2));
+  CHECK_THAT(launch.output(), Catch::Contains("job.yaml: model: the network") &&
+                                  Catch::Contains(" needs at least ") &&
+                                  Catch::Contains("at job.batch_size 65536), over the "));
 }

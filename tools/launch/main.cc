@@ -102,7 +102,13 @@ int load_job(const std::string& config_path, const std::vector<std::string>& set
     if (resume && config.checkpoint.dir.empty()) {
       throw psrt::ConfigError("--resume: checkpoint.dir is not set in " + config_path);
     }
-    psrt::launch::check_model(config, !check_only);
+    try {
+      psrt::launch::check_model(config, !check_only);
+    } catch (const psrt::ConfigError& e) {  // its errors name the keys: the file too
+      const std::string what = e.what();
+      if (what.rfind(config_path + ":", 0) == 0) throw;
+      throw psrt::ConfigError(config_path + ": " + what);
+    }
     if (check_only && config.security.curve && config.security.secret_file.empty()) {
       throw psrt::ConfigError("security.curve: true needs security.secret_file where a cluster "
                               "script starts the processes (psrt-launch makes a secret only for "

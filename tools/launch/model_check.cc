@@ -2,10 +2,12 @@
 
 #include <cstdio>
 
+#include "core/config_limits.h"
 #include "core/plan_yaml.h"
 #include "core/profile.h"
 #include "core/status.h"
 #include "core/stage_layout.h"
+#include "engine/memory_estimate.h"
 #include "engine/net_spec.h"
 #include "scheduler/sim/calibration.h"
 
@@ -54,6 +56,19 @@ void check_model(const Config& config, bool read_files) {
   if (model.tensors.empty()) {  // the coordinator refused it only once every server was up
     throw ConfigError("model: " + model.name + " has no parameters to train (" +
                       (config.model.backend == "replay" ? "model.profile" : "model.layers") + ")");
+  }
+  // Every worker of this launch runs on this machine: together they must fit it (each worker
+  // checks its own share only).
+  if (read_files && config.model.backend == "native" && !config.placement.split()) {
+    const engine::NetSpec spec = engine::net_spec(config);
+    const engine::NetMemory memory{model, uint64_t(spec.channels) * spec.height * spec.width};
+    const bool evaluates = config.job.evaluate || config.job.eval_every > 0;
+    if (const std::string why = engine::memory_problem(memory, config.job.batch_size, evaluates,
+                                                       engine::kMostEvalBatch,
+                                                       config.cluster.workers, memory_cap());
+        !why.empty()) {
+      throw ConfigError(why);
+    }
   }
   // A worker refused it only once the servers had started.
   if (!config.placement.split() && !config.scheduler.priority.empty() &&
