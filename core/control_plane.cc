@@ -75,6 +75,12 @@ void ControlPlane::register_with(const wire::Register& reg, const wire::StageInf
   wire::Header h = make_header(self_, wire::REGISTER);
   *h.mutable_register_() = reg;
   if (stage) *h.mutable_stage() = *stage;
+  // Sent, it would be dropped by the coordinator's socket, and this process would wait unheard.
+  if (const std::string why = oversize_header(
+          h, std::to_string(reg.tensors_size()) + " tensors with their names");
+      !why.empty()) {
+    throw ConfigError("model: " + why + ": a model of fewer tensors (merge small ones)");
+  }
   send(h);
 }
 

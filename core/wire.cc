@@ -61,6 +61,14 @@ zmq::message_t encode_header(const wire::Header& header) {
   return frame;
 }
 
+std::string oversize_header(const wire::Header& header, const std::string& what) {
+  const uint64_t bytes = header.ByteSizeLong();
+  if (bytes <= kMaxPayloadBytes) return "";
+  return std::string(wire::MsgType_Name(header.type())) + " of " + std::to_string(bytes) +
+         " bytes (" + what + ") is over the " + std::to_string(kMaxPayloadBytes) +
+         " bytes one message may carry";
+}
+
 bool is_tensor_message(wire::MsgType type) {
   return type == wire::INIT || type == wire::PULL || type == wire::PUSH || type == wire::ACK ||
          type == wire::PARAMS;

@@ -68,6 +68,10 @@ wire::Header make_header(const Sender& from, wire::MsgType type);
 // so the hot path builds headers without allocating.
 wire::Header& reset_header(wire::Header& h, const Sender& from, wire::MsgType type);
 zmq::message_t encode_header(const wire::Header& header);
+// Why `header` cannot travel ("" when it can): a frame over kMaxPayloadBytes makes the receiver's
+// ZeroMQ (maxmsgsize) drop the connection without a word, and the message is lost. `what` names
+// what made it large, for the message.
+std::string oversize_header(const wire::Header& header, const std::string& what);
 // An ACK of several messages at once into `ack` (reset_header first): `seqs` (at least one) in
 // `seq` and `acks`, naming the chunk `about` and `iteration` (checked like any tensor message).
 wire::Header& acks_header(wire::Header& ack, const Sender& from, const ChunkDesc& about,

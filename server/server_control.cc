@@ -49,6 +49,14 @@ void Server::on_control(const std::string& identity, PeerId from, const wire::He
         } catch (const std::exception& e) {
           abort_job(std::string("cannot build the membership: ") + e.what());
         }
+        // Sent, it would be dropped by each peer's socket, and the job would wait for nothing.
+        const wire::Membership& m = out.membership();
+        if (const std::string why = oversize_header(
+                out, std::to_string(m.tensors_size()) + " tensors in " +
+                         std::to_string(m.chunks_size()) + " chunks");
+            !why.empty()) {
+          refuse_job("model: " + why + ": a model of fewer tensors (merge small ones)");
+        }
         // Servers first: a worker may send a chunk to a server the moment it knows the
         // membership, so the workers get it once every server holds its chunk table.
         broadcast(out, wire::SERVER);

@@ -8,6 +8,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "core/transport.h"
@@ -322,6 +323,37 @@ TEST_CASE("a large byte credit over a low high-water mark runs to its end",
              "batch_bytes: 0}\n"
              "limits: {socket_hwm: 100}\n");
   expect_clean_run(dir + "/job.yaml", 1, 120, "fifo_chunked");
+}
+
+// A model of so many tensors that its registration or its membership is over what one message
+// may carry: the receiver's ZeroMQ dropped the connection without a word (maxmsgsize), and the
+// job waited until "worker 0 lost: nothing heard from it". Refused now, naming the sizes.
+TEST_CASE("a model too large for one registration or membership message is refused naming it",
+          "[integration][limits]") {
+  const std::string dir = temp_dir("hwm");
+  // 160000 names of 10 characters: the registration fits, the membership (tensors and chunks)
+  // does not; 40000 names of 120 characters: the registration does not.
+  for (const auto& [tensors, pad, message] : {std::tuple{160000, 3, "MEMBERSHIP of "},
+                                              std::tuple{40000, 120, "REGISTER of "}}) {
+    std::string profile = "name: many\nlayers:\n  - {name: l, kind: linear, forward_ms: 1, "
+                          "backward_ms: 1, tensors: [";
+    for (int t = 0; t < tensors; ++t) {
+      profile += (t ? ", {name: t" : "{name: t") + std::string(std::size_t(pad), 'x') +
+                 std::to_string(t) + ", elements: 4}";
+    }
+    write_file(dir + "/many.yaml", profile + "]}\n");
+    write_file(dir + "/job.yaml", "job: {id: many, iterations: 2, log_every: 0}\n"
+                                  "cluster: {servers: 1, workers: 1, start_timeout_s: 60}\n"
+                                  "model: {backend: replay, profile: '" + dir + "/many.yaml'}\n");
+    Proc launch("launch", {bin("psrt-launch"), dir + "/job.yaml"});
+    const auto rc = launch.wait_exit(90);
+    INFO(launch.output().substr(0, 3000));
+    CHECK(rc.has_value());
+    CHECK(rc != std::optional<int>(0));
+    CHECK_THAT(launch.output(), Catch::Contains(message) &&
+                                    Catch::Contains(" bytes one message may carry") &&
+                                    !Catch::Contains("nothing heard from it"));
+  }
 }
 
 // A worker that registered but never finished its start (a large model still sending its initial
