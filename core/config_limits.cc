@@ -50,6 +50,19 @@ uint64_t memory_cap() {
   return avail / 5 * 4;
 }
 
+std::string replay_memory_problem(const std::string& profile, uint64_t elements, int copies,
+                                  uint64_t available) {
+  const uint64_t need = elements * 8 * uint64_t(copies);  // the values and their gradients
+  if (available == 0 || need <= available) return "";
+  return "model.profile: " + profile + " holds " + std::to_string(elements) +
+         " parameters (at model.scale): with their gradients that is " +
+         std::to_string(need >> 20) + " MiB" +
+         (copies > 1 ? " for its " + std::to_string(copies) + " workers" : std::string()) +
+         ", over the " + std::to_string(available >> 20) +
+         " MiB this machine has available (80%); shrink it with model.scale" +
+         (copies > 1 ? " or run fewer workers here" : "");
+}
+
 uint64_t server_memory_cap(const LimitsConfig& limits) {
   return limits.server_memory_bytes > 0 ? limits.server_memory_bytes : memory_cap();
 }

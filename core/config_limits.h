@@ -20,6 +20,10 @@ void parse_security_and_limits(const YamlReader& top, Config& c,
 
 // 80% of what this machine (or its cgroup) has available now; 0 when neither is known.
 uint64_t memory_cap();
+// Why `copies` replay workers (on one machine) of a profile of `elements` parameters cannot fit
+// `available` bytes with their gradients ("" when they may, or `available` is 0).
+std::string replay_memory_problem(const std::string& profile, uint64_t elements, int copies,
+                                  uint64_t available);
 // The memory a server may give its shard: limits.server_memory_bytes, else 80% of what this
 // machine (or its cgroup) has available now; 0 when neither is known.
 uint64_t server_memory_cap(const LimitsConfig& limits);

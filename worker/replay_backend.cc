@@ -32,12 +32,10 @@ ModelDesc load_replay_profile(const Config& config) {
   }
   // Within the cap, but past this machine's memory: the kernel killed the worker (exit 137) half
   // a minute into its allocation, with nothing said.
-  if (const uint64_t cap = memory_cap(); cap > 0 && total * 8 > cap) {
-    throw ConfigError("model.profile: " + config.model.profile + " holds " +
-                      std::to_string(total) + " parameters (at model.scale): with their " +
-                      "gradients that is " + std::to_string(total * 8 >> 20) + " MiB, over the " +
-                      std::to_string(cap >> 20) + " MiB this machine has available (80%); " +
-                      "shrink it with model.scale");
+  if (const std::string why =
+          replay_memory_problem(config.model.profile, total, 1, memory_cap());
+      !why.empty()) {
+    throw ConfigError(why);
   }
   return model;
 }

@@ -7,6 +7,7 @@
 
 #include "config/job_config.h"
 #include "core/config.h"
+#include "core/config_limits.h"
 #include "core/layer_spec.h"
 #include "core/yaml_reader.h"
 #include "tests/core/config_test_util.h"
@@ -134,7 +135,8 @@ TEST_CASE("a section with no value is refused, naming it", "[config]") {
   CHECK_THAT(error_of("cluster: {workers: 2}\ncheckpoint: ~\n"),
              Catch::Contains("checkpoint: has no value"));
   CHECK_THAT(error_of("job: {id: x}\n", {"job="}), Catch::Contains("job: has no value"));
-  CHECK(parse_config("cluster: {workers: 2}\n", "job.yaml").job.id == "psrt");  // left out: defaults
+  // Left out: the defaults.
+  CHECK(parse_config("cluster: {workers: 2}\n", "job.yaml").job.id == "psrt");
 }
 
 // A value out of range given by --set was reported as the file's ("job.yaml: job.iterations: ..."),
@@ -156,4 +158,15 @@ TEST_CASE("a job file may start with a YAML directive", "[config]") {
   CHECK(parse_config("%YAML 1.2\n---\njob: {id: directed}\n", "job.yaml").job.id == "directed");
   CHECK_THAT(error_of("%YAML 1.2\n---\njob: {id: a}\n---\njob: {id: b}\n"),
              Catch::Contains("line 4 starts a second YAML document"));
+}
+
+TEST_CASE("replay workers that cannot fit this machine's memory together are named", "[config]") {
+  // 1000 parameters with their gradients are 8000 bytes a worker.
+  CHECK(replay_memory_problem("p.yaml", 1000, 1, 8000).empty());
+  CHECK(replay_memory_problem("p.yaml", 1000, 4, 0).empty());  // nothing known
+  CHECK_THAT(replay_memory_problem("p.yaml", 1000, 2, 8000),
+             Catch::Contains("model.profile: p.yaml holds 1000 parameters") &&
+                 Catch::Contains("for its 2 workers") && Catch::Contains("fewer workers here"));
+  CHECK_THAT(replay_memory_problem("p.yaml", 1 << 20, 1, 1 << 20),
+             Catch::Contains("8 MiB, over the 1 MiB") && !Catch::Contains("workers"));
 }

@@ -59,6 +59,13 @@ void check_model(const Config& config, bool read_files) {
   }
   // Every worker of this launch runs on this machine: together they must fit it (each worker
   // checks its own share only).
+  if (read_files && config.model.backend == "replay" && !config.placement.split()) {
+    if (const std::string why = replay_memory_problem(
+            config.model.profile, model.total_elements(), config.cluster.workers, memory_cap());
+        !why.empty()) {
+      throw ConfigError(why);
+    }
+  }
   if (read_files && config.model.backend == "native" && !config.placement.split()) {
     const engine::NetSpec spec = engine::net_spec(config);
     const engine::NetMemory memory{model, uint64_t(spec.channels) * spec.height * spec.width};
