@@ -100,10 +100,21 @@ void Messenger::watch_fd(int fd, std::function<void()> ready) {
 }
 
 void Messenger::on_drop(LinkId link, std::function<void()> dropped) {
-  SocketMonitor& m =
-      monitors_.emplace_back(*ctx_, links_.at(link).socket, SocketMonitor::kDisconnected);
+  constexpr int kEvents = SocketMonitor::kDisconnected | SocketMonitor::kConnected;
+  SocketMonitor& m = monitors_.emplace_back(*ctx_, links_.at(link).socket, kEvents);
   watch(m.socket(), [this, &m, link, dropped = std::move(dropped)] {
-    if (m.handle() > 0 && links_[link].heard) dropped();
+    Link& l = links_[link];
+    m.handle([&](int event) {
+      if (event == SocketMonitor::kConnected) {
+        l.up = true;
+        return;
+      }
+      // A connection that was up (its handshake done: a failed one is no drop, it is said where
+      // it fails) may have had messages in flight, whether or not a reply came on it yet (a
+      // reset during the start stalled it until cluster.start_timeout_s).
+      if (l.up || l.heard) dropped();
+      l.up = false;
+    });
   });
 }
 

@@ -93,8 +93,9 @@ class Messenger {
   // The same for a file descriptor (a signalfd).
   void watch_fd(int fd, std::function<void()> ready);
 
-  // Calls `dropped` when a connection of `link` (a DEALER) drops after a message came on it:
-  // ZeroMQ reconnects, but what was in flight on the old connection is lost (core/drop_watch.h).
+  // Calls `dropped` when a connection of `link` (a DEALER) drops once its handshake was done (or
+  // a message came on it): ZeroMQ reconnects, but what was in flight on the old connection is
+  // lost (core/drop_watch.h).
   void on_drop(LinkId link, std::function<void()> dropped);
 
   // Sends on `link` (to `identity` on a ROUTER), or holds the message while the peer's queue is
@@ -131,6 +132,7 @@ class Messenger {
     BadHandler bad;
     std::vector<Admit> admits;
     bool heard = false;  // a message decoded on it: a connection was up
+    bool up = false;     // on_drop's: the current connection finished its handshake
     HeldSends held{0};   // by peer identity ("" on a DEALER); its bound set by add()
   };
   void read(Link& link, const Loop& loop);

@@ -15,7 +15,7 @@ SocketMonitor::SocketMonitor(zmq::context_t& ctx, zmq::socket_t& watched, int ma
   events_.connect(address);
 }
 
-uint64_t SocketMonitor::handle() {
+uint64_t SocketMonitor::handle(const std::function<void(int event)>& each) {
   uint64_t seen = 0;
   while (true) {
     // An event: a frame of the event's id (16 bits) and value (32), then the endpoint's address.
@@ -28,7 +28,9 @@ uint64_t SocketMonitor::handle() {
       (void)events_.recv(rest, zmq::recv_flags::none);
       head.swap(rest);
     }
-    if (id & mask_) ++seen;
+    if (!(id & mask_)) continue;
+    ++seen;
+    if (each) each(id);
   }
   return seen;
 }

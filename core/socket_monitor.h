@@ -12,6 +12,7 @@
 #include <zmq.hpp>
 
 #include <cstdint>
+#include <functional>
 
 namespace psrt {
 
@@ -21,6 +22,7 @@ class SocketMonitor {
                                            ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
                                            ZMQ_EVENT_HANDSHAKE_FAILED_AUTH;
   static constexpr int kDisconnected = ZMQ_EVENT_DISCONNECTED;
+  static constexpr int kConnected = ZMQ_EVENT_HANDSHAKE_SUCCEEDED;  // a connection is up
 
   // Monitors `watched` (of `ctx`) for the events of `mask`. In the thread that owns both.
   SocketMonitor(zmq::context_t& ctx, zmq::socket_t& watched, int mask);
@@ -28,8 +30,9 @@ class SocketMonitor {
   SocketMonitor& operator=(const SocketMonitor&) = delete;
 
   zmq::socket_t& socket() { return events_; }
-  // Reads every waiting event; returns how many were of the mask.
-  uint64_t handle();
+  // Reads every waiting event; returns how many were of the mask, each told to `each` (if any)
+  // by its id, in order.
+  uint64_t handle(const std::function<void(int event)>& each = {});
 
  private:
   zmq::socket_t events_;

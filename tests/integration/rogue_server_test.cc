@@ -104,7 +104,8 @@ struct RogueJob {
         "cluster.coordinator=" + coordinator});
   }
 
-  RogueJob() {
+  // `started`: through worker 0's INITs and first PULLs to server 1 (else only to its start).
+  explicit RogueJob(bool started = true) {
     write_file(dir + "/two.yaml", kProfile);
     write_file(dir + "/job.yaml", job_yaml(dir + "/two.yaml"));
     server0 = start("psrt-server", "tcp://127.0.0.1:0");
@@ -130,6 +131,7 @@ struct RogueJob {
     for (const auto& c : chunks) owned += c.server() == 1;
     REQUIRE(owned > 0);
     REQUIRE(owned < chunks.size());
+    if (!started) return;
     for (std::size_t i = 0; i + 1 < chunks.size(); ++i) {
       REQUIRE(chunks[i].server() <= chunks[i + 1].server());
     }
@@ -145,6 +147,28 @@ struct RogueJob {
     ::kill(server0->child().pid(), SIGCONT);
     worker->kill(SIGKILL);
     server0->kill(SIGKILL);
+  }
+
+  // Server 1 closes its socket and listens again on the same port, as a reset connection would
+  // look; the worker must then end at once naming the connection.
+  void drop_connection() {
+    fake.router.close();
+    zmq::socket_t again(ctx, zmq::socket_type::router);
+    again.set(zmq::sockopt::linger, 0);
+    for (int tries = 0;; ++tries) {  // the closed socket lets go of its port in ZeroMQ's own time
+      try {
+        again.bind(fake.endpoint);
+        break;
+      } catch (const zmq::error_t&) {
+        REQUIRE(tries < 100);
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+    const auto rc = worker->wait_exit(20);
+    INFO("worker output:\n" << worker->output());
+    REQUIRE(rc.has_value());
+    CHECK(*rc == 1);
+    CHECK_THAT(worker->output(), Catch::Contains("the connection to server 1 dropped"));
   }
 
   void take_init(const wire::Header& h, std::vector<zmq::message_t>& payload) {
@@ -265,22 +289,18 @@ TEST_CASE_METHOD(RogueJob, "a worker whose connection to a server drops ends the
                  "[integration][lost]") {
   std::vector<uint64_t> pushes;
   serve(0, pushes, 2);
-  fake.router.close();
-  zmq::socket_t again(ctx, zmq::socket_type::router);
-  again.set(zmq::sockopt::linger, 0);
-  for (int tries = 0;; ++tries) {  // the closed socket lets go of its port in ZeroMQ's own time
-    try {
-      again.bind(fake.endpoint);
-      break;
-    } catch (const zmq::error_t&) {
-      REQUIRE(tries < 100);
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
-  const auto rc = worker->wait_exit(20);
-  INFO("worker output:\n" << worker->output());
-  REQUIRE(rc.has_value());
-  CHECK(*rc == 1);
-  CHECK_THAT(worker->output(), Catch::Contains("the connection to server 1 dropped"));
+  drop_connection();
   CHECK(server0->wait_line("worker 0 gave up: the connection to server 1 dropped", 20));
+}
+
+// Before the worker has heard anything from server 1: the drop was ignored (it was gated on a
+// reply having come), and the start waited until cluster.start_timeout_s, then blamed worker 0.
+struct RogueStart : RogueJob {
+  RogueStart() : RogueJob(false) {}
+};
+
+TEST_CASE_METHOD(RogueStart, "a connection that drops before the server's first reply ends the job",
+                 "[integration][lost]") {
+  (void)fake.next();  // worker 0's first INIT: its connection is up; no ACK comes
+  drop_connection();
 }
