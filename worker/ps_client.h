@@ -209,7 +209,8 @@ class PsClient {
   const ChunkDesc* waited_chunk() const;
   void fail(const std::string& why);
   // fail(), after telling the coordinator why, so that the job ends naming the cause.
-  void report(const std::string& why);
+  // `refusal`: the job's own settings are the cause (the worker exits 2, as at start).
+  void report(const std::string& why, bool refusal = false);
   // The coordinator refused this process (rank taken, another job): a configuration error.
   void refused(const std::string& why);
   bool send_to(std::size_t server, const wire::Header& h, std::vector<zmq::message_t> payload = {});

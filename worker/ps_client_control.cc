@@ -49,7 +49,8 @@ bool PsClient::abandon(const std::string& why) {
   return true;
 }
 
-void PsClient::report(const std::string& why) {
+void PsClient::report(const std::string& why, bool refusal) {
+  if (refusal) refused(why);  // first: give_up's failure would make it a JobError
   try {
     control_->give_up(why);  // fails this client too (Events::failed)
   } catch (const std::exception&) {

@@ -75,6 +75,8 @@ void PsClient::io_loop() {
     };
     messenger_.run(
         {done, [this](SteadyClock::time_point now) { return tick(now); }, nullptr, nullptr});
+  } catch (const ConfigError& e) {  // this job's own settings (a model too large to register)
+    report(e.what(), true);
   } catch (const std::exception& e) {
     report(std::string("I/O thread: ") + e.what());
   }
