@@ -102,6 +102,12 @@ TEST_CASE("psrt-launch whose reader goes away stops the job and removes the job'
   CHECK(rc == 128 + 13);  // SIGPIPE's status, as the signal would have given, but cleaned up
   CHECK(test::processes_with(cfg).empty());
   CHECK(std::filesystem::is_empty(dir + "/tmp"));  // no psrt-launch-XXXXXX/job.secret left
+  // The log elsewhere: the launch's next stdout line was the job's result, a million iterations
+  // later. The closed pipe is seen as it closes.
+  auto quiet = bash("TMPDIR=" + dir + "/tmp " + test::bin("psrt-launch") + " " + cfg +
+                    " 2>/dev/null | head -1");
+  CHECK(quiet.wait_exit(60) == 128 + 13);
+  CHECK(test::processes_with(cfg).empty());
 }
 
 TEST_CASE("psrt-launch whose reader stops reading still finishes its job and says what it dropped",

@@ -77,6 +77,11 @@ Launcher::Launcher(std::string bin_dir, std::string config_path, std::vector<std
     err_own_ = std::make_unique<OutputQueue>(STDERR_FILENO, output_limit);
     err_ = err_own_.get();
   }
+  for (int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+    struct stat st {};
+    if (::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) reader_pipes_.push_back(fd);
+    if (err_ == out_.get()) break;  // one pipe
+  }
 }
 
 Launcher::~Launcher() {
@@ -210,6 +215,12 @@ bool Launcher::read_signals() {
 
 void Launcher::step(int timeout_ms) {
   std::vector<pollfd> fds = own_fds();
+  // A pipe whose reader went away (`| head -1`) is seen at once (POLLERR), not at the next line
+  // the launch writes there: with only the results on stdout, that was the job's end.
+  const std::size_t first_reader = fds.size();
+  if (!stopping_) {
+    for (int fd : reader_pipes_) fds.push_back({fd, 0, 0});
+  }
   std::vector<std::pair<Process*, int>> owners(fds.size(), {nullptr, -1});
   for (auto& c : children_) {
     for (int fd : {c->out_fd(), c->err_fd()}) {
@@ -219,9 +230,14 @@ void Launcher::step(int timeout_ms) {
     }
   }
   ::poll(fds.data(), fds.size(), timeout_ms);
+  bool reader_gone = false;
   for (std::size_t i = kOwnFds; i < fds.size(); ++i) {
     if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
     Process* c = owners[i].first;
+    if (c == nullptr) {  // one of reader_pipes_
+      reader_gone = reader_gone || (i >= first_reader && (fds[i].revents & POLLERR));
+      continue;
+    }
     const bool err = owners[i].second == c->err_fd();
     for (const auto& line : c->read_lines(owners[i].second)) {
       // The servers' address lines are for the launch (server 0's) and cluster scripts.
@@ -240,7 +256,7 @@ void Launcher::step(int timeout_ms) {
   }
   consume_queue_events();
   // Nobody reads what the launch prints (a write met EPIPE): nothing more to say.
-  if (out_->broken() || err_->broken()) stop(128 + SIGPIPE, 0);
+  if (out_->broken() || err_->broken() || reader_gone) stop(128 + SIGPIPE, 0);
   reap();
   signal_stop();
   if (kill_at_ && Clock::now() > *kill_at_) {

@@ -61,6 +61,7 @@ class Launcher {
   std::unique_ptr<OutputQueue> out_;
   std::unique_ptr<OutputQueue> err_own_;  // stderr's, unless it is stdout's file (`2>&1`)
   OutputQueue* err_ = nullptr;
+  std::vector<int> reader_pipes_;  // stdout and stderr where each is a pipe (step() watches them)
   std::vector<std::unique_ptr<Process>> children_;
   std::string endpoint_;
   bool stopping_ = false;
