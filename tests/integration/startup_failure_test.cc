@@ -100,9 +100,9 @@ TEST_CASE("a worker whose grouping search cannot run ends the job at once, namin
   REQUIRE(c.server.wait_line("worker 1 registered", 60));
   // Worker 0 searches before it registers; its calibration file does not parse.
   Proc w0 = c.worker(dir + "/job.yaml", 0, {"scheduler.calibration=" + dir + "/bad.yaml"});
-  const std::string why =
-      "worker 0 gave up before registering: I/O thread: scheduler.calibration: " + dir;
+  const std::string why = "worker 0 gave up before registering: scheduler.calibration: " + dir;
   ends_failed_naming(w0, "bad.yaml: not valid YAML");
+  CHECK(w0.wait_exit(0) == std::optional<int>(2));  // the job's own file: a refusal
   ends_failed_naming(w1, "job aborted by the coordinator: " + why);
   ends_failed_naming(c.server, why);
 }
