@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <stdexcept>
 #include <system_error>
 
 namespace psrt {
@@ -124,6 +125,11 @@ bool Messenger::send(LinkId link, const std::string* identity, const wire::Heade
   Link& l = links_.at(link);
   l.pending = true;  // the send may take in the command that announces a reply
   const std::string& peer = identity ? *identity : kDealerPeer;
+  // Every psrt socket takes frames up to kMaxPayloadBytes (maxmsgsize): a larger header would be
+  // lost with the peer's connection, without a word.
+  if (h.ByteSizeLong() > kMaxPayloadBytes) {
+    throw std::length_error(oversize_header(h, "its header"));
+  }
   bool at_hwm = false;
   // Behind what is held for the peer, in order.
   if (!l.held.holds(peer) && try_send_envelope(l.socket, identity, h, payload, &at_hwm)) {

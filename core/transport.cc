@@ -5,7 +5,6 @@
 
 #include <cerrno>
 #include <cstring>
-#include <stdexcept>
 #include <system_error>
 
 #include "core/wire.h"
@@ -89,9 +88,6 @@ bool try_send_envelope(zmq::socket_t& socket, const std::string* identity,
   try {
     // Only the first frame can meet the high-water mark: the rest of a message always follows.
     zmq::message_t head = encode_header(header);
-    if (head.size() > kMaxPayloadBytes) {  // the peer would drop the connection (maxmsgsize)
-      throw std::length_error(oversize_header(header, "its header"));
-    }
     const auto more = [](bool m) { return m ? zmq::send_flags::sndmore : zmq::send_flags::none; };
     const bool sent =
         identity

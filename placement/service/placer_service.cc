@@ -62,6 +62,9 @@ PlacerService::PlacerService(const std::string& bind, std::string job_id, double
       router_(messenger_.add_router("a requester")) {
   zmq::socket_t& router = messenger_.socket(router_);
   router.set(zmq::sockopt::maxmsgsize, kMaxRequestBytes);
+  // Messages are counted, not weighed: 10000 requests of 32 MiB queued from one connection while
+  // a search ran took GBs. A requester has one request out at a time.
+  router.set(zmq::sockopt::rcvhwm, 4);
   endpoint_ = bind_endpoint(router, bind);
   messenger_.on_bad(router_, [this](const std::string& identity, const wire::Header& h,
                                     const WireError& err) {
@@ -72,7 +75,7 @@ PlacerService::PlacerService(const std::string& bind, std::string job_id, double
       handle(m.identity, m.header);
     } catch (const std::exception& e) {  // a bug, not the peer's: still answer and carry on
       reply_error(m.identity, ErrorCode::kMalformed, std::string("internal: ") + e.what(),
-                  wire::PLACE_REQUEST);
+                  wire::PLACE_REQUEST, m.header.seq());
     }
   });
   messenger_.otherwise(router_, [this](Inbound& m) {
@@ -87,39 +90,44 @@ PlacerService::PlacerService(const std::string& bind, std::string job_id, double
 }
 
 void PlacerService::reply_error(const std::string& identity, ErrorCode code,
-                                const std::string& message, wire::MsgType about) {
+                                const std::string& message, wire::MsgType about, uint64_t seq) {
   ++rejected_;
+  // Names in the message are the peer's (a 5 MB placer name made a 10 MB log line and an ERROR
+  // too large to send): shown escaped and bounded.
+  const std::string shown = printable(message, 2048);
   spdlog::warn("psrt-placer: rejected a request ({}): {} [{} rejected, {} served]",
-               error_code_name(code), message, rejected_, served_);
+               error_code_name(code), shown, rejected_, served_);
   auto h = make_header(self_, wire::ERROR);
+  h.set_seq(seq);  // the request's: a requester with several out can tell which
   h.mutable_error()->set_code(static_cast<uint32_t>(code));
-  h.mutable_error()->set_message(message);
-  h.mutable_error()->set_about(about);
+  h.mutable_error()->set_message(shown);
+  h.mutable_error()->set_about(wire::MsgType_IsValid(about) ? about : wire::MsgType(0));
   messenger_.send(router_, &identity, h);
 }
 
 void PlacerService::handle(const std::string& identity, const wire::Header& h) {
   if (!h.has_place_request()) {
     reply_error(identity, ErrorCode::kUnexpected,
-                "psrt-placer takes PLACE_REQUEST with a request, not an empty one", h.type());
+                "psrt-placer takes PLACE_REQUEST with a request, not an empty one", h.type(),
+                h.seq());
     return;
   }
   auto request = from_message(h.place_request());
   if (!request) {
-    reply_error(identity, ErrorCode::kMalformed, request.status().message(), h.type());
+    reply_error(identity, ErrorCode::kMalformed, request.status().message(), h.type(), h.seq());
     return;
   }
   const auto& r = request.value();
   PlacerOptions options = r.options;
   options.max_search_s = max_search_s_;
   spdlog::info("psrt-placer: placing {} layers on {} devices by {}", r.model.layers.size(),
-               r.devices.devices.size(), r.placer);
+               r.devices.devices.size(), printable(r.placer, 64));
   const auto plan = [&] {
     const SearchWatch watch(signal_fd_);
     return place(r.placer, Problem{r.model, r.devices, r.setup, options});
   }();
   if (!plan) {
-    reply_error(identity, ErrorCode::kMalformed, plan.status().message(), h.type());
+    reply_error(identity, ErrorCode::kMalformed, plan.status().message(), h.type(), h.seq());
     return;
   }
   ++served_;

@@ -33,7 +33,7 @@ class PlacerService {
  private:
   void handle(const std::string& identity, const wire::Header& h);
   void reply_error(const std::string& identity, ErrorCode code, const std::string& message,
-                   wire::MsgType about);
+                   wire::MsgType about, uint64_t seq = 0);
 
   std::string job_id_;
   double max_search_s_;

@@ -1,9 +1,12 @@
 #include "placement/service/request.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/config_limits.h"
+#include "core/config_placement.h"
 #include "core/status.h"
+#include "core/wire.h"
 #include "psrt.pb.h"
 
 namespace psrt::placement {
@@ -155,6 +158,20 @@ Result<Request> from_message(const wire::PlaceRequest& m) {
     return Status::error(e.what());
   }
   if (!m.placer().empty()) r.placer = m.placer();
+  const auto& names = placer_choices();
+  if (std::find(names.begin(), names.end(), r.placer) == names.end()) {
+    return Status::error("unknown placer '" + printable(r.placer, 64) + "'");
+  }
+  // Their exact search is devices x layers^2 steps (2e9 a second here), and the service answers
+  // nobody else meanwhile: 20000 layers on 1024 devices took 216 s.
+  const double steps = double(r.devices.devices.size()) * double(r.model.layers.size()) *
+                       double(r.model.layers.size());
+  if ((r.placer == "pipedream" || r.placer == "torchgpipe") && steps > kMaxExactSteps) {
+    return Status::error(r.placer + "'s exact search takes devices x layers^2 steps, " +
+                         std::to_string(int64_t(steps)) + " here; this placer takes at most " +
+                         std::to_string(int64_t(kMaxExactSteps)) + " (netplacer has no such " +
+                         "bound)");
+  }
   if (r.placer == "annealing" && r.model.layers.size() > kMaxAnnealLayers) {
     return Status::error("annealing is limited to " + std::to_string(kMaxAnnealLayers) +
                          " layers here (it simulates every candidate)");

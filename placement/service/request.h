@@ -19,6 +19,7 @@ constexpr uint32_t kMaxAnnealLayers = 1000;     // annealing simulates every can
 // with the square of the chunks, which grow with the servers (the shard map balances them).
 constexpr uint32_t kMaxSimSearchServers = 64;
 constexpr uint32_t kMaxRequestDevices = 1024;
+constexpr double kMaxExactSteps = 1e10;  // pipedream, torchgpipe: devices x layers^2 (seconds)
 constexpr int64_t kMaxRequestBytes = 32 << 20;  // the placer's socket takes headers up to this
 
 struct Request {

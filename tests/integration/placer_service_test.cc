@@ -108,6 +108,30 @@ void send_bad_requests(RawClient& w, const wire::PlaceRequest& good) {
   w.send(request_header(w, tight));
   CHECK_THAT(expect_error(w, ErrorCode::kMalformed),
              Catch::Contains("infeasible") && Catch::Contains("bytes missing"));
+
+  // A 5 MB placer name: its ERROR was too large to send ("internal: ERROR of 5242924 bytes"),
+  // and a 10 MB log line. Shown bounded now; the request's seq comes back with the refusal.
+  auto long_name = good;
+  long_name.set_placer(std::string(5 << 20, 'x'));
+  auto numbered = request_header(w, long_name);
+  numbered.set_seq(42);
+  w.send(numbered);
+  const Reply refused = expect(w, wire::ERROR);
+  const std::string& refusal = refused.header.error().message();
+  CHECK_THAT(refusal, Catch::StartsWith("unknown placer 'xxx") && Catch::EndsWith("...'"));
+  CHECK(refusal.size() < 200);
+  CHECK(refused.header.seq() == 42);
+  // An exact search of devices x layers^2 steps held the service for minutes.
+  auto slow = placement::to_message(chain_request(placement::kMaxRequestLayers, 1 << 30));
+  slow.set_placer("pipedream");
+  for (int d = 0; d < 30; ++d) {  // 32 devices x 20000^2 layers: 1.28e10 steps
+    auto* more = slow.add_devices();
+    *more = slow.devices(0);
+    more->set_name("x" + std::to_string(d));
+  }
+  w.send(request_header(w, slow));
+  CHECK_THAT(expect_error(w, ErrorCode::kMalformed),
+             Catch::Contains("pipedream's exact search takes devices x layers^2 steps"));
 }
 
 }  // namespace
