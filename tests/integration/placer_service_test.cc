@@ -271,6 +271,10 @@ TEST_CASE("psrt-place and psrt-sim refuse what would make a plan or a run no rea
   refused({bin("psrt-place"), "--profile", profile, "--devices", dir + "/devices.yaml",
            "--batch", "0"},
           "--batch");
+  // An output nowhere: found after the whole search, with no reason given.
+  refused({bin("psrt-place"), "--profile", profile, "--devices", dir + "/devices.yaml", "--out",
+           dir + "/no-such-folder/plan.yaml"},
+          "/no-such-folder is not a folder");
   refused({bin("psrt-sim"), "--profile", profile, "--scale", "nan"},
           "--scale: nan is not a number");
   refused({bin("psrt-bench-compress"), "--elements", "-5"}, "--elements");

@@ -12,11 +12,16 @@
 // The model is the job's (model.profile for replay, model.arch for native) or --profile / --arch;
 // the devices are the job's placement section or a --devices file with the same keys. Bad
 // arguments: one line on stderr, exit 2; no plan fits: the reason on stderr, exit 1.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <memory>
@@ -63,6 +68,21 @@ void read_devices_file(const std::string& path, placement::Request& r) {
   r.devices = read_devices(reader);
   r.setup = read_setup(reader, r.setup);  // what the file leaves out stays the job's (--config)
   reader.reject_unknown();
+}
+
+// `--out`, checked before the search (minutes for a large model): its folder must take a file.
+void check_out(const std::string& path) {
+  if (path.empty()) return;
+  const std::filesystem::path p(path);
+  const std::filesystem::path folder = p.has_parent_path() ? p.parent_path() : ".";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(folder, ec)) {
+    throw ConfigError("--out " + path + ": " + folder.string() + " is not a folder");
+  }
+  if (::access(folder.c_str(), W_OK) != 0) {
+    throw ConfigError("--out " + path + ": cannot write in " + folder.string() + ": " +
+                      std::strerror(errno));
+  }
 }
 
 // The plan as a table on stdout and, with `out`, as YAML there. Returns the exit code.
@@ -228,6 +248,7 @@ int main(int argc, char** argv) {
   placement::Request r;
   try {
     r = make_request(a);
+    check_out(a.out);
     if (!a.write_profile.empty()) {
       write_model_profile(r.model, a.write_profile);
       return 0;
