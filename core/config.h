@@ -39,6 +39,7 @@ struct JobConfig {
   int log_every = 50;
   bool evaluate = true;            // worker 0 prints the test accuracy at the end
   int eval_every = 0;  // worker 0 also evaluates every N iterations (0: only at the end)
+  bool evaluates() const { return evaluate || eval_every > 0; }  // worker 0 reads the test set
   std::string dump_params;         // write final parameters to this path ({rank} is replaced)
   int blas_threads = 1;
 };

@@ -125,19 +125,19 @@ bool Messenger::send(LinkId link, const std::string* identity, const wire::Heade
   Link& l = links_.at(link);
   l.pending = true;  // the send may take in the command that announces a reply
   const std::string& peer = identity ? *identity : kDealerPeer;
-  // Every psrt socket takes frames up to kMaxPayloadBytes (maxmsgsize): a larger header would be
-  // lost with the peer's connection, without a word.
-  if (h.ByteSizeLong() > kMaxPayloadBytes) {
-    throw std::length_error(oversize_header(h, "its header"));
-  }
   bool at_hwm = false;
-  // Behind what is held for the peer, in order.
-  if (!l.held.holds(peer) && try_send_envelope(l.socket, identity, h, payload, &at_hwm)) {
+  // Behind what is held for the peer, in order. Every psrt socket takes frames up to
+  // kMaxPayloadBytes (maxmsgsize): a larger header would be lost with the peer's connection.
+  if (!l.held.holds(peer) &&
+      try_send_envelope(l.socket, identity, h, payload, &at_hwm, kMaxPayloadBytes)) {
     sent_.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
   const auto to = [&] { return identity ? printable(*identity) : l.name; };
   if (l.held.holds(peer) || at_hwm) {
+    if (const std::string why = oversize_header(h, "its header"); !why.empty()) {
+      throw std::length_error(why);  // held behind others: never encoded yet
+    }
     if (at_hwm) {
       spdlog::debug("{} to {} held: its queue is at limits.socket_hwm",
                     wire::MsgType_Name(h.type()), to());

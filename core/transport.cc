@@ -5,6 +5,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <stdexcept>
 #include <system_error>
 
 #include "core/wire.h"
@@ -84,10 +85,13 @@ bool send_envelope(zmq::socket_t& socket, const std::string* identity, const wir
 
 bool try_send_envelope(zmq::socket_t& socket, const std::string* identity,
                        const wire::Header& header, std::vector<zmq::message_t>& payload,
-                       bool* full) {
+                       bool* full, std::size_t max_header_bytes) {
   try {
     // Only the first frame can meet the high-water mark: the rest of a message always follows.
     zmq::message_t head = encode_header(header);
+    if (max_header_bytes > 0 && head.size() > max_header_bytes) {
+      throw std::length_error(oversize_header(header, "its header"));
+    }
     const auto more = [](bool m) { return m ? zmq::send_flags::sndmore : zmq::send_flags::none; };
     const bool sent =
         identity

@@ -59,10 +59,11 @@ bool recv_envelope(zmq::socket_t& socket, Envelope& out, bool with_identity);
 bool send_envelope(zmq::socket_t& socket, const std::string* identity, const wire::Header& header,
                    std::vector<zmq::message_t> payload = {}, bool* full = nullptr);
 // The same with `payload` taken only when the message was sent: a message that met a full queue
-// keeps its frames, to be sent later (core/held_sends.h).
+// keeps its frames, to be sent later (core/held_sends.h). A header over `max_header_bytes` (0: any)
+// throws std::length_error: the peer's maxmsgsize would drop it with the connection.
 bool try_send_envelope(zmq::socket_t& socket, const std::string* identity,
                        const wire::Header& header, std::vector<zmq::message_t>& payload,
-                       bool* full = nullptr);
+                       bool* full = nullptr, std::size_t max_header_bytes = 0);
 
 // A frame that points into memory kept alive by `owner` until ZeroMQ has sent it.
 zmq::message_t shared_frame(std::shared_ptr<const void> owner, const void* data, std::size_t size);

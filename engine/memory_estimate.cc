@@ -10,6 +10,10 @@ uint64_t NetMemory::activation_floats() const {
   return std::max<uint64_t>(floats, 1);
 }
 
+NetMemory net_memory(const ModelDesc& desc, const NetSpec& spec) {
+  return {desc, uint64_t(spec.channels) * uint64_t(spec.height) * uint64_t(spec.width)};
+}
+
 int eval_batch(const NetMemory& net, int largest) {
   const uint64_t per_sample = net.activation_floats() * sizeof(float);
   return int(std::clamp<uint64_t>(kEvalBytes / per_sample, 1, uint64_t(std::max(largest, 1))));

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/model.h"
+#include "engine/network.h"
 
 namespace psrt::engine {
 
@@ -19,6 +20,8 @@ struct NetMemory {
   // Floats per sample held by every layer's output, and the input's.
   uint64_t activation_floats() const;
 };
+// `desc` described from `spec` (describe_network), with its input.
+NetMemory net_memory(const ModelDesc& desc, const NetSpec& spec);
 
 // Evaluation's batch: at most `largest`, fewer where a batch's activations would pass kEvalBytes
 // (a batch of 500 samples of 60 MB activations each was 30 GB).

@@ -63,7 +63,7 @@ GpuBackend::GpuBackend(const Config& config, uint32_t rank)
     grad_host_[t.key].resize(t.num_elements);
   }
   // Worker 0 evaluates (at the end, or every job.eval_every: a bad test set was found mid-run).
-  if (rank == 0 && (config.job.evaluate || config.job.eval_every > 0)) source_.load_test_now();
+  if (rank == 0 && config.job.evaluates()) source_.load_test_now();
 }
 
 GpuBackend::~GpuBackend() = default;

@@ -12,7 +12,7 @@ namespace {
 
 // Worker 0 evaluates (at the end, or every job.eval_every: a bad test set was found mid-run).
 bool evaluates(const Config& config, uint32_t rank) {
-  return rank == 0 && (config.job.evaluate || config.job.eval_every > 0);
+  return rank == 0 && config.job.evaluates();
 }
 
 // build_replica once the network is known to fit this machine's memory (host activations: the
@@ -20,7 +20,7 @@ bool evaluates(const Config& config, uint32_t rank) {
 std::unique_ptr<engine::Network> build_fitting(const Config& config, uint32_t rank) {
   const engine::NetSpec spec = engine::net_spec(config);
   const ModelDesc desc = engine::describe_network(spec);  // nothing allocated
-  const engine::NetMemory memory{desc, uint64_t(spec.channels) * spec.height * spec.width};
+  const engine::NetMemory memory = engine::net_memory(desc, spec);
   if (const std::string why = engine::memory_problem(memory, config.job.batch_size,
                                                      evaluates(config, rank),
                                                      BatchSource::kEvalBatch, 1, memory_cap());

@@ -76,6 +76,21 @@ std::size_t count(const std::string& text, const std::string& what) {
   return n;
 }
 
+// DIR/job.yaml: 3 iterations of a replay `model` (its mapping's keys) on 1 server and `workers`
+// workers under `scheduler` (its keys) and a mark of 100 messages.
+std::string hwm_job(const std::string& dir, int workers, const std::string& model,
+                    const std::string& scheduler) {
+  write_file(dir + "/job.yaml",
+             "job: {id: hwm, iterations: 3, log_every: 0}\n"
+             "cluster: {servers: 1, workers: " + std::to_string(workers) +
+             ", start_timeout_s: 30, heartbeat_s: 0.2, progress_timeout_s: 60}\n"
+             "model: {backend: replay, " + model + "}\n"
+             "optimizer: {type: sgd, lr: 0.01}\n"
+             "scheduler: {" + scheduler + "}\n"
+             "limits: {socket_hwm: 100}\n");
+  return dir + "/job.yaml";
+}
+
 // Runs `cfg` on 1 server and `workers` workers and checks that every process ends well, nothing
 // dropped at a full queue (the server's closing line counts its replies dropped).
 void expect_clean_run(const std::string& cfg, int workers, double timeout_s, const char* what) {
@@ -269,15 +284,9 @@ TEST_CASE("a job with more chunks per server than the socket high-water mark sta
              "name: big\nbatch_size: 8\ndevice_gflops: 1.0\nscale: 1.0\nlayers:\n"
              "  - {name: fc, kind: linear, forward_ms: 1, backward_ms: 1, tensors: "
              "[{name: fc.w, elements: 300000}]}\n");  // 293 chunks of 4 KiB
-  write_file(dir + "/job.yaml",
-             "job: {id: hwm, iterations: 3, log_every: 0}\n"
-             "cluster: {servers: 1, workers: 2, start_timeout_s: 30, heartbeat_s: 0.2, "
-             "progress_timeout_s: 20}\n"
-             "model: {backend: replay, profile: '" + dir + "/big.yaml'}\n"
-             "optimizer: {type: sgd, lr: 0.01}\n"
-             "scheduler: {mode: preemptive, chunk_bytes: 4096, credit_bytes: 65536}\n"
-             "limits: {socket_hwm: 100}\n");
-  expect_clean_run(dir + "/job.yaml", 2, 60, "preemptive");
+  const std::string cfg = hwm_job(dir, 2, "profile: '" + dir + "/big.yaml'",
+                                  "mode: preemptive, chunk_bytes: 4096, credit_bytes: 65536");
+  expect_clean_run(cfg, 2, 60, "preemptive");
 }
 
 // Many small tensors under a large credit, two workers: more messages in flight than the queue
@@ -295,15 +304,11 @@ TEST_CASE("a job with more messages in flight than the socket high-water mark ru
   }
   write_file(dir + "/small.yaml", profile + "]}\n");
   for (const char* mode : {"fifo", "preemptive"}) {
-    write_file(dir + "/job.yaml",
-               "job: {id: hwm, iterations: 3, log_every: 0}\n"
-               "cluster: {servers: 1, workers: 2, heartbeat_s: 0.2, progress_timeout_s: 30}\n"
-               "model: {backend: replay, profile: '" + dir + "/small.yaml'}\n"
-               "optimizer: {type: sgd, lr: 0.01}\n"
-               "scheduler: {mode: " + std::string(mode) +
-               ", chunk_bytes: 4096, credit_bytes: 65536, batch_bytes: 0}\n"
-               "limits: {socket_hwm: 100}\n");
-    expect_clean_run(dir + "/job.yaml", 2, 90, mode);
+    const std::string cfg =
+        hwm_job(dir, 2, "profile: '" + dir + "/small.yaml'",
+                "mode: " + std::string(mode) +
+                    ", chunk_bytes: 4096, credit_bytes: 65536, batch_bytes: 0");
+    expect_clean_run(cfg, 2, 90, mode);
   }
 }
 
@@ -313,16 +318,10 @@ TEST_CASE("a job with more messages in flight than the socket high-water mark ru
 TEST_CASE("a large byte credit over a low high-water mark runs to its end",
           "[integration][limits]") {
   const std::string dir = temp_dir("hwm");
-  write_file(dir + "/job.yaml",
-             "job: {id: hwm, iterations: 3, log_every: 0}\n"
-             "cluster: {servers: 1, workers: 1, heartbeat_s: 0.2, progress_timeout_s: 60}\n"
-             "model: {backend: replay, profile: '" + source("bench/profiles/inception_v3.yaml") +
-             "', scale: 1}\n"
-             "optimizer: {type: sgd, lr: 0.01}\n"
-             "scheduler: {mode: fifo_chunked, chunk_bytes: 4096, credit_bytes: 1073741824, "
-             "batch_bytes: 0}\n"
-             "limits: {socket_hwm: 100}\n");
-  expect_clean_run(dir + "/job.yaml", 1, 120, "fifo_chunked");
+  const std::string cfg =
+      hwm_job(dir, 1, "profile: '" + source("bench/profiles/inception_v3.yaml") + "', scale: 1",
+              "mode: fifo_chunked, chunk_bytes: 4096, credit_bytes: 1073741824, batch_bytes: 0");
+  expect_clean_run(cfg, 1, 120, "fifo_chunked");
 }
 
 // A model of so many tensors that its registration or its membership is over what one message

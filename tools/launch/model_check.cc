@@ -67,10 +67,9 @@ void check_model(const Config& config, bool read_files) {
     }
   }
   if (read_files && config.model.backend == "native" && !config.placement.split()) {
-    const engine::NetSpec spec = engine::net_spec(config);
-    const engine::NetMemory memory{model, uint64_t(spec.channels) * spec.height * spec.width};
-    const bool evaluates = config.job.evaluate || config.job.eval_every > 0;
-    if (const std::string why = engine::memory_problem(memory, config.job.batch_size, evaluates,
+    const engine::NetMemory memory = engine::net_memory(model, engine::net_spec(config));
+    if (const std::string why = engine::memory_problem(memory, config.job.batch_size,
+                                                       config.job.evaluates(),
                                                        engine::kMostEvalBatch,
                                                        config.cluster.workers, memory_cap());
         !why.empty()) {
