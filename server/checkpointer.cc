@@ -74,6 +74,11 @@ std::vector<uint64_t> Checkpointer::start() {
     }
     usable.push_back(iteration);
   }
+  if (files.empty()) {
+    // A server that holds no chunk writes none; server 0 refuses the resume if it holds one.
+    spdlog::warn("--resume: no checkpoint of server {} in {}", rank_, config_.dir);
+    return usable;
+  }
   if (usable.empty()) {
     throw ConfigError("--resume: no usable checkpoint of server " + std::to_string(rank_) + " in " +
                       config_.dir + (first_error.empty() ? std::string() : ": " + first_error));

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 
 namespace psrt {
 
@@ -232,9 +233,12 @@ void Coordinator::refresh(Clock::time_point now) {
 
 void Coordinator::set_resume_point(wire::Membership& m) const {
   const wire::Register& self_reg = registrations_.at(self());
-  std::set<uint64_t> common(self_reg.checkpoints().begin(), self_reg.checkpoints().end());
+  // Every server that holds a chunk (one that holds none writes no checkpoint and restores
+  // nothing), and the workers that checkpoint their compression state.
+  std::set<uint32_t> holders;
+  for (const auto& c : m.chunks()) holders.insert(c.server());
+  std::optional<std::set<uint64_t>> common;
   std::string have;
-  // Every server, and the workers that checkpoint their compression state.
   for (const auto& [peer, r] : registrations_) {
     // Workers too: one started fresh beside resuming servers lost its codec state, one that
     // resumes beside fresh servers was ignored.
@@ -244,11 +248,13 @@ void Coordinator::set_resume_point(wire::Membership& m) const {
                                (self_reg.resume() ? "with" : "without") +
                                " it: start every process of the job alike");
     }
-    if (peer.role != wire::SERVER && !(peer.role == wire::WORKER && r.codec_state())) continue;
+    const bool keeps = peer.role == wire::SERVER ? holders.count(peer.rank) > 0
+                                                 : peer.role == wire::WORKER && r.codec_state();
+    if (!keeps) continue;
     std::set<uint64_t> both;
     for (uint64_t it : r.checkpoints())
-      if (common.count(it)) both.insert(it);
-    common.swap(both);
+      if (!common || common->count(it)) both.insert(it);
+    common = std::move(both);
     have += (have.empty() ? "" : "; ") + describe(peer) + ": " +
             std::to_string(r.checkpoints_size()) + " checkpoint(s)" +
             (r.checkpoints_size() ? " up to iteration " +
@@ -257,12 +263,12 @@ void Coordinator::set_resume_point(wire::Membership& m) const {
                                   : std::string());
   }
   if (!self_reg.resume()) return;
-  if (common.empty()) {
+  if (!common || common->empty()) {
     throw std::runtime_error("cannot resume: no checkpoint iteration is common to every server "
-                             "(and worker with compression state): " + have);
+                             "holding a chunk (and worker with compression state): " + have);
   }
   m.set_resume(true);
-  m.set_resume_iteration(*common.rbegin());
+  m.set_resume_iteration(*common->rbegin());
 }
 
 void Coordinator::seen(PeerId peer, Clock::time_point now) {

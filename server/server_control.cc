@@ -47,7 +47,7 @@ void Server::on_control(const std::string& identity, PeerId from, const wire::He
           *out.mutable_membership() = coordinator_->membership();
           *out.mutable_stage_map() = coordinator_->stage_map();
         } catch (const std::exception& e) {
-          abort_job(std::string("cannot build the membership: ") + e.what());
+          refuse_job(std::string("cannot build the membership: ") + e.what());
         }
         // Sent, it would be dropped by each peer's socket, and the job would wait for nothing.
         const wire::Membership& m = out.membership();
@@ -138,16 +138,17 @@ void Server::on_membership(const wire::Membership& m, const wire::StageMap& stag
     abort_job("server " + std::to_string(rank_) + " has not enough memory for its " +
               "share of the model");
   }
-  if (checkpointer_.enabled() && chunks_.size() == 0) {
-    // It writes no checkpoint (they are written as its chunks update), so --resume finds none.
-    spdlog::warn("this server holds no chunk of the model ({} servers for {} tensors): it writes "
-                 "no checkpoint, and --resume of this job will find none for it; fewer servers "
-                 "(cluster.servers) make the job resumable",
+  if (chunks_.size() == 0) {
+    // It writes no checkpoint and restores none: the resume point leaves it out.
+    spdlog::warn("this server holds no chunk of the model ({} servers for {} tensors): it has "
+                 "nothing to do in this job; fewer servers (cluster.servers) would do",
                  m.num_servers(), m.tensors_size());
   }
   if (!m.resume()) checkpointer_.fresh_start();
   if (m.resume()) {
-    if (Status st = checkpointer_.restore(chunks_, m.resume_iteration()); !st)
+    if (Status st = chunks_.size() == 0 ? Status::ok()
+                                        : checkpointer_.restore(chunks_, m.resume_iteration());
+        !st)
       refuse_job(st.message());
     resumed_ = true;
     if (reply_codec_) {

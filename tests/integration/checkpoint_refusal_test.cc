@@ -116,23 +116,6 @@ TEST_CASE("a checkpoint of an earlier format or another layout is refused at res
   CHECK(sgd.rc == 0);
 }
 
-TEST_CASE("a server that holds no chunk says its job cannot be resumed",
-          "[integration][checkpoint]") {
-  // It writes no checkpoint (they are written as its chunks update): --resume then found none
-  // for it, and nothing had said so while the job ran.
-  const std::string dir = test::temp_dir("ckpt-empty");
-  Job job = kMlp;
-  job.model = "{backend: native, arch: mlp, hidden: []}";  // 2 tensors
-  job.iterations = 4;
-  const std::string cfg = job_config(dir, job);
-  test::Proc launch("launch", {test::bin("psrt-launch"), cfg, "--set", "cluster.servers=8"});
-  const auto rc = launch.wait_exit(120);
-  INFO(launch.output());
-  CHECK(rc == 0);
-  CHECK_THAT(launch.output(), Catch::Contains("this server holds no chunk of the model (8 servers "
-                                              "for 2 tensors): it writes no checkpoint"));
-}
-
 TEST_CASE("a checkpoint.dir that is a link to a folder not made yet is made and written",
           "[integration][checkpoint]") {
   // create_directories on the link failed with "File exists": the job was refused.

@@ -261,3 +261,34 @@ TEST_CASE("a server that cannot write its checkpoints leaves the job one every s
   CHECK(rc == 0);
   CHECK_THAT(resume.output(), Catch::Contains("resuming from the checkpoint of iteration 10"));
 }
+
+TEST_CASE("a job with servers that hold no chunk resumes, bit-identical",
+          "[integration][checkpoint]") {
+  // Such a server writes no checkpoint: --resume found no iteration common to every server.
+  Job job = kMlp;
+  job.model = "{backend: native, arch: mlp, hidden: []}";  // 2 tensors for 8 servers
+  job.iterations = 2 * kEvery;
+  const std::string whole = test::temp_dir("ckpt-empty-whole");
+  test::Proc ref("whole", {test::bin("psrt-launch"), job_config(whole, job), "--set",
+                           "cluster.servers=8"});
+  REQUIRE(ref.wait_exit(120) == 0);
+  CHECK_THAT(ref.output(), Catch::Contains("this server holds no chunk of the model (8 servers "
+                                           "for 2 tensors)"));
+  const std::string dir = test::temp_dir("ckpt-empty");
+  job.iterations = kEvery + 2;
+  const std::string cfg = job_config(dir, job);
+  test::Proc first("first", {test::bin("psrt-launch"), cfg, "--set", "cluster.servers=8"});
+  REQUIRE(first.wait_exit(120) == 0);
+  const Outcome resumed = resume_with(
+      cfg, {"cluster.servers=8", "job.iterations=" + std::to_string(2 * kEvery)});
+  INFO(resumed.output);
+  REQUIRE(resumed.rc == 0);
+  CHECK_THAT(resumed.output, Catch::Contains("(iteration " + std::to_string(kEvery) + ")"));
+  for (int w = 0; w < kWorkers; ++w) {  // byte for byte
+    const std::string file = "/params-" + std::to_string(w) + ".bin";
+    const auto got = read_whole_file(dir + file), want = read_whole_file(whole + file);
+    REQUIRE(got);
+    REQUIRE(want);
+    CHECK(*got == *want);
+  }
+}

@@ -283,6 +283,31 @@ TEST_CASE("resume: no common checkpoint or a server without --resume is refused,
                     Catch::Contains("worker 0 was started with --resume, server 0 without it"));
 }
 
+TEST_CASE("resume: a server that holds no chunk has no say in the resume point",
+          "[coordinator]") {
+  // It writes no checkpoint, so every resume of such a job found no common one.
+  const auto t0 = Clock::now();
+  const auto resumed = [&](std::vector<uint64_t> s0, std::vector<uint64_t> s1) {
+    Coordinator c(2, 1, chunked(4096));
+    REQUIRE(c.on_register(kS0, resuming(1, std::move(s0)), t0));
+    REQUIRE(c.on_register(kS1, resuming(2, std::move(s1)), t0));
+    wire::Register w = worker_reg({1});  // one chunk, on one server
+    w.set_resume(true);
+    REQUIRE(c.on_register(kW0, w, t0));
+    return c;
+  };
+  auto probe = resumed({10}, {10});
+  REQUIRE(probe.membership().chunks_size() == 1);
+  const bool on_s0 = probe.membership().chunks(0).server() == 0;
+  const std::vector<uint64_t> holder{10, 20}, none{};
+  auto c = on_s0 ? resumed(holder, none) : resumed(none, holder);
+  CHECK(c.membership().resume_iteration() == 20);
+  auto lost = on_s0 ? resumed(none, holder) : resumed(holder, none);
+  CHECK_THROWS_WITH(lost.membership(),
+                    Catch::Contains("common to every server holding a chunk") &&
+                        Catch::Contains("0 checkpoint(s)"));
+}
+
 TEST_CASE("worker 0's grouping plan reaches every worker, unusable ones are refused",
           "[coordinator]") {
   const auto t0 = Clock::now();
