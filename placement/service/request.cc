@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <string>
 
 #include "core/config_limits.h"
 #include "core/config_placement.h"
@@ -79,12 +81,17 @@ Result<DeviceSet> devices_of(const wire::PlaceRequest& m) {
                          " devices, not " + std::to_string(m.devices_size()));
   }
   DeviceSet set;
+  std::set<std::string> names;
   for (const auto& d : m.devices()) {
+    std::string name = d.name().empty() ? "dev" + std::to_string(set.devices.size()) : d.name();
     if (d.memory_bytes() == 0 || !finite_in(d.gflops(), 1e-6, 1e12)) {
-      return Status::error("device '" + d.name() + "': memory must be > 0 and gflops in (0, 1e12]");
+      return Status::error("device '" + printable(name, 64) +
+                           "': memory must be > 0 and gflops in (0, 1e12]");
     }
-    set.devices.push_back({d.name().empty() ? "dev" + std::to_string(set.devices.size()) : d.name(),
-                           d.memory_bytes(), d.gflops()});
+    // A plan names its devices: two of one name could not be told apart.
+    if (!names.insert(name).second)
+      return Status::error("device '" + printable(name, 64) + "' named twice");
+    set.devices.push_back({std::move(name), d.memory_bytes(), d.gflops()});
   }
   if (m.has_link()) {
     if (Status s = check_link(m.link(), "link"); !s) return s;

@@ -87,6 +87,10 @@ void send_bad_requests(RawClient& w, const wire::PlaceRequest& good) {
   no_memory.mutable_devices(1)->set_memory_bytes(0);
   w.send(request_header(w, no_memory));
   CHECK_THAT(expect_error(w, ErrorCode::kMalformed), Catch::Contains("device 'b'"));
+  auto twice = good;  // psrt-place's devices file refused it; the service took it
+  twice.mutable_devices(1)->set_name(good.devices(0).name());
+  w.send(request_header(w, twice));
+  CHECK_THAT(expect_error(w, ErrorCode::kMalformed), Catch::Contains("named twice"));
 
   // Server counts that would make pricing a plan take minutes: refused at once.
   auto many_servers = good;
