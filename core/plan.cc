@@ -50,11 +50,14 @@ std::vector<MemoryUse> memory_use(const ModelDesc& model,
   for (uint32_t l = 0; l < model.layers.size(); ++l) {
     const uint32_t d = device_of_layer[l];
     uint64_t params = 0;
-    for (uint32_t key : model.layers[l].tensors) params += model.tensors[key].num_elements * 4;
-    use[d].params += params;
-    use[d].gradients += params;
-    use[d].optimizer += k * params;
-    use[d].activations += 4 * m * setup.micro_batches * model.layers[l].activation_elements;
+    for (uint32_t key : model.layers[l].tensors)
+      params = sat_add(params, sat_mul(model.tensors[key].num_elements, 4));
+    use[d].params = sat_add(use[d].params, params);
+    use[d].gradients = sat_add(use[d].gradients, params);
+    use[d].optimizer = sat_add(use[d].optimizer, sat_mul(k, params));
+    use[d].activations =
+        sat_add(use[d].activations, sat_mul(sat_mul(4 * m, setup.micro_batches),
+                                            model.layers[l].activation_elements));
     for (uint32_t in : model.layers[l].inputs) {
       const uint32_t from = device_of_layer[in];
       if (from == d) continue;
@@ -64,8 +67,8 @@ std::vector<MemoryUse> memory_use(const ModelDesc& model,
   }
   for (uint32_t d = 0; d < devices; ++d) {
     uint64_t elements = 0;
-    for (uint32_t l : crossing[d]) elements += model.layers[l].activation_elements;
-    use[d].comm_buffers = 2 * 4 * m * elements;
+    for (uint32_t l : crossing[d]) elements = sat_add(elements, model.layers[l].activation_elements);
+    use[d].comm_buffers = sat_mul(2 * 4 * m, elements);
   }
   return use;
 }
@@ -87,17 +90,21 @@ uint64_t cut_bytes(const ModelDesc& model, const std::vector<uint32_t>& device_o
     for (uint32_t in : model.layers[l].inputs) {
       if (device_of_layer[in] != device_of_layer[l] &&
           sent.emplace(in, device_of_layer[l]).second) {
-        elements += model.layers[in].activation_elements;
+        elements = sat_add(elements, model.layers[in].activation_elements);
       }
     }
   }
-  return 2 * 4 * elements * batch_size;
+  return sat_mul(sat_mul(2 * 4, elements), batch_size);
 }
 
 std::string memory_violation(const std::vector<MemoryUse>& use, const DeviceSet& devices) {
   for (std::size_t d = 0; d < use.size() && d < devices.devices.size(); ++d) {
     const uint64_t need = use[d].total();
     const uint64_t have = devices.devices[d].memory_bytes;
+    if (need == UINT64_MAX) {
+      return "device '" + devices.devices[d].name + "' needs 2^64 bytes or more (the profile's " +
+             "activations times the batch), but has " + std::to_string(have);
+    }
     if (need > have) {
       char buf[256];
       std::snprintf(buf, sizeof buf,

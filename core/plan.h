@@ -62,9 +62,23 @@ struct TrainingSetup {
   uint32_t micro_batch_size() const { return (batch_size + micro_batches - 1) / micro_batches; }
 };
 
+// Byte counts that stop at UINT64_MAX instead of wrapping: a profile's sizes are bounded one by
+// one, and a sum or product of them that wrapped made a plan fit a device of 1000 bytes.
+inline uint64_t sat_add(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_add_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+inline uint64_t sat_mul(uint64_t a, uint64_t b) {
+  uint64_t r;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+
 struct MemoryUse {
   uint64_t params = 0, gradients = 0, optimizer = 0, activations = 0, comm_buffers = 0;
-  uint64_t total() const { return params + gradients + optimizer + activations + comm_buffers; }
+  uint64_t total() const {
+    return sat_add(sat_add(sat_add(params, gradients), sat_add(optimizer, activations)),
+                   comm_buffers);
+  }
 };
 
 // Memory of each device under `device_of_layer` (one entry per layer of `model`).

@@ -43,6 +43,26 @@ TEST_CASE("memory violation names the device and the missing bytes", "[placement
              Catch::Contains("'d0'") && Catch::Contains("200 bytes missing"));
 }
 
+TEST_CASE("memory that would pass 2^64 bytes stops there instead of wrapping to a fit",
+          "[placement]") {
+  // Four layers of 2^40 activation elements at batch 2^20: 4 x 2^62 bytes wrapped to 0, and a
+  // plan fitted a device of 1000 bytes.
+  const uint64_t act = uint64_t(1) << 40;
+  ModelDesc m = test_graphs::chain({{1, act, 1}, {1, act, 1}, {1, act, 1}, {1, act, 1}});
+  TrainingSetup setup;
+  setup.batch_size = 1u << 20;
+  setup.optimizer = OptimizerKind::kSgd;
+  DeviceSet one = test_graphs::devices(1, 1000, 1);
+  const auto use = memory_use(m, {0, 0, 0, 0}, 1, setup);
+  CHECK(use[0].activations == UINT64_MAX);
+  CHECK(use[0].total() == UINT64_MAX);
+  CHECK_THAT(memory_violation(use, one), Catch::Contains("'d0' needs 2^64 bytes or more"));
+  const auto split = memory_use(m, {0, 0, 1, 1}, 2, setup);
+  CHECK(split[0].total() == UINT64_MAX);
+  CHECK(cut_bytes(m, {0, 0, 1, 1}, setup.batch_size) == 2 * 4 * act * setup.batch_size);
+  CHECK(cut_bytes(m, {0, 1, 0, 1}, setup.batch_size) == UINT64_MAX);
+}
+
 TEST_CASE("a layer's time scales with the device's GFLOPS", "[placement]") {
   ModelDesc m = test_graphs::chain({{1, 1, 3}});
   m.device_gflops = 100;
