@@ -64,8 +64,10 @@ std::string make_plan(const Config& config, const std::string& config_path,
   const auto plan = std::filesystem::temp_directory_path() /
                     ("psrt-" + file_safe_id(config.job.id) + "-" + std::to_string(::getpid()) +
                      "-plan.yaml");
+  // psrt-place gives up first, naming the placer's address (its default wait is 60 s).
   std::vector<std::string> argv{bin_dir + "/psrt-place", "--config", config_path,
-                                "--placer-address", address, "--out", plan.string()};
+                                "--placer-address", address, "--out", plan.string(),
+                                "--timeout", std::to_string(std::max(0.5, 0.9 * timeout))};
   for (const auto& s : sets) {
     argv.push_back("--set");
     argv.push_back(s);
