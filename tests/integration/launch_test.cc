@@ -186,6 +186,14 @@ TEST_CASE("psrt-launch asks a psrt-placer it starts when placement.plan is auto"
   CHECK_THAT(launch.output(), Catch::Contains("placement plan written to"));
   CHECK_THAT(launch.output(), Catch::Contains("predicted step"));
   CHECK(test::processes_with(cfg).empty());  // the placer is gone too
+  // A placer that does not answer is named: the launch killed psrt-place first, and said only
+  // "place did not finish within 60 s".
+  test::Proc nowhere("launch", {test::bin("psrt-launch"), cfg, "--set",
+                                "placement.address=tcp://127.0.0.1:1", "--set",
+                                "cluster.start_timeout_s=3"});
+  CHECK(nowhere.wait_exit(60) == std::optional<int>(1));
+  CHECK_THAT(nowhere.output(),
+             Catch::Contains("psrt-placer at tcp://127.0.0.1:1 did not answer within 2.7"));
 }
 
 TEST_CASE("psrt-launch refuses an auto plan its workers could not run, before starting them",
@@ -283,4 +291,28 @@ TEST_CASE("launched daemons catch SIGTERM, block only what they take, and stop w
   CHECK(rc == 130);
   CHECK_THAT(launch.output(), !Catch::Contains("SIGKILL"));
   CHECK(test::processes_with(cfg).empty());
+}
+
+TEST_CASE("psrt-launch refuses a scheduler.priority of the wrong length, split models too",
+          "[integration]") {
+  // A split model's list was not checked: every process started and each worker refused it.
+  const std::string dir = test::temp_dir("launchprio");
+  const std::string cfg = dir + "/job.yaml";
+  test::write_file(cfg,
+                   "job: {id: prio, iterations: 2, batch_size: 8, log_every: 0}\n"
+                   "cluster: {servers: 1, workers: 2}\n"
+                   "model: {backend: native, arch: mlp, hidden: [16]}\n"
+                   "data: {train_limit: 64}\n"
+                   "scheduler: {priority: [1, 0]}\n");
+  for (const std::string mode : {"data", "model"}) {  // one stage, then split in two
+    const std::string partitions = mode == "data" ? "1" : "2";
+    test::Proc launch("launch", {test::bin("psrt-launch"), cfg, "--set", "placement.mode=" + mode,
+                                 "--set", "placement.partitions=" + partitions});
+    INFO(mode);
+    CHECK(launch.wait_exit(60) == std::optional<int>(2));
+    INFO(launch.output());
+    CHECK_THAT(launch.output(), Catch::Contains("scheduler.priority: lists 2 priorities, ") &&
+                                    Catch::Contains(" has 4 tensors"));
+    CHECK_THAT(launch.output(), !Catch::Contains("worker 0 |"));
+  }
 }

@@ -77,7 +77,7 @@ void check_model(const Config& config, bool read_files) {
     }
   }
   // A worker refused it only once the servers had started.
-  if (!config.placement.split() && !config.scheduler.priority.empty() &&
+  if (!config.scheduler.priority.empty() &&
       config.scheduler.priority.size() != model.tensors.size()) {
     throw ConfigError("scheduler.priority: lists " +
                       std::to_string(config.scheduler.priority.size()) + " priorities, " +
