@@ -133,3 +133,25 @@ TEST_CASE("psrt-timeline merge refuses to overwrite one process's trace", "[inte
   CHECK(fifo.wait_exit(30) == 0);
   CHECK(std::filesystem::file_size(dir + "/from-fifo") > 0);
 }
+
+TEST_CASE("psrt-timeline merge skips a line cut short after an inner brace", "[integration]") {
+  // The line ended in '}', so it was taken: the merge exited 0 with a trace no reader parses.
+  const std::string dir = test::temp_dir("timeline");
+  const std::string head = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  const std::string name = "{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":1,\"args\":{\"name\":"
+                           "\"worker 0\"}},\n";
+  const std::string push = "{\"ph\":\"X\",\"name\":\"push \\\"}\\\"\",\"pid\":1,\"tid\":1,"
+                           "\"ts\":1,\"dur\":2,\"args\":{\"bytes\":[1,2]}}";
+  test::write_file(dir + "/worker-0.json", head + name + push + "\n]}\n");
+  // Cut after the inner '}' of args, and after a '}' inside a string.
+  test::write_file(dir + "/worker-1.json", head + name + push.substr(0, push.size() - 1));
+  test::write_file(dir + "/worker-2.json", head + name + push.substr(0, push.find("}\\\"") + 1));
+  test::Proc merge("merge", {test::bin("psrt-timeline"), "merge", dir, "-o", dir + "/all.out"});
+  REQUIRE(merge.wait_exit(30) == 0);
+  INFO(merge.output());
+  CHECK_THAT(merge.output(), Catch::Contains("worker-1.json: skipped 1 event line(s) cut"));
+  CHECK_THAT(merge.output(), Catch::Contains("worker-2.json: skipped 1 event line(s) cut"));
+  const auto py =
+      std::system(("/usr/bin/python3 -m json.tool " + dir + "/all.out > /dev/null").c_str());
+  CHECK(py == 0);
+}

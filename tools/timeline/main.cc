@@ -21,6 +21,28 @@ struct FileEvents {
 };
 
 // The event lines of one of our timeline files (one event per line, see core/timeline.h).
+// Whether `line` is one JSON object, whole: its braces and brackets close, outside strings, at
+// its last character. A line cut short after an inner '}' ("args":{"name":"x"}) ended in '}'
+// too, and the merge wrote a trace no reader could parse.
+bool whole_object(const std::string& line) {
+  int depth = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_string) {
+      if (c == '\\') ++i;  // the escaped character
+      else if (c == '"') in_string = false;
+      else if (static_cast<unsigned char>(c) < 0x20) return false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    else if (c == '{' || c == '[') ++depth;
+    else if (c == '}' || c == ']') --depth;
+    if (depth < 0 || (depth == 0 && i + 1 < line.size())) return false;
+  }
+  return depth == 0 && !in_string && !line.empty() && line.front() == '{';
+}
+
 bool read_events(const fs::path& file, FileEvents& out, std::string& error) {
   std::ifstream in(file);
   if (!in) {
@@ -37,7 +59,7 @@ bool read_events(const fs::path& file, FileEvents& out, std::string& error) {
     if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF line ends
     if (line.rfind("{\"ph\":", 0) != 0) continue;               // the footer
     if (!line.empty() && line.back() == ',') line.pop_back();
-    if (line.empty() || line.back() != '}') {  // a line cut short would break the whole trace
+    if (!whole_object(line)) {  // a line cut short would break the whole trace
       ++out.truncated;
       continue;
     }
