@@ -137,9 +137,14 @@ void dump_lenet5_step(Writer& w) {
 
 int main(int argc, char** argv) {
   using namespace psrt::engine;
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: psrt-engine-dump FILE\n");
-    return 2;
+  // `--help` was taken for FILE: an 800 KB dump named --help in the working folder.
+  if (argc != 2 || argv[1][0] == '-') {
+    const std::string arg = argc == 2 ? argv[1] : "";
+    const bool help = arg == "-h" || arg == "--help";
+    std::fprintf(help ? stdout : stderr,
+                 "usage: psrt-engine-dump FILE (the layers' reference data for "
+                 "tests/torch_reference.py)\n");
+    return help ? 0 : 2;
   }
   Writer w(argv[1]);
   if (!w.ok()) {
