@@ -108,8 +108,13 @@ std::vector<std::pair<pid_t, std::string>> processes_with(const std::string& nee
   for (const auto& e : std::filesystem::directory_iterator("/proc", ec)) {
     const std::string name = e.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos) continue;
-    std::ifstream in(e.path() / "cmdline", std::ios::binary);
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string cmd;
+    try {  // a process that ends while read fails the read with ESRCH (an exception here)
+      std::ifstream in(e.path() / "cmdline", std::ios::binary);
+      cmd.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    } catch (const std::exception&) {
+      continue;
+    }
     for (auto& c : cmd)
       if (c == '\0') c = ' ';
     // Zombies have an empty command line: they are gone as processes.
