@@ -178,7 +178,9 @@ void Server::run() {
 
 bool Server::request_stop(const std::string& why) {
   std::lock_guard lock(stop_mu_);
-  if (!looping_) return false;
+  // Its loop is over: it is ending and writes its outputs (timeline, checkpoints) first, within
+  // the signal's grace. Declined, the signal ended it at once and a Ctrl-C lost those files.
+  if (!looping_) return true;
   if (!stop_why_) stop_why_ = why;
   stop_pending_.store(true);
   messenger_.wakeup().notify();

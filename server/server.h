@@ -63,7 +63,8 @@ class Server {
   // Serves until the shutdown barrier is released. Throws JobError when the job aborts.
   void run();
   // From any thread (a signal's: core/stop_signals.h): the job ends at the loop's next pass, told
-  // `why` as this server's failure. False when the loop is over (or never ran): nothing to tell.
+  // `why` as this server's failure. Once the loop is over nothing is told, and it is still true:
+  // the server is ending (a signal then leaves it its grace to write its outputs).
   bool request_stop(const std::string& why);
   const ServerStats& stats() const { return stats_; }
 

@@ -133,8 +133,9 @@ class PsClient {
   // Passes the shutdown barrier; the servers exit when every worker has.
   void finish();
   // This worker fails for a cause of its own (compute, data; not the job's): the I/O thread tells
-  // the coordinator why before it closes, so the job ends at once naming it. Thread-safe. False
-  // when the client had failed or finished already: nothing was told.
+  // the coordinator why before it closes, so the job ends at once naming it. Thread-safe. When
+  // the client had failed or finished already nothing is told, and it is still true: the worker
+  // is ending (a signal then leaves it its grace to write its outputs).
   bool abandon(const std::string& why);
 
   const ShardMap& shards() const { return shards_; }

@@ -40,7 +40,10 @@ bool PsClient::failed() const {
 
 bool PsClient::abandon(const std::string& why) {
   std::unique_lock lock(mu_);
-  if (error_ || finished_) return false;  // the job's own failure, known to it; or over
+  // The job's own failure, known to it, or over: the worker is ending and writes its outputs
+  // (timeline, dump_params) first, within the signal's grace. Declined, the signal ended it at
+  // once and a Ctrl-C lost those files.
+  if (error_ || finished_) return true;
   abandoned_ = why;
   messenger_.wakeup().notify();
   // Until the I/O thread has taken it (report() fails the client), so that the destructor's
