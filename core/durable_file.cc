@@ -207,6 +207,27 @@ std::map<uint64_t, std::string> list_checkpoint_files(const std::string& dir,
   return out;
 }
 
+std::size_t remove_unfinished_checkpoints(const std::string& dir, const std::string& job_id,
+                                          const std::string& role, uint32_t rank) {
+  std::size_t removed = 0;
+  std::error_code ec;
+  const std::string prefix = file_prefix(job_id, role, rank);
+  const std::size_t stem = prefix.size() + 12 + 5;  // PREFIX<12 digits>.ckpt
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    // NAME.ckpt.tmp, or NAME.ckpt.tmp.PID.N where that was taken (open_temporary).
+    if (name.size() < stem + 4 || name.rfind(prefix, 0) != 0 ||
+        name.compare(stem - 5, 9, ".ckpt.tmp") != 0 ||
+        (name.size() > stem + 4 && name[stem + 4] != '.') ||
+        name.substr(prefix.size(), 12).find_first_not_of("0123456789") != std::string::npos) {
+      continue;
+    }
+    std::error_code rm;
+    if (e.is_regular_file(rm) && std::filesystem::remove(e.path(), rm)) ++removed;
+  }
+  return removed;
+}
+
 std::string remove_earlier_run(std::map<uint64_t, std::string>& files, const std::string& who,
                                const std::string& dir) {
   if (files.empty()) return "";

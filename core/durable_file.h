@@ -46,6 +46,11 @@ std::map<uint64_t, std::string> list_checkpoint_files(const std::string& dir,
 // iterations every process writes, where those written on a server's own clock are not).
 void keep_newest_checkpoints(const std::map<uint64_t, std::string>& files, int keep,
                              uint64_t every = 0);
+// Removes that job's ROLE RANK checkpoint writes that never finished (a process killed while
+// writing leaves NAME.ckpt.tmp, which no listing, prune or fresh start saw). Call once the
+// coordinator has accepted the process: the rank is then its own. Returns how many went.
+std::size_t remove_unfinished_checkpoints(const std::string& dir, const std::string& job_id,
+                                          const std::string& role, uint32_t rank);
 // A fresh start's removal of an earlier run's `files` (`who`: "server 1"); `files` is left empty.
 // Returns the line that says so (empty when there were none), for the caller's log.
 std::string remove_earlier_run(std::map<uint64_t, std::string>& files, const std::string& who,

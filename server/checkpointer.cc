@@ -39,6 +39,13 @@ void Checkpointer::fresh_start() {
   if (!said.empty()) spdlog::info("{}", said);
 }
 
+void Checkpointer::remove_unfinished() {
+  if (!enabled()) return;
+  if (const auto n = remove_unfinished_checkpoints(config_.dir, job_id_, "server", rank_))
+    spdlog::info("removed {} unfinished checkpoint write(s) of server {} from {}", n, rank_,
+                 config_.dir);
+}
+
 std::vector<uint64_t> Checkpointer::start() {
   if (!enabled()) return {};
   std::error_code ec = make_folder(config_.dir);

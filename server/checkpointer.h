@@ -36,6 +36,8 @@ class Checkpointer {
   // files start() noted. Not at start-up: a process started without --resume beside others
   // that resume (by hand) deleted its files before the coordinator refused the mix.
   void fresh_start();
+  // Once the membership is in, fresh or resumed: removes this server's unfinished writes.
+  void remove_unfinished();
   // After chunk `c` completed its update to c.iteration: copies it if that iteration is
   // checkpointed, and writes the file once every chunk of the table has been copied.
   void on_update(const ChunkState& c, const ChunkTable& table);

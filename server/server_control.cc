@@ -145,6 +145,7 @@ void Server::on_membership(const wire::Membership& m, const wire::StageMap& stag
                  m.num_servers(), m.tensors_size());
   }
   if (!m.resume()) checkpointer_.fresh_start();
+  checkpointer_.remove_unfinished();
   if (m.resume()) {
     if (Status st = chunks_.size() == 0 ? Status::ok()
                                         : checkpointer_.restore(chunks_, m.resume_iteration());

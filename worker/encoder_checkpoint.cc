@@ -85,6 +85,13 @@ void EncoderCheckpointer::fresh_start() {
   if (!said.empty()) spdlog::info("{}", said);
 }
 
+void EncoderCheckpointer::remove_unfinished() {
+  if (!enabled_) return;
+  if (const auto n = remove_unfinished_checkpoints(config_.dir, job_id_, "worker", rank_))
+    spdlog::info("removed {} unfinished checkpoint write(s) of worker {} from {}", n, rank_,
+                 config_.dir);
+}
+
 void EncoderCheckpointer::maybe_write(uint64_t iteration, const GradEncoder& encoder) {
   if (!enabled_ || iteration == 0 || iteration % uint64_t(config_.every) != 0) return;
   ByteWriter w;

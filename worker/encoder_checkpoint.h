@@ -34,6 +34,8 @@ class EncoderCheckpointer {
   std::vector<uint64_t> start();
   // Once the membership says the job starts fresh: removes the files start() noted.
   void fresh_start();
+  // Once the membership is in, fresh or resumed: removes this worker's unfinished writes.
+  void remove_unfinished();
   // At the top of iteration `iteration`: writes the encoder's state if it is a checkpoint
   // iteration. A failure is logged; the run carries on.
   void maybe_write(uint64_t iteration, const GradEncoder& encoder);

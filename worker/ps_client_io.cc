@@ -189,6 +189,7 @@ void PsClient::on_membership(const wire::Membership& m, const wire::StageMap& st
     return;
   }
   if (!m.resume()) encoder_ckpt_.fresh_start();  // the whole job starts fresh: the coordinator says
+  encoder_ckpt_.remove_unfinished();
   for (uint32_t s = 1; s < m.num_servers(); ++s) {
     servers_.push_back(messenger_.add_dealer("server " + std::to_string(s), identity_));
     messenger_.socket(servers_.back()).connect(m.server_addresses(int(s)));

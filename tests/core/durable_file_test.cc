@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 using namespace psrt;
 namespace fs = std::filesystem;
@@ -106,5 +107,26 @@ TEST_CASE("make_folder makes a folder through a link to one not made yet", "[cor
   CHECK_FALSE(make_folder(dir + "/ckpt"));  // there already
   std::ofstream(dir + "/file") << "x";
   CHECK(make_folder(dir + "/file/sub"));  // a file in the way
+  fs::remove_all(dir);
+}
+
+TEST_CASE("remove_unfinished_checkpoints removes this rank's dead writes and nothing else",
+          "[core]") {
+  // A server killed while writing left NAME.ckpt.tmp: no fresh start, resume or prune removed it.
+  const std::string dir = temp_folder();
+  const std::string done = checkpoint_file(dir, "job", "server", 1, 200);
+  const std::vector<std::string> dead{done + ".tmp", checkpoint_file(dir, "job", "server", 1, 300) +
+                                                         ".tmp.123.0"};
+  const std::vector<std::string> others{
+      done, checkpoint_file(dir, "job", "server", 0, 200) + ".tmp",  // another rank's
+      checkpoint_file(dir, "job", "worker", 1, 200) + ".tmp",        // another role's
+      checkpoint_file(dir, "job2", "server", 1, 200) + ".tmp",       // another job's
+      done + ".tmpx", dir + "/notes.ckpt.tmp"};
+  for (const auto& f : dead) std::ofstream(f) << "half";
+  for (const auto& f : others) std::ofstream(f) << "keep";
+  CHECK(remove_unfinished_checkpoints(dir, "job", "server", 1) == dead.size());
+  for (const auto& f : dead) CHECK_FALSE(fs::exists(f));
+  for (const auto& f : others) CHECK(fs::exists(f));
+  CHECK(remove_unfinished_checkpoints(dir + "/missing", "job", "server", 1) == 0);
   fs::remove_all(dir);
 }
