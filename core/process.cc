@@ -41,8 +41,13 @@ Process::Process(std::string name, const std::vector<std::string>& argv) : name_
     ::dup2(out[1], STDOUT_FILENO);
     ::dup2(err[1], STDERR_FILENO);
     ::execv(args[0], args.data());
-    const char* msg = "exec failed\n";
-    [[maybe_unused]] auto n = ::write(STDERR_FILENO, msg, std::strlen(msg));
+    // Only async-signal-safe calls here: the program and a word for the common causes.
+    const int e = errno;
+    const char* why = e == ENOENT ? ": not found\n" : e == EACCES ? ": permission denied\n"
+                    : e == ENOEXEC ? ": not an executable\n" : ": exec failed\n";
+    for (const char* part : {"cannot run ", static_cast<const char*>(args[0]), why}) {
+      [[maybe_unused]] auto n = ::write(STDERR_FILENO, part, std::strlen(part));
+    }
     ::_exit(127);
   }
   ::close(out[1]);

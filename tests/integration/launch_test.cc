@@ -316,3 +316,19 @@ TEST_CASE("psrt-launch refuses a scheduler.priority of the wrong length, split m
     CHECK_THAT(launch.output(), !Catch::Contains("worker 0 |"));
   }
 }
+
+TEST_CASE("psrt-launch without its programs beside it names the missing one before starting",
+          "[integration]") {
+  // A psrt-launch copied alone said "server 0 | exec failed" for each process and exited 1.
+  const std::string dir = test::temp_dir("launchalone");
+  std::filesystem::copy_file(test::bin("psrt-launch"), dir + "/psrt-launch");
+  const std::string cfg = dir + "/job.yaml";
+  test::write_file(cfg, "job: {id: alone, iterations: 2, batch_size: 8, log_every: 0}\n"
+                        "model: {backend: native, arch: mlp, hidden: [16]}\n"
+                        "data: {train_limit: 64}\n");
+  test::Proc launch("launch", {dir + "/psrt-launch", cfg});
+  CHECK(launch.wait_exit(60) == std::optional<int>(2));
+  INFO(launch.output());
+  CHECK_THAT(launch.output(), Catch::Contains("cannot run " + dir + "/psrt-server: No such file"));
+  CHECK_THAT(launch.output(), !Catch::Contains("server 0 |"));
+}

@@ -84,6 +84,23 @@ int auto_plan(const psrt::Config& config, const std::string& config_path,
   return 0;
 }
 
+// The programs it runs, from its own folder: a psrt-launch copied alone said only "exec failed"
+// once per process, after starting the others, and exited 1. Says which cannot run, or "".
+std::string missing_program(const psrt::Config& config) {
+  std::vector<std::string> programs{"psrt-server", "psrt-worker"};
+  if (config.placement.plan == "auto") {
+    programs.insert(programs.end(), {"psrt-placer", "psrt-place"});
+  }
+  for (const auto& program : programs) {
+    const std::string path = self_dir() + "/" + program;
+    if (::access(path.c_str(), X_OK) != 0) {
+      return "cannot run " + path + ": " + std::strerror(errno) +
+             " (psrt-launch runs the job's programs from its own folder)";
+    }
+  }
+  return "";
+}
+
 // The job file as every process will read it, checked (and its model built) before anything
 // starts. Returns the exit code of a refusal (0: none).
 int load_job(const std::string& config_path, const std::vector<std::string>& sets, bool resume,
@@ -160,6 +177,10 @@ int main(int argc, char** argv) {
               config.cluster.servers, config.cluster.workers);
   std::fflush(stdout);
   if (check_only) return 0;
+  if (const std::string why = missing_program(config); !why.empty()) {
+    std::fprintf(stderr, "psrt-launch: %s\n", why.c_str());
+    return 2;
+  }
   // 3 descriptors for each process it starts (its pipes), beside its own few.
   if (const std::string why = psrt::ensure_open_files(
           16 + 3 * uint64_t(config.cluster.servers + config.cluster.workers + 1));
