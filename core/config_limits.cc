@@ -67,6 +67,8 @@ uint64_t server_memory_cap(const LimitsConfig& limits) {
   return limits.server_memory_bytes > 0 ? limits.server_memory_bytes : memory_cap();
 }
 
+constexpr int kMinSocketBufferBytes = 64 << 10;
+
 void parse_security_and_limits(const YamlReader& top, Config& c,
                                const std::function<std::string(const std::string&)>& resolve) {
   const YamlReader sec = top.child("security");
@@ -79,6 +81,13 @@ void parse_security_and_limits(const YamlReader& top, Config& c,
   l.socket_hwm = int(lim.get_int("socket_hwm", l.socket_hwm, 100, 10'000'000));
   l.socket_buffer_bytes =
       int(lim.get_int("socket_buffer_bytes", l.socket_buffer_bytes, 0, int64_t(1) << 30));
+  // 1 KiB stalled the job for good after its start (bytes stuck in a send queue, mss 576), and
+  // the workers then blamed server 0; a few KiB ran tens of times slower.
+  if (l.socket_buffer_bytes > 0 && l.socket_buffer_bytes < kMinSocketBufferBytes) {
+    lim.fail("socket_buffer_bytes", "must be 0 (the OS's default) or at least " +
+                                        std::to_string(kMinSocketBufferBytes) + ", not " +
+                                        std::to_string(l.socket_buffer_bytes));
+  }
   l.error_replies_per_s = lim.get_double("error_replies_per_s", l.error_replies_per_s, 0.1, 1e6);
   l.log_lines_per_s = lim.get_double("log_lines_per_s", l.log_lines_per_s, 0.1, 1e6);
   l.server_memory_bytes = uint64_t(lim.get_int("server_memory_bytes", 0, 0, int64_t(1) << 50));

@@ -37,6 +37,8 @@ TEST_CASE("security and limits parse with defaults, bounds and unknown keys refu
   for (const char* bad : {"limits: {socket_hwm: 0}", "limits: {nonsense: 1}", "security: {key: x}",
                           "limits: {socket_buffer_bytes: -1}",
                           "limits: {socket_buffer_bytes: 2147483648}",
+                          "limits: {socket_buffer_bytes: 1024}",  // stalled the job
+                          "limits: {socket_buffer_bytes: 65535}",
                           "cluster: {workers: 65536}", "cluster: {servers: 5000}"}) {
     INFO(bad);
     CHECK_THROWS_AS(parse_config(bad, "job.yaml"), ConfigError);
