@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 namespace psrt {
 
@@ -240,16 +241,19 @@ std::string remove_earlier_run(std::map<uint64_t, std::string>& files, const std
 
 void keep_newest_checkpoints(const std::map<uint64_t, std::string>& files, int keep,
                              uint64_t every) {
-  // The newest multiple of `every` stays too: the point the other processes also have.
-  uint64_t fixed = 0;
-  bool have_fixed = false;
-  for (auto it = files.rbegin(); every > 0 && it != files.rend() && !have_fixed; ++it) {
-    if (it->first % every == 0) fixed = it->first, have_fixed = true;
+  // The newest kEveryKept multiples of `every` stay too: the points the other processes also
+  // have. A server's writer runs up to three of them behind its training (one being written, one
+  // queued, and the servers one iteration apart): keeping only the newest, a slow disk's server
+  // had none of another's two (--resume found no common checkpoint).
+  std::set<uint64_t> fixed;
+  for (auto it = files.rbegin(); every > 0 && it != files.rend() && fixed.size() < kEveryKept;
+       ++it) {
+    if (it->first % every == 0) fixed.insert(it->first);
   }
   std::size_t drop = files.size() > std::size_t(keep) ? files.size() - std::size_t(keep) : 0;
   std::error_code ec;
   for (auto it = files.begin(); drop > 0; ++it, --drop) {
-    if (!have_fixed || it->first != fixed) std::filesystem::remove(it->second, ec);
+    if (!fixed.count(it->first)) std::filesystem::remove(it->second, ec);
   }
 }
 

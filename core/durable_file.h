@@ -42,8 +42,9 @@ std::map<uint64_t, std::string> list_checkpoint_files(const std::string& dir,
                                                       const std::string& job_id,
                                                       const std::string& role, uint32_t rank);
 // Removes all but the `keep` newest of `files` (a list_checkpoint_files result) and, with
-// `every` > 0, the newest whose iteration is a multiple of `every` (checkpoint.every: the
-// iterations every process writes, where those written on a server's own clock are not).
+// `every` > 0, the kEveryKept newest whose iterations are multiples of `every` (checkpoint.every:
+// the iterations every process writes, where those written on a server's own clock are not).
+constexpr std::size_t kEveryKept = 4;
 void keep_newest_checkpoints(const std::map<uint64_t, std::string>& files, int keep,
                              uint64_t every = 0);
 // Removes that job's ROLE RANK checkpoint writes that never finished (a process killed while

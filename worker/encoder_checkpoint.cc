@@ -116,7 +116,7 @@ void EncoderCheckpointer::maybe_write(uint64_t iteration, const GradEncoder& enc
   }
   if (keep_all_.load()) return;
   keep_newest_checkpoints(list_checkpoint_files(config_.dir, job_id_, "worker", rank_),
-                          config_.keep + kExtraKept);
+                          config_.keep + kExtraKept, uint64_t(config_.every));
 }
 
 Status EncoderCheckpointer::check(const std::string& path, uint64_t iteration,

@@ -198,12 +198,36 @@ TEST_CASE("pruning keeps the newest checkpoint of checkpoint.every beside the ke
   }
   std::vector<uint64_t> left;
   for (const auto& [it, path] : list_checkpoints(dir, "job-a", 0)) left.push_back(it);
-  CHECK(left == std::vector<uint64_t>{40, 45, 51});
+  CHECK(left == std::vector<uint64_t>{20, 40, 45, 51});  // the 4 newest multiples of 20 stay
   // Without checkpoint.every, the keep newest only; with it among them, nothing more.
   std::map<uint64_t, std::string> files = list_checkpoints(dir, "job-a", 0);
   keep_newest_checkpoints(files, 2, 45);
   CHECK(list_checkpoints(dir, "job-a", 0).size() == 2);
   keep_newest_checkpoints(list_checkpoints(dir, "job-a", 0), 1);
   CHECK(list_checkpoints(dir, "job-a", 0).begin()->first == 51);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("pruning keeps what a server whose disk runs three checkpoints behind still shares",
+          "[unit][checkpoint]") {
+  // A server's writer lags its training by up to three of checkpoint.every (one being written,
+  // one queued, one iteration between servers). With keep 2, a fast server kept {300, 400}
+  // while a slow disk's had {100, 200}: --resume found no common checkpoint.
+  char tmpl[] = "/tmp/psrt-ckpt-lag-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  auto s = sample();
+  {
+    CheckpointWriter fast(dir, "job-a", 0, 2, {}, 100);
+    for (uint64_t it = 100; it <= 800; it += 100) {
+      s.iteration = it;
+      fast.submit(checkpoint_path(dir, "job-a", 0, it), s);
+      fast.drain();
+    }
+  }
+  std::vector<uint64_t> left;
+  for (const auto& [it, path] : list_checkpoints(dir, "job-a", 0)) left.push_back(it);
+  // The slow one, at 800 too, has written at least 500.
+  CHECK(left == std::vector<uint64_t>{500, 600, 700, 800});
   std::filesystem::remove_all(dir);
 }
