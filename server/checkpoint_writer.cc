@@ -65,6 +65,9 @@ void CheckpointWriter::run() {
 }
 
 void CheckpointWriter::write(const Job& job) {
+  // A folder removed while the job runs (a clean-up) is made again, as at start: every later
+  // write failed, and the run ended with no checkpoint at all. A failure is the write's to say.
+  (void)make_folder(dir_);
   if (Status st = write_checkpoint(job.path, job.snapshot); !st) {
     spdlog::error("{}; the run carries on without it", st.message());
     ++failed_;
@@ -74,7 +77,9 @@ void CheckpointWriter::write(const Job& job) {
   }
   ++written_;
   spdlog::info("checkpoint of iteration {} written to {}", job.snapshot.iteration, job.path);
-  if (!keep_all_.load()) keep_newest_checkpoints(list_checkpoints(dir_, job_id_, rank_), keep_, every_);
+  if (!keep_all_.load()) {
+    keep_newest_checkpoints(list_checkpoints(dir_, job_id_, rank_), keep_, every_);
+  }
 }
 
 }  // namespace psrt

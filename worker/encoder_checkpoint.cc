@@ -108,6 +108,7 @@ void EncoderCheckpointer::maybe_write(uint64_t iteration, const GradEncoder& enc
   Status st = encoder.save_state(w);
   if (st) {
     w.put<uint32_t>(crc32_of(w.out()));
+    (void)make_folder(config_.dir);  // removed while the job runs: made again, as the servers do
     st = write_durably(path, w.out());
   }
   if (!st) {

@@ -169,6 +169,15 @@ TEST_CASE("the checkpoint writer writes off the caller's thread and drops none",
   auto newest = read_checkpoint(files.rbegin()->second);
   REQUIRE(newest);
   require_equal(*newest, s);
+  {  // the folder removed while the job runs is made again (every later write failed)
+    CheckpointWriter writer(dir, "job-a", 1, 2);
+    std::filesystem::remove_all(dir);
+    s.iteration = 60;
+    writer.submit(checkpoint_path(dir, "job-a", 1, 60), s);
+    writer.drain();
+    CHECK(writer.written() == 1);
+    CHECK(list_checkpoints(dir, "job-a", 1).size() == 1);
+  }
   // A folder that cannot be written to: an error in the log, not a crash or a hang.
   {
     CheckpointWriter writer("/proc/psrt-no-such-dir", "job-a", 1, 2);
