@@ -1,6 +1,7 @@
 #include "server/coordinator.h"
 
 #include "core/model.h"
+#include "core/shared_settings.h"
 #include "core/sharding.h"
 #include "core/wire.h"
 #include "core/wire_grouping.h"
@@ -53,6 +54,7 @@ std::optional<WireError> Coordinator::on_register(PeerId peer, const std::string
     return refuse(ErrorCode::kNotRegistered,
                   describe(peer) + " registered without a " + limits_.transport + " address");
   }
+  if (auto err = check_settings(peer, reg)) return err;
   if (peer.role == wire::WORKER) {
     if (auto err = check_worker(peer, reg)) return err;
     if (auto err = check_stage(peer, reg, stage)) return err;
@@ -61,6 +63,33 @@ std::optional<WireError> Coordinator::on_register(PeerId peer, const std::string
   registrations_[peer] = reg;
   identities_[peer] = identity;
   last_seen_[peer] = now;
+  return std::nullopt;
+}
+
+std::optional<WireError> Coordinator::check_settings(PeerId peer,
+                                                     const wire::Register& reg) const {
+  auto refuse = [](ErrorCode code, std::string why) {
+    return std::optional<WireError>(WireError{code, std::move(why)});
+  };
+  std::size_t bytes = 0;
+  for (const auto& line : reg.settings()) bytes += line.size();
+  if (reg.settings_size() > kMaxSettings || bytes > kMaxSettings * limits_.max_string) {
+    return refuse(ErrorCode::kLimit, describe(peer) + " registered " +
+                                         std::to_string(reg.settings_size()) + " settings of " +
+                                         std::to_string(bytes) + " bytes");
+  }
+  const std::vector<std::string> mine(reg.settings().begin(), reg.settings().end());
+  for (const auto& [other, r] : registrations_) {
+    if (r.settings_size() == 0) continue;
+    const std::string diff = settings_difference({r.settings().begin(), r.settings().end()},
+                                                 describe(other), mine, describe(peer));
+    if (!diff.empty()) {
+      return refuse(ErrorCode::kInconsistent,
+                    printable(diff, 512) + ": every process of a job must run its settings "
+                                           "alike (their job files or --set differ)");
+    }
+    break;  // the first that said them: all before agreed with it
+  }
   return std::nullopt;
 }
 
@@ -136,9 +165,10 @@ std::optional<WireError> Coordinator::check_worker(PeerId peer, const wire::Regi
                     describe(peer) + " would run " + std::to_string(reg.iterations()) +
                         " iterations, " + describe(other) + " " +
                         std::to_string(r.iterations()) +
-                        ": with job.epochs each worker counts passes over its own training set, "
-                        "so theirs differ in size (data.path, data.train_limit on each host); "
-                        "give every worker the same data, or set job.iterations");
+                        ": their job.iterations differ, or with job.epochs each worker counts "
+                        "passes over its own training set, and theirs differ in size (data.path, "
+                        "data.train_limit on each host); give every worker the same data, or set "
+                        "job.iterations alike");
     }
     break;
   }

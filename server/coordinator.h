@@ -38,6 +38,7 @@ class Coordinator {
   // Largest tensor a worker may register (2^34 fp32 elements: 64 GiB).
   static constexpr uint64_t kMaxModelElements = 1ull << 34;
   static constexpr int kMaxTensors = 1 << 20;
+  static constexpr int kMaxSettings = 256;  // lines of a registration's settings
   Coordinator(int servers, int workers, const SchedulerConfig& scheduler,
               const RegisterLimits& limits = {});
 
@@ -87,6 +88,8 @@ class Coordinator {
 
  private:
   std::vector<PeerId> expected(const std::string& barrier) const;
+  // Its settings (core/shared_settings.h) against those registered before it.
+  std::optional<WireError> check_settings(PeerId peer, const wire::Register& reg) const;
   std::optional<WireError> check_worker(PeerId peer, const wire::Register& reg) const;
   std::optional<WireError> check_stage(PeerId peer, const wire::Register& reg,
                                        const wire::StageInfo* stage) const;

@@ -8,6 +8,7 @@
 #include "compress/job_config.h"
 #include "compress/registry.h"
 #include "core/abort_notice.h"
+#include "core/shared_settings.h"
 #include "core/endpoints.h"
 #include "core/config_limits.h"
 #include "core/status.h"
@@ -87,6 +88,7 @@ Server::Server(const Config& config, uint32_t rank, zmq::context_t* shared)
   wire::Register reg;
   reg.set_address(endpoint_);
   reg.set_resume(config.checkpoint.resume);
+  for (const auto& line : shared_settings(config)) reg.add_settings(line);
   for (uint64_t it : checkpointer_.start()) reg.add_checkpoints(it);
   if (rank == 0) {
     const RegisterLimits limits{server_memory_cap(config.limits), bytes_per_element(),

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/lost_send.h"
+#include "core/shared_settings.h"
 #include "core/stop_signals.h"
 #include "worker/ps_client.h"
 
@@ -55,6 +56,7 @@ void PsClient::io_loop() {
     reg.set_pid(uint32_t(::getpid()));
     reg.set_iterations(uint64_t(std::max<int64_t>(0, config_.job.iterations)));
     reg.set_resume(config_.checkpoint.resume);
+    for (const auto& line : shared_settings(config_)) reg.add_settings(line);
     // Constrains the resume point only if it has something to restore.
     reg.set_codec_state(encoder_ckpt_.enabled() &&
                         (!config_.checkpoint.resume || !encoder_checkpoints_.empty()));

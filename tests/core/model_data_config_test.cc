@@ -9,6 +9,7 @@
 #include "core/config.h"
 #include "core/config_limits.h"
 #include "core/layer_spec.h"
+#include "core/shared_settings.h"
 #include "core/yaml_reader.h"
 #include "tests/core/config_test_util.h"
 
@@ -169,4 +170,24 @@ TEST_CASE("replay workers that cannot fit this machine's memory together are nam
                  Catch::Contains("for its 2 workers") && Catch::Contains("fewer workers here"));
   CHECK_THAT(replay_memory_problem("p.yaml", 1 << 20, 1, 1 << 20),
              Catch::Contains("8 MiB, over the 1 MiB") && !Catch::Contains("workers"));
+}
+
+TEST_CASE("shared settings name the first key two processes disagree on", "[config]") {
+  const auto a = shared_settings(parse_config("optimizer: {type: adam, lr: 0.001}", "job.yaml"));
+  const auto b = shared_settings(parse_config("optimizer: {type: adam, lr: 0.002}", "job.yaml"));
+  CHECK(settings_difference(a, "server 0", a, "worker 1").empty());
+  CHECK(settings_difference(a, "server 0", b, "worker 1") ==
+        "optimizer.lr is 0.001 for server 0, 0.002 for worker 1");
+  // A default and the same value written out are alike; a process that says none is not checked.
+  CHECK(shared_settings(parse_config("job: {batch_size: 64}", "job.yaml")) ==
+        shared_settings(parse_config("", "job.yaml")));
+  CHECK(settings_difference({}, "server 0", b, "worker 1").empty());
+  // Per-host keys may differ.
+  CHECK(shared_settings(parse_config("data: {train_limit: 100}\ntimeline: /tmp/x", "job.yaml")) ==
+        shared_settings(parse_config("", "job.yaml")));
+  // A list that is shorter: the missing line is named as not said.
+  auto shorter = a;
+  shorter.pop_back();
+  CHECK_THAT(settings_difference(a, "server 0", shorter, "worker 1"),
+             Catch::Contains("for server 0, (not said) for worker 1"));
 }

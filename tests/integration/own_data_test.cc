@@ -117,6 +117,30 @@ TEST_CASE("Workers whose training sets differ in size are refused at registratio
   }
 }
 
+TEST_CASE("A process run with other shared settings is refused at registration, naming them",
+          "[integration][data]") {
+  // A --set or job file that differed on one host was taken silently: half the model trained
+  // with another optimizer, or a worker with another batch size or worker count.
+  const std::string dir = temp_dir("settings");
+  write_file(dir + "/job.yaml",
+             "job: {id: settings, iterations: 50, batch_size: 16, log_every: 0}\n"
+             "cluster: {servers: 1, workers: 2, start_timeout_s: 120}\n"
+             "model: {hidden: [8]}\n"
+             "data: {train_limit: 640}\n");
+  for (const auto& [set, why] :
+       {std::pair<std::string, std::string>{"optimizer.lr=3",
+                                            "optimizer.lr is 0.05 for server 0, 3 for worker 1"},
+        {"cluster.workers=3", "cluster.workers is 2 for server 0, 3 for worker 1"}}) {
+    Daemons d = start_daemons(dir + "/job.yaml", 1, 2, {{}, {"--set", set}});
+    for (std::size_t i = 0; i < d.procs.size(); ++i) {
+      const auto rc = d.procs[i]->wait_exit(60);  // inside start_timeout_s: nobody waits it out
+      INFO(set << ", " << d.names[i] << ":\n" << d.procs[i]->output());
+      CHECK((rc && *rc != 0));
+      if (i == 0) CHECK_THAT(d.procs[i]->output(), Catch::Contains(why));
+    }
+  }
+}
+
 TEST_CASE("A data folder without test images, or with less than a batch per worker, is refused "
           "naming the keys", "[integration][data]") {
   const std::string dir = temp_dir("owndata-empty");
