@@ -28,9 +28,8 @@ std::vector<std::string> shared_settings(const Config& c) {
   };
   add("cluster.servers", std::to_string(c.cluster.servers));
   add("cluster.workers", std::to_string(c.cluster.workers));
-  // Not job.iterations: a worker counts its own from job.epochs and its data, and the workers'
-  // counts are compared as such (Register.iterations).
-  add("job.epochs", number(c.job.epochs));
+  // Not job.iterations nor job.epochs: a worker counts its own iterations from them and its
+  // data, and the workers' counts are compared as such (Register.iterations).
   add("job.batch_size", std::to_string(c.job.batch_size));
   add("job.seed", std::to_string(c.job.seed));
   const OptimizerConfig& o = c.optimizer;
