@@ -161,12 +161,16 @@ void Server::run() {
       looping_ = false;
       stopped = stop_taken_;
     }
+    // Written now, while this server's stop target lives: a signal then leaves it its grace
+    // (request_stop); once the target is gone, one killed the process before ~Server wrote it.
+    timeline_.flush();
     // Told to stop (a signal): no window for latecomers, which outlasted the signal's grace and
     // ended the server by the signal after all.
     if (coordinator_ && !stopped) tell_latecomers(e.what());
     throw;
   } catch (...) {
     looping(false);
+    timeline_.flush();
     throw;
   }
   looping(false);

@@ -87,6 +87,14 @@ std::unique_ptr<psrt::StopSignals::Target> stop_signals(psrt::StopSignals& signa
       signals, [&client](const std::string& sig) { return client.abandon("stopped by " + sig); });
 }
 
+// Writes the timeline as the scope ends, normally or by an exception, before the worker's stop
+// target (declared before it) goes: a stop signal then leaves the worker its grace. Written by
+// the timeline's destructor, after the target, a signal killed the worker mid-write.
+struct FlushAtEnd {
+  psrt::Timeline& timeline;
+  ~FlushAtEnd() { timeline.flush(); }
+};
+
 // placement.mode model | hybrid: this worker runs one stage of a replica.
 void run_stage(const psrt::Config& config, uint32_t rank, const std::string& dump,
                psrt::StopSignals& signals) {
@@ -95,6 +103,7 @@ void run_stage(const psrt::Config& config, uint32_t rank, const std::string& dum
   psrt::PsClient client(config, rank, stage.desc(), [&](uint32_t key) { return stage.param(key); },
                         &timeline, stage.role());
   const auto stop = stop_signals(signals, client);
+  const FlushAtEnd flush_timeline{timeline};
   std::optional<std::string> dump_error;
   telling_the_job(client, [&] {
     const auto result = stage.train(client, &timeline);
@@ -114,7 +123,6 @@ void run_stage(const psrt::Config& config, uint32_t rank, const std::string& dum
     }
     client.finish();
   });
-  timeline.flush();
   if (dump_error) throw psrt::JobError(*dump_error);
 }
 
@@ -154,6 +162,7 @@ void run_replica(const psrt::Config& job_config, uint32_t rank, int arg_rank,
   psrt::PsClient client(config, rank, timed_desc(config, rank, *backend),
                         [&](uint32_t key) { return backend->param(key); }, &timeline);
   const auto stop = stop_signals(signals, client);
+  const FlushAtEnd flush_timeline{timeline};
   std::optional<std::string> dump_error;
   telling_the_job(client, [&] {
     const auto result = psrt::train(config, rank, *backend, client, &timeline);
@@ -178,7 +187,6 @@ void run_replica(const psrt::Config& job_config, uint32_t rank, int arg_rank,
     }
     client.finish();
   });
-  timeline.flush();
   if (dump_error) throw psrt::JobError(*dump_error);
 }
 
