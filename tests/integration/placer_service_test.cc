@@ -326,6 +326,30 @@ TEST_CASE("psrt-place keeps the job's training setup that a devices file leaves 
   CHECK_THAT(plan, Catch::Contains("optimizer: adam"));
 }
 
+// psrt-sim priced a plan with 2 servers where psrt-place had priced it with one per device, and
+// said neither: a 66% "miss" of the plan's prediction that was only a default.
+TEST_CASE("psrt-sim prices a plan with psrt-place's servers unless told otherwise",
+          "[integration][placer]") {
+  const std::string dir = temp_dir("simservers");
+  write_file(dir + "/devices.yaml",
+             "devices: [{name: a, memory_gib: 4, gflops: 100}, {name: b, memory_gib: 4, "
+             "gflops: 100}, {name: c, memory_gib: 4, gflops: 50}]\nbatch_size: 32\n");
+  const std::string profile = source("bench/profiles/vgg16.yaml");
+  Proc place("place", {bin("psrt-place"), "--profile", profile, "--devices",
+                       dir + "/devices.yaml", "--out", dir + "/plan.yaml"});
+  REQUIRE(place.wait_exit(60) == std::optional<int>(0));
+  Proc sim("sim", {bin("psrt-sim"), "--profile", profile, "--placement", dir + "/plan.yaml"});
+  REQUIRE(sim.wait_exit(60) == std::optional<int>(0));
+  const std::string out = sim.output();
+  INFO(out);
+  CHECK_THAT(out, Catch::Contains("3 devices, 3 servers"));
+  const auto at = out.find("step_ms "), said = out.find("(the plan predicted ");
+  REQUIRE(at != std::string::npos);
+  REQUIRE(said != std::string::npos);
+  const std::string step = out.substr(at + 8, out.find(' ', at + 8) - at - 8);
+  CHECK(out.substr(said + 20, step.size()) == step);
+}
+
 // A stop signal during a search: the loop read it only between requests (a 3000-layer search on
 // 1024 devices held SIGTERM for 24 s and then sent its plan).
 TEST_CASE("psrt-placer stops at once when told to during a search", "[integration][placer]") {

@@ -91,7 +91,8 @@ struct Args {
   std::string batch = "64KiB";
   uint32_t host_cores = 0, job_host_cores = 0;
   std::string aggregation, calibration, grouping = "none";
-  uint32_t workers = 4, servers = 2, iterations = 5, simulated_workers = 0;
+  // servers 0: not given (2; with --placement one per device, as psrt-place priced the plan).
+  uint32_t workers = 4, servers = 0, iterations = 5, simulated_workers = 0;
   double scale = 0, latency_ms = 0, ack_latency_ms = 0;
   bool all_modes = false, jittered = false, waits = false;
   std::string placement;
@@ -101,7 +102,9 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--profile", a.profile, "model profile YAML (bench/profiles/*.yaml)")->required();
   app.add_option("--workers", a.workers, "number of workers")->check(CLI::Range(1u, 100000u));
   // The runtime's limit: beyond it the shard map's balancing took minutes (10000: 140 s).
-  app.add_option("--servers", a.servers, "number of servers (at most 1024, as in a job)")
+  app.add_option("--servers", a.servers,
+                 "number of servers, at most 1024 as in a job (default 2; with --placement one "
+                 "per device of the plan, as psrt-place prices it)")
       ->check(CLI::Range(1u, unsigned(psrt::kMaxServers)));
   app.add_option("--simulated-workers", a.simulated_workers,
                  "simulate at most this many workers, each standing for workers / N (their "
@@ -183,7 +186,7 @@ Setup setup(const Args& a) {
   Setup out;
   psrt::sim::SimConfig& config = out.config;
   config.workers = a.workers;
-  config.servers = a.servers;
+  config.servers = a.servers ? a.servers : 2;
   config.iterations = a.iterations;
   config.latency_ms = a.latency_ms;
   config.ack_latency_ms = a.ack_latency_ms;
