@@ -18,6 +18,13 @@ using namespace psrt;
 
 namespace {
 
+// A job file of `yaml` in a new temporary folder named after `tag`; returns its path.
+std::string job_file(const std::string& tag, const std::string& yaml) {
+  const std::string cfg = test::temp_dir(tag) + "/job.yaml";
+  test::write_file(cfg, yaml);
+  return cfg;
+}
+
 std::string long_job(const std::string& dir) {
   const std::string cfg = dir + "/job.yaml";
   test::write_file(cfg,
@@ -169,13 +176,13 @@ TEST_CASE("psrt-launch refuses a model that cannot be built or split before star
 }
 
 TEST_CASE("psrt-launch asks a psrt-placer it starts when placement.plan is auto", "[integration]") {
-  const std::string dir = test::temp_dir("launchplan");
-  const std::string cfg = dir + "/job.yaml";
-  test::write_file(cfg,
-                   "job: {id: plantest, iterations: 3, log_every: 0}\n"
-                   "cluster: {servers: 1, workers: 1, heartbeat_s: 0.2, peer_timeout_s: 30}\n"
-                   "model: {backend: replay, profile: " +
-                       test::source("tests/integration/data/tiny_profile.yaml") + "}\n"
+  const std::string cfg =
+      job_file("launchplan",
+               "job: {id: plantest, iterations: 3, log_every: 0}\n"
+               "cluster: {servers: 1, workers: 1, heartbeat_s: 0.2, peer_timeout_s: 30}\n"
+               "model: {backend: replay, profile: " +
+                   test::source("tests/integration/data/tiny_profile.yaml") +
+                   "}\n"
                    "placement:\n  plan: auto\n  micro_batches: 2\n"
                    "  devices: [{name: a, memory_gib: 1, gflops: 1000}, "
                    "{name: b, memory_gib: 1, gflops: 1000}]\n");
@@ -200,24 +207,23 @@ TEST_CASE("psrt-launch refuses an auto plan its workers could not run, before st
           "[integration]") {
   // Inception-v3's branches placed on different devices: not a chain of stages. Before, every
   // process started and the workers refused the plan.
-  const std::string dir = test::temp_dir("launchdag");
-  const std::string cfg = dir + "/job.yaml";
-  test::write_file(cfg,
-                   "job: {id: dagplan, iterations: 2, batch_size: 32, log_every: 0}\n"
-                   "cluster: {servers: 1, workers: 4}\n"
-                   "model: {backend: replay, profile: " +
-                       test::source("bench/profiles/inception_v3.yaml") +
-                       "}\n"
-                       "optimizer: {type: adam, lr: 0.001}\n"
-                       "placement:\n  mode: model\n  partitions: 4\n  micro_batches: 3\n"
-                       "  plan: auto\n  devices:\n"
-                       "    - {name: g0, memory_gib: 1.2, gflops: 10000}\n"
-                       "    - {name: g1, memory_gib: 0.7, gflops: 5000}\n"
-                       "    - {name: g2, memory_gib: 2.5, gflops: 20000}\n"
-                       "    - {name: g3, memory_gib: 0.4, gflops: 10000}\n"
-                       "  link: {bandwidth_bytes_per_s: 1.25e10}\n"
-                       "  link_pairs: [{from: g0, to: g3, bandwidth_bytes_per_s: 1e8, "
-                       "latency_ms: 5}]\n");
+  const std::string cfg =
+      job_file("launchdag",
+               "job: {id: dagplan, iterations: 2, batch_size: 32, log_every: 0}\n"
+               "cluster: {servers: 1, workers: 4}\n"
+               "model: {backend: replay, profile: " +
+                   test::source("bench/profiles/inception_v3.yaml") +
+                   "}\n"
+                   "optimizer: {type: adam, lr: 0.001}\n"
+                   "placement:\n  mode: model\n  partitions: 4\n  micro_batches: 3\n"
+                   "  plan: auto\n  devices:\n"
+                   "    - {name: g0, memory_gib: 1.2, gflops: 10000}\n"
+                   "    - {name: g1, memory_gib: 0.7, gflops: 5000}\n"
+                   "    - {name: g2, memory_gib: 2.5, gflops: 20000}\n"
+                   "    - {name: g3, memory_gib: 0.4, gflops: 10000}\n"
+                   "  link: {bandwidth_bytes_per_s: 1.25e10}\n"
+                   "  link_pairs: [{from: g0, to: g3, bandwidth_bytes_per_s: 1e8, "
+                   "latency_ms: 5}]\n");
   test::Proc launch("launch", {test::bin("psrt-launch"), cfg});
   const auto code = launch.wait_exit(120);
   INFO(launch.output());
@@ -232,13 +238,13 @@ TEST_CASE("psrt-launch refuses an auto plan its workers could not run, before st
 }
 
 TEST_CASE("psrt-launch stops before starting anything when no plan fits", "[integration]") {
-  const std::string dir = test::temp_dir("launchnoplan");
-  const std::string cfg = dir + "/job.yaml";
-  test::write_file(cfg,
-                   "job: {id: noplan, iterations: 3, log_every: 0}\n"
-                   "cluster: {servers: 1, workers: 1}\n"
-                   "model: {backend: replay, profile: " +
-                       test::source("tests/integration/data/tiny_profile.yaml") + "}\n"
+  const std::string cfg =
+      job_file("launchnoplan",
+               "job: {id: noplan, iterations: 3, log_every: 0}\n"
+               "cluster: {servers: 1, workers: 1}\n"
+               "model: {backend: replay, profile: " +
+                   test::source("tests/integration/data/tiny_profile.yaml") +
+                   "}\n"
                    "placement:\n  plan: auto\n"
                    "  devices: [{name: a, memory_bytes: 1000, gflops: 1000}]\n");
   test::Proc launch("launch", {test::bin("psrt-launch"), cfg});
@@ -296,14 +302,12 @@ TEST_CASE("launched daemons catch SIGTERM, block only what they take, and stop w
 TEST_CASE("psrt-launch refuses a scheduler.priority of the wrong length, split models too",
           "[integration]") {
   // A split model's list was not checked: every process started and each worker refused it.
-  const std::string dir = test::temp_dir("launchprio");
-  const std::string cfg = dir + "/job.yaml";
-  test::write_file(cfg,
-                   "job: {id: prio, iterations: 2, batch_size: 8, log_every: 0}\n"
-                   "cluster: {servers: 1, workers: 2}\n"
-                   "model: {backend: native, arch: mlp, hidden: [16]}\n"
-                   "data: {train_limit: 64}\n"
-                   "scheduler: {priority: [1, 0]}\n");
+  const std::string cfg = job_file("launchprio",
+                                   "job: {id: prio, iterations: 2, batch_size: 8, log_every: 0}\n"
+                                   "cluster: {servers: 1, workers: 2}\n"
+                                   "model: {backend: native, arch: mlp, hidden: [16]}\n"
+                                   "data: {train_limit: 64}\n"
+                                   "scheduler: {priority: [1, 0]}\n");
   for (const std::string mode : {"data", "model"}) {  // one stage, then split in two
     const std::string partitions = mode == "data" ? "1" : "2";
     test::Proc launch("launch", {test::bin("psrt-launch"), cfg, "--set", "placement.mode=" + mode,

@@ -8,10 +8,19 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 using namespace psrt;
 
 namespace {
+
+// A new folder under /tmp named after `tag`.
+std::string temp_folder(const std::string& tag) {
+  std::string tmpl = "/tmp/psrt-ckpt-" + tag + "-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+  return tmpl;
+}
 
 ShardSnapshot sample() {
   ShardSnapshot s{"job-a", 1, 2, 3, 40, {}, "adam"};
@@ -51,6 +60,24 @@ void require_equal(const ShardSnapshot& a, const ShardSnapshot& b) {
     CHECK(x.opt.step == y.opt.step);
     CHECK(x.published == y.published);
   }
+}
+
+// Server 0's checkpoints of `iterations`, written in turn by a writer with keep 2 and
+// checkpoint.every `every`: the iterations left in `dir`.
+std::vector<uint64_t> write_and_keep(const std::string& dir, uint64_t every,
+                                     const std::vector<uint64_t>& iterations) {
+  auto s = sample();
+  {
+    CheckpointWriter writer(dir, "job-a", 0, 2, {}, every);
+    for (uint64_t it : iterations) {
+      s.iteration = it;
+      writer.submit(checkpoint_path(dir, "job-a", 0, it), s);
+      writer.drain();
+    }
+  }
+  std::vector<uint64_t> left;
+  for (const auto& [it, path] : list_checkpoints(dir, "job-a", 0)) left.push_back(it);
+  return left;
 }
 
 }  // namespace
@@ -105,9 +132,7 @@ TEST_CASE("a version-1 checkpoint (no optimizer name) is still read", "[unit][ch
 }
 
 TEST_CASE("checkpoint files are written atomically and listed by iteration", "[unit][checkpoint]") {
-  char tmpl[] = "/tmp/psrt-ckpt-unit-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
-  const std::string dir = tmpl;
+  const std::string dir = temp_folder("unit");
   auto s = sample();
   for (uint64_t it : {40u, 7u, 120u}) {
     s.iteration = it;
@@ -142,9 +167,7 @@ TEST_CASE("checkpoint files are written atomically and listed by iteration", "[u
 
 TEST_CASE("the checkpoint writer writes off the caller's thread and drops none",
           "[unit][checkpoint]") {
-  char tmpl[] = "/tmp/psrt-ckpt-writer-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
-  const std::string dir = tmpl;
+  const std::string dir = temp_folder("writer");
   auto s = sample();
   {
     CheckpointWriter writer(dir, "job-a", 1, 2);
@@ -193,20 +216,8 @@ TEST_CASE("the checkpoint writer writes off the caller's thread and drops none",
 // or a job with both could be left with no iteration in common.
 TEST_CASE("pruning keeps the newest checkpoint of checkpoint.every beside the keep newest",
           "[unit][checkpoint]") {
-  char tmpl[] = "/tmp/psrt-ckpt-keep-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
-  const std::string dir = tmpl;
-  auto s = sample();
-  {
-    CheckpointWriter writer(dir, "job-a", 0, 2, {}, 20);
-    for (uint64_t it : {20u, 33u, 40u, 45u, 51u}) {
-      s.iteration = it;
-      writer.submit(checkpoint_path(dir, "job-a", 0, it), s);
-    }
-    writer.drain();
-  }
-  std::vector<uint64_t> left;
-  for (const auto& [it, path] : list_checkpoints(dir, "job-a", 0)) left.push_back(it);
+  const std::string dir = temp_folder("keep");
+  const auto left = write_and_keep(dir, 20, {20, 33, 40, 45, 51});
   CHECK(left == std::vector<uint64_t>{20, 40, 45, 51});  // the 4 newest multiples of 20 stay
   // Without checkpoint.every, the keep newest only; with it among them, nothing more.
   std::map<uint64_t, std::string> files = list_checkpoints(dir, "job-a", 0);
@@ -222,20 +233,8 @@ TEST_CASE("pruning keeps what a server whose disk runs three checkpoints behind 
   // A server's writer lags its training by up to three of checkpoint.every (one being written,
   // one queued, one iteration between servers). With keep 2, a fast server kept {300, 400}
   // while a slow disk's had {100, 200}: --resume found no common checkpoint.
-  char tmpl[] = "/tmp/psrt-ckpt-lag-XXXXXX";
-  REQUIRE(::mkdtemp(tmpl) != nullptr);
-  const std::string dir = tmpl;
-  auto s = sample();
-  {
-    CheckpointWriter fast(dir, "job-a", 0, 2, {}, 100);
-    for (uint64_t it = 100; it <= 800; it += 100) {
-      s.iteration = it;
-      fast.submit(checkpoint_path(dir, "job-a", 0, it), s);
-      fast.drain();
-    }
-  }
-  std::vector<uint64_t> left;
-  for (const auto& [it, path] : list_checkpoints(dir, "job-a", 0)) left.push_back(it);
+  const std::string dir = temp_folder("lag");
+  const auto left = write_and_keep(dir, 100, {100, 200, 300, 400, 500, 600, 700, 800});
   // The slow one, at 800 too, has written at least 500.
   CHECK(left == std::vector<uint64_t>{500, 600, 700, 800});
   std::filesystem::remove_all(dir);
