@@ -133,7 +133,10 @@ Status write_durably(const std::string& given,
     ::unlink(tmp.c_str());
     return st;
   }
-  // The rename is durable once the folder is.
+  return sync_folder_of(path);  // the rename is durable once the folder is
+}
+
+Status sync_folder_of(const std::string& path) {
   const std::string dir = std::filesystem::path(path).parent_path().string();
   const int dfd = ::open(dir.empty() ? "." : dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0) return sys_error(path, "cannot open its folder");

@@ -19,6 +19,8 @@ uint32_t crc32_of(std::span<const uint8_t> bytes);
 Status write_durably(const std::string& path, std::span<const uint8_t> bytes);
 // The same for a file made of `parts` one after the other (no copy gathers them first).
 Status write_durably(const std::string& path, std::span<const std::span<const uint8_t>> parts);
+// fsyncs the folder that holds `path`: a rename or a new file there is durable once it is.
+Status sync_folder_of(const std::string& path);
 // The whole regular file; an error for anything else.
 Result<std::vector<uint8_t>> read_whole_file(const std::string& path);
 

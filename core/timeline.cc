@@ -17,6 +17,15 @@ int64_t micros(Timeline::Clock::time_point t) {
 
 std::string args(const std::string& json) { return json.empty() ? "" : ",\"args\":" + json; }
 
+constexpr const char* kHeader = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+constexpr std::size_t kBatchBytes = 1 << 20;           // written when this much has gathered
+constexpr auto kWriteEvery = std::chrono::seconds(1);  // and at least this often
+
+std::string sort_index_event(int pid) {
+  return "{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + std::to_string(pid) +
+         ",\"args\":{\"sort_index\":" + std::to_string(pid) + "}}";
+}
+
 const char* track_name(int tid) {
   switch (tid) {
     case Timeline::kCompute: return "compute";
@@ -68,28 +77,85 @@ Timeline::Timeline(const std::string& dir, const std::string& process, int pid)
     return;
   }
   path_ = (std::filesystem::path(dir) / (process + ".json")).string();
+  Status st = file_.open(path_);
+  if (st) {
+    st = file_.append(kHeader);
+    if (!st) file_.discard();
+  }
+  if (!st) {
+    spdlog::error("timeline not written: {}; the run carries on", st.message());
+    enabled_ = false;
+    return;
+  }
+  add(sort_index_event(pid_));
   add("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(pid_) +
       ",\"args\":{\"name\":\"" + json_escape(process) + "\"}}");
-  add("{\"ph\":\"M\",\"name\":\"process_sort_index\",\"pid\":" + std::to_string(pid_) +
-      ",\"args\":{\"sort_index\":" + std::to_string(pid_) + "}}");
   for (int tid : {kCompute, kIo, kPool, kChunks}) {
     add("{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(pid_) +
         ",\"tid\":" + std::to_string(tid) + ",\"args\":{\"name\":\"" + track_name(tid) + "\"}}");
   }
+  writer_ = std::jthread([this](std::stop_token stop) { write_loop(stop); });
 }
 
 Timeline::~Timeline() {
-  bool pending = false;
-  {
-    std::lock_guard lock(mu_);
-    pending = flushed_ != events_.size();
-  }
-  if (pending) flush();
+  if (!enabled_) return;
+  writer_.request_stop();
+  if (writer_.joinable()) writer_.join();
+  flush();
 }
 
 void Timeline::add(std::string event) {
+  bool wake = false;
+  {
+    std::lock_guard lock(mu_);
+    if (failed_) return;
+    const std::size_t before = pending_bytes_;
+    pending_bytes_ += event.size() + 2;
+    events_.push_back(std::move(event));
+    wake = before < kBatchBytes && pending_bytes_ >= kBatchBytes;
+  }
+  if (wake) wake_.notify_one();
+}
+
+void Timeline::write_loop(std::stop_token stop) {
+  while (!stop.stop_requested()) {
+    {
+      std::unique_lock lock(mu_);
+      wake_.wait_for(lock, stop, kWriteEvery, [&] { return pending_bytes_ >= kBatchBytes; });
+    }
+    std::lock_guard file(file_mu_);
+    if (finished_) return;  // flushed: what comes later waits for the next flush
+    write_pending();
+  }
+}
+
+void Timeline::write_pending() {
+  std::vector<std::string> batch;
+  {
+    std::lock_guard lock(mu_);
+    batch.swap(events_);
+    pending_bytes_ = 0;
+    if (failed_ || batch.empty()) return;
+  }
+  std::string out;
+  std::size_t bytes = 0;
+  for (const auto& e : batch) bytes += e.size() + 2;
+  out.reserve(bytes);
+  for (const auto& e : batch) {
+    out += e;
+    out += ",\n";
+  }
+  if (const Status st = file_.append(out); !st) give_up(st);
+}
+
+void Timeline::give_up(const Status& why) {
+  // A full disk once left an empty trace and said nothing.
+  spdlog::error("timeline not written: {}; the run carries on", why.message());
+  file_.discard();
   std::lock_guard lock(mu_);
-  events_.push_back(std::move(event));
+  failed_ = true;
+  events_.clear();
+  pending_bytes_ = 0;
 }
 
 void Timeline::span(Track track, const char* category, const std::string& name,
@@ -125,22 +191,24 @@ void Timeline::instant(Track track, const char* category, const std::string& nam
 
 void Timeline::flush() {
   if (!enabled_) return;
-  std::lock_guard lock(mu_);
-  std::string out = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  for (std::size_t i = 0; i < events_.size(); ++i) {
-    out += events_[i];
-    out += i + 1 < events_.size() ? ",\n" : "\n";
+  std::lock_guard file(file_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (failed_ || (finished_ && events_.empty())) return;
   }
-  out += "]}\n";
-  flushed_ = events_.size();
-  // A full disk once left an empty trace and said nothing.
-  const Status st = write_durably(path_, std::span(reinterpret_cast<const uint8_t*>(out.data()),
-                                                   out.size()));
-  if (st) {
-    spdlog::info("timeline written to {}", path_);
-  } else {
-    spdlog::error("timeline not written: {}; the run carries on", st.message());
+  if (finished_) {  // events after the first flush: the file is taken up again
+    if (const Status st = file_.reopen(); !st) return give_up(st);
+    finished_ = false;
   }
+  write_pending();
+  {
+    std::lock_guard lock(mu_);
+    if (failed_) return;
+  }
+  // The last line repeats the first event, without the comma the others end in.
+  if (const Status st = file_.finish(sort_index_event(pid_) + "\n]}\n"); !st) return give_up(st);
+  finished_ = true;
+  spdlog::info("timeline written to {}", path_);
 }
 
 }  // namespace psrt

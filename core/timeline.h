@@ -4,14 +4,22 @@
 // `psrt-timeline merge` can put a local job's files on one time axis.
 //
 // The file holds one event per line between a header and a footer line, which keeps merging
-// trivial: see tools/timeline.
+// trivial: see tools/timeline. Events are written as the run goes, by a thread of the timeline's
+// own, to NAME.json.part (at least every second, and whenever 1 MiB has gathered), which becomes
+// NAME.json at flush(): memory stays bounded on long runs and a killed process leaves the part
+// file, which `psrt-timeline merge` reads too.
 #pragma once
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <stop_token>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "core/part_file.h"
 
 namespace psrt {
 
@@ -36,20 +44,32 @@ class Timeline {
               Clock::time_point end, const std::string& args_json = "");
   void instant(Track track, const char* category, const std::string& name, Clock::time_point at,
                const std::string& args_json = "");
-  // Writes the trace (whole or not at all: core/durable_file.h) and logs where, or why not; the
-  // run carries on either way. The destructor flushes what a flush has not written yet.
+  // Writes what is left and makes the file NAME.json (a finished file or none:
+  // core/part_file.h), and logs where, or why not; the run carries on either way. The destructor
+  // flushes what a flush has not written yet.
   void flush();
   const std::string& path() const { return path_; }
 
  private:
   void add(std::string event);
+  void write_loop(std::stop_token stop);
+  // Appends the gathered events to the file; the caller holds file_mu_.
+  void write_pending();
+  // Says why the trace is lost, removes the part file and drops events from now on.
+  void give_up(const Status& why);
 
   bool enabled_ = false;
   int pid_ = 0;
   std::string path_;
+  std::mutex file_mu_;  // file_ and finished_; taken before mu_
+  PartFile file_;
+  bool finished_ = false;  // renamed to path_: a later flush takes it up again
   std::mutex mu_;
-  std::vector<std::string> events_;
-  std::size_t flushed_ = 0;  // events_ written by the last flush
+  std::condition_variable_any wake_;
+  std::vector<std::string> events_;  // not written yet
+  std::size_t pending_bytes_ = 0;
+  bool failed_ = false;  // a write failed: events are dropped
+  std::jthread writer_;  // last: stopped before the rest goes
 };
 
 // "t<key>@<offset>[ it <iteration>]": how chunks are named on the timeline.

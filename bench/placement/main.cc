@@ -86,10 +86,8 @@ int main(int argc, char** argv) {
   app.add_option("--memory-gib", memory_gib, "memory of a full device (heterogeneous: half)")
       ->check(psrt::finite_in(1e-6, 1e9));
   app.add_option("--anneal-steps", options.anneal_steps, "simulator calls of the annealing");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+  if (const auto rc = psrt::parse_command_line(app, argc, argv, "psrt-bench-placement")) {
+    return *rc;
   }
   std::vector<std::string> models = {"vgg16", "resnet50", "inception_v3", "gnmt", "lenet5",
                                      "vgg-small"};

@@ -22,10 +22,11 @@
 #include "bench/transport/psrt_rig.h"
 #include "bench/transport/report.h"
 #include "bench/transport/tcp_baseline.h"
+#include "core/cli.h"
 #include "core/config.h"
 #include "core/model.h"
-#include "core/status.h"
 #include "core/process.h"
+#include "core/status.h"
 #include "worker/ps_client.h"
 
 namespace {
@@ -247,7 +248,9 @@ int main(int argc, char** argv) {
   app.add_option("--many-reps", many_reps, "iterations of the 100 x 4 KB case")
       ->check(CLI::Range(1, 1000000))
       ->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (const auto rc = psrt::parse_command_line(app, argc, argv, "psrt-bench-transport")) {
+    return *rc;
+  }
   if (echo) return psrt::bench::run_tcp_echo_server();
   if (zmq_echo) return psrt::bench::run_zmq_echo_server();
   spdlog::set_level(spdlog::level::warn);

@@ -36,7 +36,7 @@ TEST_CASE("Output files that cannot be written are reported and leave no partial
   // Where worker 1's dump and worker 0's trace would first be written stands a folder: the
   // writes fail as they would on a full or read-only disk (whatever the user's rights).
   fs::create_directories(dir + "/p-1.bin.tmp");
-  fs::create_directories(dir + "/tl/worker-0.json.tmp");
+  fs::create_directories(dir + "/tl/worker-0.json.part");
   Proc launch("launch", {bin("psrt-launch"), dir + "/job.yaml"});
   const auto rc = launch.wait_exit(120);
   const std::string out = launch.output();

@@ -9,10 +9,12 @@
 #include <iterator>
 #include <map>
 #include <string>
+#include <thread>
 
 #include "tests/integration/proc_util.h"
 
 using namespace psrt;
+using namespace std::chrono_literals;
 
 namespace {
 
@@ -126,6 +128,26 @@ TEST_CASE("psrt-timeline merge refuses to overwrite one process's trace", "[inte
   std::ifstream in(trace);
   CHECK(std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>()) ==
         text);
+  // Named as an input file: worker 0's own trace was overwritten (exit 0).
+  test::Proc named(
+      "merge", {test::bin("psrt-timeline"), "merge", dir + "/server-0.json", trace, "-o", trace});
+  CHECK(named.wait_exit(30) == 2);
+  CHECK_THAT(named.output(), Catch::Contains("is also an input: not overwritten"));
+  // A link loop among the inputs, and a bad flag: one line and exit 2 (the loop ended in
+  // std::terminate, the flag in exit 106).
+  std::filesystem::create_symlink("loop-b", dir + "/loop-a");
+  std::filesystem::create_symlink("loop-a", dir + "/loop-b");
+  test::Proc loop("merge",
+                  {test::bin("psrt-timeline"), "merge", dir + "/loop-a", "-o", dir + "/l.out"});
+  CHECK(loop.wait_exit(30) == 2);
+  CHECK_THAT(loop.output(), Catch::Contains("loop-a: cannot open"));
+  test::Proc flag("merge", {test::bin("psrt-timeline"), "merge", "--bogus", dir});
+  CHECK(flag.wait_exit(30) == 2);
+  CHECK_THAT(flag.output(), Catch::Contains("psrt-timeline: "));
+  std::filesystem::remove(dir + "/loop-a");
+  std::filesystem::remove(dir + "/loop-b");
+  CHECK(std::string((std::istreambuf_iterator<char>(std::ifstream(trace).rdbuf())),
+                    std::istreambuf_iterator<char>()) == text);
   // Elsewhere the output is replaced, an earlier one-file merge too; a FIFO is written, not read
   // first (that blocked for ever).
   for (int run = 0; run < 2; ++run) {
@@ -174,6 +196,7 @@ TEST_CASE("a job stopped by Ctrl-C still writes every process's timeline", "[int
       INFO(f);
       CHECK(std::filesystem::exists(dir + "/trace/" + f + ".json"));
       CHECK_FALSE(std::filesystem::exists(dir + "/trace/" + f + ".json.tmp"));
+      CHECK_FALSE(std::filesystem::exists(dir + "/trace/" + f + ".json.part"));
     }
     std::filesystem::remove_all(dir + "/trace");
   };
@@ -191,4 +214,38 @@ TEST_CASE("a job stopped by Ctrl-C still writes every process's timeline", "[int
     for (auto& p : d.procs) CHECK(p->wait_exit(60) == 1);  // the job's failure, not the signal
     every_file(d.procs[0]->output());
   }
+}
+
+TEST_CASE("a killed process leaves its trace so far, and psrt-timeline merge reads it",
+          "[integration]") {
+  // The events were held in memory until the process ended: a kill lost all of them.
+  const std::string dir = test::temp_dir("timeline");
+  const std::string cfg = mlp_job(dir, "iterations: 1000000, log_every: 50");
+  test::Daemons d = test::start_daemons(cfg, 2, 2);
+  REQUIRE(d.procs.at(2)->wait_line("iter 100/", 120));  // worker 0's log; worker 1 is as far
+  const std::string trace = dir + "/trace";
+  const auto written = [&] {  // the part file holds a second's events at most a second late
+    std::ifstream in(trace + "/worker-1.json.part");
+    int forward = 0;
+    for (std::string line; std::getline(in, line);)
+      forward += line.find("\"cat\":\"forward\"") != line.npos;
+    return forward >= 100;
+  };
+  for (int i = 0; i < 300 && !written(); ++i) std::this_thread::sleep_for(100ms);
+  d.procs[3]->kill(SIGKILL);  // worker 1
+  CHECK(d.procs[3]->wait_exit(30) == 128 + SIGKILL);
+  for (int i = 0; i < 3; ++i) d.procs[i]->kill(SIGTERM);
+  for (int i = 0; i < 3; ++i) CHECK(d.procs[i]->wait_exit(60).has_value());
+  CHECK_FALSE(std::filesystem::exists(trace + "/worker-1.json"));
+  REQUIRE(std::filesystem::exists(trace + "/worker-1.json.part"));
+  test::Proc merge("merge", {test::bin("psrt-timeline"), "merge", trace, "-o", dir + "/all.json"});
+  REQUIRE(merge.wait_exit(30) == 0);
+  CHECK_THAT(merge.output(), Catch::Contains("worker-1.json.part: unfinished"));
+  int lines = 0;
+  auto n = count_events(dir + "/all.json", lines);
+  CHECK(n["M"] == 4 * 6);           // all four processes, the killed one too
+  CHECK(n["forward"] > 100 + 100);  // worker 0's first 100 iterations and worker 1's written
+  const auto py =
+      std::system(("/usr/bin/python3 -m json.tool " + dir + "/all.json > /dev/null").c_str());
+  CHECK(py == 0);
 }

@@ -1,5 +1,6 @@
 // psrt-timeline merge: joins the per-process timeline files of a run (the `timeline:` folder)
-// into one Chrome trace that Perfetto (ui.perfetto.dev) or chrome://tracing opens.
+// into one Chrome trace that Perfetto (ui.perfetto.dev) or chrome://tracing opens; a killed
+// process's unfinished NAME.json.part is read as far as it goes.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 #include <set>
 #include <string>
 #include <vector>
+
+#include "core/cli.h"
 
 namespace fs = std::filesystem;
 
@@ -78,6 +81,11 @@ std::string run_file_in_inputs(const std::string& output, const std::vector<std:
   if (!fs::is_regular_file(output, ec)) return "";
   const fs::path folder = fs::path(output).has_parent_path() ? fs::path(output).parent_path()
                                                               : fs::path(".");
+  for (const auto& in : inputs) {  // `merge w0.json w1.json -o w0.json` lost worker 0's own file
+    if (fs::is_regular_file(in, ec) && fs::equivalent(output, in, ec)) {
+      return "-o " + output + " is also an input: not overwritten; write the merge elsewhere";
+    }
+  }
   for (const auto& in : inputs) {
     if (!fs::is_directory(in, ec) || !fs::equivalent(folder, in, ec)) continue;
     std::string error;
@@ -91,6 +99,39 @@ std::string run_file_in_inputs(const std::string& output, const std::vector<std:
   return "";
 }
 
+// NAME.json.part: a trace its process was still writing when it ended (killed): read where no
+// NAME.json finished beside it (core/timeline.h).
+bool unfinished_trace(const fs::path& file) {
+  if (file.extension() != ".part" || file.stem().extension() != ".json") return false;
+  std::error_code ec;
+  return !fs::exists(fs::path(file).replace_extension(), ec);
+}
+
+// The files named by `inputs` (files, and the traces in folders: `from_folder`), sorted; says
+// why not (a folder that cannot be read, a link loop: these ended in std::terminate).
+std::string list_inputs(const std::vector<std::string>& inputs, const std::string& output,
+                        std::vector<fs::path>& files, std::set<fs::path>& from_folder) {
+  std::error_code ec;
+  for (const auto& in : inputs) {
+    if (!fs::is_directory(in, ec)) {
+      files.emplace_back(in);  // read_events says what is wrong with it
+      continue;
+    }
+    for (fs::directory_iterator it(in, ec), end; !ec && it != end; it.increment(ec)) {
+      const fs::path& p = it->path();
+      std::error_code same;
+      if (fs::absolute(p, same) == fs::absolute(output, same)) continue;
+      if (p.extension() == ".json" || unfinished_trace(p)) {
+        files.push_back(p);
+        from_folder.insert(p);
+      }
+    }
+    if (ec) return in + ": cannot read the folder: " + ec.message();
+  }
+  std::sort(files.begin(), files.end());
+  return files.empty() ? "no timeline files in the inputs" : "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,7 +142,7 @@ int main(int argc, char** argv) {
   std::string output = "timeline.json";
   merge->add_option("inputs", inputs, "timeline folders or files")->required();
   merge->add_option("-o,--output", output, "merged trace")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (const auto rc = psrt::parse_command_line(app, argc, argv, "psrt-timeline")) return *rc;
 
   if (const std::string why = run_file_in_inputs(output, inputs); !why.empty()) {
     std::fprintf(stderr, "psrt-timeline: %s\n", why.c_str());
@@ -109,21 +150,8 @@ int main(int argc, char** argv) {
   }
   std::vector<fs::path> files;
   std::set<fs::path> from_folder;
-  for (const auto& in : inputs) {
-    if (fs::is_directory(in)) {
-      for (const auto& e : fs::directory_iterator(in)) {
-        if (e.path().extension() == ".json" && fs::absolute(e.path()) != fs::absolute(output)) {
-          files.push_back(e.path());
-          from_folder.insert(e.path());
-        }
-      }
-    } else {
-      files.emplace_back(in);
-    }
-  }
-  std::sort(files.begin(), files.end());
-  if (files.empty()) {
-    std::fprintf(stderr, "psrt-timeline: no timeline files in the inputs\n");
+  if (const std::string why = list_inputs(inputs, output, files, from_folder); !why.empty()) {
+    std::fprintf(stderr, "psrt-timeline: %s\n", why.c_str());
     return 2;
   }
   std::vector<std::string> events;
@@ -139,6 +167,12 @@ int main(int argc, char** argv) {
     if (got.processes > 1 && from_folder.count(f)) {  // an earlier merge in the run's folder
       std::fprintf(stderr, "psrt-timeline: skipped %s: a merged trace\n", f.string().c_str());
       continue;
+    }
+    if (f.extension() == ".part") {
+      std::fprintf(stderr,
+                   "psrt-timeline: %s: unfinished (its process did not end), read as far "
+                   "as it goes\n",
+                   f.string().c_str());
     }
     if (got.truncated > 0) {
       std::fprintf(stderr, "psrt-timeline: %s: skipped %d event line(s) cut short\n",

@@ -1,0 +1,102 @@
+// The timeline's file: written while the run goes on (bounded memory, something left after a
+// kill), finished by a rename, taken up again by a later flush, and given up on a failed write.
+#include "core/timeline.h"
+
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+using namespace psrt;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string temp_folder() {
+  std::string tmpl = (fs::temp_directory_path() / "psrt-timeline-XXXXXX").string();
+  REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
+  return tmpl;
+}
+
+// Event lines ("{"ph":...") naming `name` in the file at `path`.
+int events_named(const std::string& path, const std::string& name) {
+  std::ifstream in(path);
+  int n = 0;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("{\"ph\":", 0) == 0 && line.find("\"name\":\"" + name + "\"") != line.npos) ++n;
+  }
+  return n;
+}
+
+bool parses(const std::string& path) {
+  return std::system(("/usr/bin/python3 -m json.tool " + path + " > /dev/null").c_str()) == 0;
+}
+
+// Waits up to 30 s for `done`.
+template <typename Fn>
+bool eventually(Fn done) {
+  for (int i = 0; i < 300 && !done(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  return done();
+}
+
+void spans(Timeline& tl, const std::string& name, int n) {
+  const auto now = Timeline::Clock::now();
+  for (int i = 0; i < n; ++i) tl.span(Timeline::kCompute, "forward", name, now, now);
+}
+
+}  // namespace
+
+TEST_CASE("a timeline writes its events as the run goes and finishes its file by a rename") {
+  const std::string dir = temp_folder();
+  const std::string file = dir + "/worker-0.json";
+  {
+    Timeline tl(dir, "worker-0", 1000);
+    spans(tl, "early", 20000);  // about 2.6 MB: written before any flush
+    CHECK(eventually([&] { return events_named(file + ".part", "early") == 20000; }));
+    CHECK_FALSE(fs::exists(file));  // only a finished trace has the final name
+    tl.flush();
+    CHECK_FALSE(fs::exists(file + ".part"));
+    CHECK(events_named(file, "early") == 20000);
+    CHECK(parses(file));
+    spans(tl, "late", 3);  // after a flush: the destructor takes the file up again
+  }
+  CHECK(events_named(file, "early") == 20000);
+  CHECK(events_named(file, "late") == 3);
+  CHECK(events_named(file, "process_name") == 1);
+  CHECK(parses(file));
+  CHECK_FALSE(fs::exists(file + ".part"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a timeline whose write fails says so, leaves no file and the process carries on") {
+  const std::string dir = temp_folder();
+  const std::string file = dir + "/server-0.json";
+  struct rlimit old {};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+  const auto old_handler = ::signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails (EFBIG)
+  struct rlimit small = old;
+  small.rlim_cur = 64 * 1024;  // as a disk that fills
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  {
+    Timeline tl(dir, "server-0", 1);
+    spans(tl, "step", 20000);
+    CHECK(eventually([&] { return !fs::exists(file + ".part"); }));  // given up, removed
+    spans(tl, "after", 10);                                          // dropped
+    tl.flush();
+    CHECK_FALSE(fs::exists(file));
+  }
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  ::signal(SIGXFSZ, old_handler);
+  CHECK_FALSE(fs::exists(file));
+  CHECK_FALSE(fs::exists(file + ".part"));
+  fs::remove_all(dir);
+}
