@@ -8,6 +8,7 @@
 
 #include "core/config_limits.h"
 #include "core/curve.h"
+#include "core/endpoints.h"
 #include "core/transport.h"
 
 namespace psrt {
@@ -19,8 +20,9 @@ void tell_coordinator_abort(const Config& config, wire::Role role, uint32_t rank
     std::optional<CurveKeys> curve;
     if (config.security.curve) curve = load_curve_keys(config.security);
     zmq::context_t ctx(1);
-    zmq::socket_t socket = make_dealer(ctx, process_identity(role, rank),
-                                       socket_options(config.limits, curve ? &*curve : nullptr));
+    zmq::socket_t socket = make_dealer(
+        ctx, process_identity(role, rank),
+        socket_options(config.limits, curve ? &*curve : nullptr, 0, uses_ipv6(config.cluster)));
     socket.set(zmq::sockopt::linger, 1000);
     socket.connect(config.cluster.coordinator);
     wire::Header h = make_header({role, rank, config.job.id}, wire::ABORT);

@@ -34,8 +34,9 @@ uint64_t cgroup_available() {
 }  // namespace
 
 SocketOptions socket_options(const LimitsConfig& limits, const CurveKeys* curve,
-                             uint64_t credit_bytes) {
+                             uint64_t credit_bytes, bool ipv6) {
   SocketOptions o;
+  o.ipv6 = ipv6;
   o.hwm = limits.socket_hwm;
   o.curve = curve;
   o.buffer_bytes = limits.socket_buffer_bytes;

@@ -31,8 +31,9 @@ uint64_t server_memory_cap(const LimitsConfig& limits);
 // The options of every socket of a daemon: limits.socket_hwm and limits.socket_buffer_bytes,
 // with CURVE keys when security.curve is on (null otherwise).
 // `credit_bytes`: the job's byte credit (scheduler.credit_bytes), which bounds what a link holds
-// for a full queue (SocketOptions::held_bytes); 0 for a process that sends no data.
+// for a full queue (SocketOptions::held_bytes); 0 for a process that sends no data. `ipv6`:
+// the cluster's addresses are IPv6 (core/endpoints.h, uses_ipv6).
 SocketOptions socket_options(const LimitsConfig& limits, const CurveKeys* curve,
-                             uint64_t credit_bytes = 0);
+                             uint64_t credit_bytes = 0, bool ipv6 = false);
 
 }  // namespace psrt

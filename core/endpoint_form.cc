@@ -32,6 +32,16 @@ std::string connect_endpoint_problem(const std::string& endpoint) {
   return why;
 }
 
+bool is_ipv6_host(const std::string& host) {
+  return host.find(':') != std::string::npos;
+}
+
+bool is_ipv6_endpoint(const std::string& endpoint) {
+  std::string host;
+  int port = 0;
+  return split_tcp_endpoint(endpoint, host, port) && is_ipv6_host(host);
+}
+
 bool is_loopback_host(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }

@@ -1,6 +1,9 @@
 #include "core/endpoints.h"
 
+#include <arpa/inet.h>
+#include <net/if.h>
 #include <netdb.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -37,9 +40,48 @@ std::string with_host(const std::string& bound, const std::string& host) {
   return "tcp://" + (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
+// The address ZeroMQ binds for `host`: "*" for a wildcard, an IP address or an interface name as
+// given, and a host name's address (ZeroMQ binds no host names: "localhost" and the coordinator's
+// own name failed with "No such device"). Throws ConfigError for a name that does not resolve.
+std::string bindable_host(const std::string& host) {
+  const auto bracketed = [](const char* ipv6) {
+    std::string out = "[";
+    out += ipv6;
+    out += ']';
+    return out;
+  };
+  if (is_wildcard_host(host)) return "*";
+  in6_addr any{};
+  if (::inet_pton(AF_INET, host.c_str(), &any) == 1) return host;
+  if (::inet_pton(AF_INET6, host.c_str(), &any) == 1) return bracketed(host.c_str());
+  if (::if_nametoindex(host.c_str()) != 0) return host;
+  for (const int family : {AF_INET, AF_INET6}) {
+    addrinfo hints{};
+    hints.ai_family = family;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* res = nullptr;
+    if (::getaddrinfo(host.c_str(), nullptr, &hints, &res) != 0 || res == nullptr) continue;
+    char text[INET6_ADDRSTRLEN] = {};
+    const sockaddr* sa = res->ai_addr;
+    const void* addr =
+        family == AF_INET
+            ? static_cast<const void*>(&reinterpret_cast<const sockaddr_in*>(sa)->sin_addr)
+            : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
+    const bool ok = ::inet_ntop(family, addr, text, sizeof text) != nullptr;
+    ::freeaddrinfo(res);
+    if (ok) return family == AF_INET ? std::string(text) : bracketed(text);
+  }
+  throw ConfigError("cannot bind '" + host + "': not an IP address, an interface or a host name " +
+                    "that resolves here (use an address of this host, or 0.0.0.0 for every " +
+                    "interface)");
+}
+
 std::string bind_target(const std::string& host, int port) {
-  const std::string h = is_wildcard_host(host) ? "*" : host;
-  return "tcp://" + h + ":" + (port == 0 ? std::string("*") : std::to_string(port));
+  std::string out = "tcp://";
+  out += bindable_host(host);
+  out += ':';
+  out += port == 0 ? std::string("*") : std::to_string(port);
+  return out;
 }
 
 // Binds the first free port of [lo, hi] on `host`.
@@ -75,6 +117,11 @@ void warn_if_unresolvable(const std::string& advertise_host) {
 
 bool is_wildcard_host(const std::string& host) {
   return host == "*" || host == "0.0.0.0" || host == "::" || host == "[::]";
+}
+
+bool uses_ipv6(const ClusterConfig& cluster) {
+  return is_ipv6_endpoint(cluster.coordinator) || is_ipv6_host(cluster.bind_host) ||
+         is_ipv6_host(cluster.advertise_host);
 }
 
 namespace {
@@ -115,7 +162,7 @@ ListenAddress listen_as_server(zmq::socket_t& socket, const ClusterConfig& clust
       throw ConfigError("cluster.coordinator '" + cluster.coordinator +
                         "' is not a tcp://host:port endpoint");
     }
-    target = wildcard ? bind_target("*", port) : cluster.coordinator;
+    target = bind_target(wildcard ? "*" : host, port);
     try {
       out.bound = bind_endpoint(socket, target);
     } catch (const zmq::error_t& e) {

@@ -20,6 +20,10 @@ struct ListenAddress {
 // True for the bind_host values that mean "every interface": "*", "0.0.0.0", "::".
 bool is_wildcard_host(const std::string& host);
 
+// Whether the job's addresses (coordinator, bind_host, advertise_host) are IPv6: its sockets then
+// take IPv6 (SocketOptions::ipv6), and a wildcard bind_host binds both families.
+bool uses_ipv6(const ClusterConfig& cluster);
+
 // Whether `endpoint` is ZeroMQ's in-process transport (inproc://): daemons on threads of one
 // process sharing a context, as the in-process tests run them.
 bool is_inproc(const std::string& endpoint);

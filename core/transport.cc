@@ -17,6 +17,7 @@ void configure_socket(zmq::socket_t& socket, const SocketOptions& options) {
   socket.set(zmq::sockopt::rcvhwm, options.hwm);
   socket.set(zmq::sockopt::linger, 2000);
   socket.set(zmq::sockopt::maxmsgsize, static_cast<int64_t>(kMaxPayloadBytes));
+  if (options.ipv6) socket.set(zmq::sockopt::ipv6, 1);
   // Bigger kernel buffers keep large chunks streaming on fast links (README, "Transport").
   if (options.buffer_bytes > 0) {
     socket.set(zmq::sockopt::sndbuf, options.buffer_bytes);

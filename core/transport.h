@@ -35,6 +35,10 @@ struct SocketOptions {
   // What a sender holds for one peer whose queue is full (core/held_sends.h): 64 MiB, or four
   // times the byte credit where that is more (a link's messages in flight follow the credit).
   std::size_t held_bytes = std::size_t(64) << 20;
+  // ZMQ_IPV6: IPv6 addresses, and a wildcard bind of both families. Set only where the cluster's
+  // addresses are IPv6 (core/endpoints.h, uses_ipv6): with it a host name may resolve to its
+  // IPv6 address first, which a listener bound to an IPv4 address never answers.
+  bool ipv6 = false;
 };
 
 // Options every psrt socket gets: those above, a bounded linger so shutdown flushes but never

@@ -40,7 +40,7 @@ Server::Server(const Config& config, uint32_t rank, zmq::context_t* shared)
       curve_(curve_keys(config)),
       messenger_(config.job.id,
                  socket_options(config.limits, curve_ ? &*curve_ : nullptr,
-                                config.scheduler.credit_bytes),
+                                config.scheduler.credit_bytes, uses_ipv6(config.cluster)),
                  metrics_, log_, shared),
       zap_(zap_handler(messenger_.context(), curve_)),
       router_(messenger_.add_router("a peer")),

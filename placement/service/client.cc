@@ -15,7 +15,9 @@ Result<Plan> ask_placer(const std::string& address, const std::string& job_id,
                         const Request& request, double timeout_s) {
   zmq::context_t ctx;
   const Sender self{wire::TOOL, static_cast<uint32_t>(::getpid()), job_id};
-  zmq::socket_t dealer = make_dealer(ctx, routing_id(wire::TOOL, self.rank));
+  SocketOptions options;
+  options.ipv6 = is_ipv6_endpoint(address);
+  zmq::socket_t dealer = make_dealer(ctx, routing_id(wire::TOOL, self.rank), options);
   try {
     dealer.connect(address);
   } catch (const zmq::error_t& e) {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "core/endpoint_form.h"
 #include "core/transport.h"
 #include "placement/service/request.h"
 
@@ -65,6 +66,7 @@ PlacerService::PlacerService(const std::string& bind, std::string job_id, double
   // Messages are counted, not weighed: 10000 requests of 32 MiB queued from one connection while
   // a search ran took GBs. A requester has one request out at a time.
   router.set(zmq::sockopt::rcvhwm, 4);
+  if (is_ipv6_endpoint(bind)) router.set(zmq::sockopt::ipv6, 1);  // --bind tcp://[::1]:0
   endpoint_ = bind_endpoint(router, bind);
   messenger_.on_bad(router_, [this](const std::string& identity, const wire::Header& h,
                                     const WireError& err) {

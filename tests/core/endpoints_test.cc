@@ -13,6 +13,7 @@
 #include "core/config.h"
 #include "core/endpoints.h"
 #include "core/status.h"
+#include "core/transport.h"
 
 using namespace psrt;
 
@@ -37,6 +38,17 @@ int free_port() {
   REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
   ::close(fd);
   return ntohs(a.sin_port);
+}
+
+bool ipv6_loopback() {
+  const int fd = ::socket(AF_INET6, SOCK_STREAM, 0);
+  if (fd < 0) return false;
+  sockaddr_in6 a{};
+  a.sin6_family = AF_INET6;
+  a.sin6_addr = in6addr_loopback;
+  const bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  ::close(fd);
+  return ok;
 }
 
 }  // namespace
@@ -170,4 +182,50 @@ TEST_CASE("a coordinator that never answers is named, with whether its host reso
   CHECK(unresolvable.find("does not resolve") != std::string::npos);
   const std::string silent = coordinator_unreachable("tcp://127.0.0.1:1", 5);
   CHECK(silent.find("nothing answered") != std::string::npos);
+}
+
+TEST_CASE("host names are bound at their address, and IPv6 addresses work", "[endpoints]") {
+  // ZeroMQ binds no host names ("No such device" for localhost), and without ZMQ_IPV6 every IPv6
+  // address failed the same way while `::` bound IPv4 only.
+  zmq::context_t ctx(1);
+  ClusterConfig c;
+  SECTION("a host name") {
+    c.bind_host = "localhost";
+    zmq::socket_t s(ctx, zmq::socket_type::router);
+    const auto a = listen_as_server(s, c, 1);
+    CHECK(a.bound.rfind("tcp://127.0.0.1:", 0) == 0);
+    c.coordinator = "tcp://localhost:0";
+    zmq::socket_t s0(ctx, zmq::socket_type::router);
+    CHECK(listen_as_server(s0, c, 0).bound.rfind("tcp://127.0.0.1:", 0) == 0);
+  }
+  SECTION("a name that does not resolve is named") {
+    c.bind_host = "no-such-host.invalid";
+    zmq::socket_t s(ctx, zmq::socket_type::router);
+    CHECK_THROWS_WITH(listen_as_server(s, c, 1),
+                      Catch::Contains("cannot bind 'no-such-host.invalid': not an IP address"));
+  }
+  SECTION("IPv6: the sockets take it where the cluster's addresses are IPv6, and connect") {
+    if (!ipv6_loopback()) {
+      WARN("no IPv6 loopback on this host: the IPv6 part is not run");
+      return;
+    }
+    c.coordinator = "tcp://[::1]:0";
+    c.bind_host = "::1";
+    REQUIRE(uses_ipv6(c));
+    SocketOptions options;
+    options.ipv6 = uses_ipv6(c);
+    zmq::socket_t server = make_router(ctx, options);
+    const auto a = listen_as_server(server, c, 0);
+    CHECK(a.bound.rfind("tcp://[::1]:", 0) == 0);
+    zmq::socket_t client = make_dealer(ctx, "w", options);
+    client.connect(a.advertised);
+    client.send(zmq::str_buffer("hello"), zmq::send_flags::none);
+    zmq::message_t id, body;
+    server.set(zmq::sockopt::rcvtimeo, 10000);
+    REQUIRE(server.recv(id));
+    REQUIRE(server.recv(body));
+    CHECK(body.to_string() == "hello");
+    ClusterConfig v4;
+    CHECK_FALSE(uses_ipv6(v4));  // IPv4 jobs keep host names resolving to IPv4
+  }
 }
