@@ -5,6 +5,8 @@
 #include <zmq.h>
 
 #include <array>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -66,14 +68,23 @@ CurveKeys load_curve_keys(const SecurityConfig& security) {
   if (!ec && std::filesystem::is_directory(status)) {
     throw ConfigError("security.secret_file: " + security.secret_file + " is a directory");
   }
+  if (!ec && std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    // A FIFO blocked the daemon in open() for ever.
+    throw ConfigError("security.secret_file: " + security.secret_file +
+                      " is not a regular file (a FIFO or a device?)");
+  }
   using std::filesystem::perms;
   if (!ec && (status.permissions() & (perms::group_read | perms::others_read)) != perms::none) {
     spdlog::warn("security.secret_file {} is readable by other users (anyone who reads it can "
                  "join or impersonate this job's processes): chmod 600 it",
                  security.secret_file);
   }
+  errno = 0;
   std::ifstream in(security.secret_file, std::ios::binary);
-  if (!in) throw ConfigError("security.secret_file: cannot read " + security.secret_file);
+  if (!in) {
+    throw ConfigError("security.secret_file: cannot read " + security.secret_file +
+                      (errno != 0 ? std::string(": ") + std::strerror(errno) : std::string()));
+  }
   std::string secret;
   char buf[4096];
   while (in.read(buf, sizeof buf) || in.gcount() > 0) {

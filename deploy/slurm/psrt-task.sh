@@ -6,7 +6,9 @@ set -euo pipefail
 export PSRT_BIND_HOST=${PSRT_BIND_HOST:-0.0.0.0}
 if [[ -z ${PSRT_ADVERTISE_HOST:-} ]]; then
   node=${SLURMD_NODENAME:-$(hostname)}
-  addr=$(scontrol show node "$node" 2>/dev/null | grep -o 'NodeAddr=[^ ]*' | cut -d= -f2)
+  # No NodeAddr (scontrol failing on a compute node) is the node's name, not a silent exit 1 by
+  # set -e, which srun --kill-on-bad-exit turned into the whole job's end with no reason.
+  addr=$(scontrol show node "$node" 2>/dev/null | grep -o 'NodeAddr=[^ ]*' | cut -d= -f2) || true
   export PSRT_ADVERTISE_HOST=${addr:-$node}
 fi
 unset PSRT_RANK RANK  # the rank is given below, from SLURM_PROCID

@@ -2,6 +2,11 @@
 // derivation, the per-peer reply budget, the rate-limited warnings, and printable().
 #include <catch2/catch.hpp>
 
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+
 #include "config/job_config.h"
 #include "core/config.h"
 #include "core/config_limits.h"
@@ -73,6 +78,22 @@ TEST_CASE("CURVE keys derive deterministically from the job secret", "[curve][se
   SecurityConfig none;
   none.curve = true;
   CHECK_THROWS_AS(load_curve_keys(none), ConfigError);
+}
+
+TEST_CASE("a secret file that is a FIFO or missing is refused at once, naming why",
+          "[curve][security]") {
+  // A FIFO blocked the daemon in open() for ever; a missing file said only "cannot read".
+  std::string dir = (std::filesystem::temp_directory_path() / "psrt-secret-XXXXXX").string();
+  REQUIRE(::mkdtemp(dir.data()) != nullptr);
+  SecurityConfig fifo;
+  fifo.curve = true;
+  fifo.secret_file = dir + "/fifo.key";
+  REQUIRE(::mkfifo(fifo.secret_file.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(load_curve_keys(fifo), Catch::Contains("is not a regular file"));
+  SecurityConfig missing = fifo;
+  missing.secret_file = dir + "/none.key";
+  CHECK_THROWS_WITH(load_curve_keys(missing), Catch::Contains("No such file or directory"));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a peer's reply budget refills with time and peers are separate", "[limits]") {
