@@ -23,6 +23,9 @@ class Sgd final : public Optimizer {
     const std::size_t n = p.size();
     const float lr_ = float(scheduled_lr(config_, s.step));
     if (momentum_ == 0) {
+      // A buffer restored from a run with momentum is not this run's: kept, it was checkpointed
+      // again and applied, stale, by a later run with momentum.
+      if (!s.m.empty()) std::vector<float>().swap(s.m);
       kernels::sgd(p.data(), g.data(), n, lr_, wd_);
       ++s.step;
       return;

@@ -152,8 +152,13 @@ void Server::on_membership(const wire::Membership& m, const wire::StageMap& stag
         !st)
       refuse_job(st.message());
     resumed_ = true;
-    if (reply_codec_) {
-      for (uint32_t i = 0; i < chunks_.size(); ++i) publish_restored(chunks_.at(i));
+    for (uint32_t i = 0; i < chunks_.size(); ++i) {
+      // Dense replies keep no published values: kept from a compressed-replies run, they were
+      // checkpointed again unchanged, and a later compressed run restarted the workers from them.
+      if (reply_codec_)
+        publish_restored(chunks_.at(i));
+      else
+        std::vector<float>().swap(chunks_.at(i).published);
     }
   }
   replies_.clear();
