@@ -69,27 +69,76 @@ def plan(suite):
 # ---------------------------------------------------------------- results.csv
 def read_results(path, plan_):
     """{key: row} of the finished cells in path; a row of a planned cell measured with other
-    settings is a ResultsError (--fresh or another --out)."""
+    settings is a ResultsError (--fresh or another --out). A line that is not a whole row (cut by
+    an interrupted write, or bytes that are not text) is said once and ignored: its cell reruns."""
     if not os.path.exists(path):
         return {}
+    with open(path, "rb") as f:
+        data = f.read()
+    # bytes.splitlines: the rows end in \r\n (csv's default); a last line without its \n was
+    # cut mid-write, however whole it looks
+    lines = data.splitlines(True)
+    if not lines or not lines[0].endswith(b"\n"):
+        return {}  # not even the header was written whole: append_row starts the file again
+    if parse_line(lines[0]) != COLUMNS:
+        raise ResultsError("%s: line 1 is not the header of psrt-bench-suite's results.csv: "
+                           "rerun with --fresh, or give another --out" % path)
     by_key = {c.key: c for c in plan_}
     done = {}
-    with open(path, newline="") as f:
-        for n, row in enumerate(csv.DictReader(f), start=2):
-            if None in row or any(row.get(k) is None for k in COLUMNS):
-                pb.log(PROG, "%s line %d is incomplete (an interrupted write): ignored" % (path, n))
-                continue
-            key = (row["model"], row["mode"], int(row["workers"]), int(row["servers"]))
-            c = by_key.get(key)
-            if c is None:
-                continue  # a cell this suite no longer has: kept in the file, not reported
-            if row["settings"] != c.settings:
-                raise ResultsError(
-                    "%s: cell '%s' was measured with other settings (%s, now %s): rerun with "
-                    "--fresh, or give another --out" % (path, c.label, row["settings"],
-                                                        c.settings))
-            done[key] = row
+    for n, line in enumerate(lines[1:], start=2):
+        row = whole_row(line)
+        if row is None:
+            pb.log(PROG, "%s line %d is incomplete (an interrupted write) or damaged: ignored" %
+                   (path, n))
+            continue
+        key = (row["model"], row["mode"], int(row["workers"]), int(row["servers"]))
+        c = by_key.get(key)
+        if c is None:
+            continue  # a cell this suite no longer has: kept in the file, not reported
+        if row["settings"] != c.settings:
+            raise ResultsError(
+                "%s: cell '%s' was measured with other settings (%s, now %s): rerun with "
+                "--fresh, or give another --out" % (path, c.label, row["settings"],
+                                                    c.settings))
+        done[key] = row
     return done
+
+
+def parse_line(line):
+    """The fields of one line of results.csv, or None where its bytes are not UTF-8."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    fields = list(csv.reader([text]))
+    return fields[0] if len(fields) == 1 else None
+
+
+def whole_row(line):
+    """{column: value} of a line that is a whole row, else None: cut (no line end, too few
+    fields, a settings hash cut short), glued to another row or not text."""
+    fields = parse_line(line) if line.endswith(b"\n") else None
+    if fields is None or len(fields) != len(COLUMNS):
+        return None
+    row = dict(zip(COLUMNS, fields))
+    try:
+        # what the resume and the report compute with; the key's counts
+        int(row["workers"]), int(row["servers"])
+        float(row["ms_per_iter"]), float(row["samples_per_s"])
+    except ValueError:
+        return None
+    return row if re.fullmatch(r"[0-9a-f]{10}", row["settings"]) else None
+
+
+def drop_cut_line(path):
+    """Removes a last line without its line end (a write cut short, ignored by read_results), so
+    that the next row starts a line of its own instead of being glued to it and lost."""
+    with open(path, "rb+") as f:
+        data = f.read()
+        if data and not data.endswith(b"\n"):
+            f.truncate(data.rfind(b"\n") + 1)
+            f.flush()
+            os.fsync(f.fileno())
 
 
 def append_row(path, row, done):
@@ -105,6 +154,8 @@ def append_row(path, row, done):
         r for r in ones if int(r["workers"]) == w0)
     row["scaling_efficiency"] = "%.3f" % (
         float(row["samples_per_s"]) / float(one["samples_per_s"]) * w0 / int(row["workers"]))
+    if os.path.exists(path):
+        drop_cut_line(path)
     new = not os.path.exists(path) or os.path.getsize(path) == 0
     with open(path, "a", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)

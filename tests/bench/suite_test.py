@@ -5,7 +5,10 @@
   suite_test.py DRIVER SUITE resume        the smoke suite, interrupted by SIGINT after its
       second cell: exit 130, no daemon and no network namespace left, the finished cells in
       results.csv; run again: those cells are kept (not redone) and the rest run; a third run
-      redoes nothing; a changed suite is refused (exit 2) unless --fresh.
+      redoes nothing; a changed suite is refused (exit 2) unless --fresh. A results.csv cut
+      mid-row or inside its settings hash (no line end): the cut row's cell is said once and
+      redone, its row on a line of its own; a line of non-UTF-8 bytes is ignored; a header that
+      is not one: exit 2, one line.
 """
 
 import csv
@@ -135,6 +138,8 @@ def resume(driver, suite, tmp):
           ": running" not in r.stdout, "third run redoes nothing")
     check(rows(os.path.join(out, "results.csv")) == second, "third run leaves results.csv as is")
 
+    damaged(cmd, os.path.join(out, "results.csv"), second)
+
     changed = os.path.join(tmp, "changed.yaml")
     with open(changed, "w") as f:
         f.write(open(suite).read().replace("\niterations: 6", "\niterations: 7"))
@@ -143,6 +148,45 @@ def resume(driver, suite, tmp):
           "a changed suite on old results: exit 2 (%d: %s)" % (r.returncode, r.stderr.strip()))
     procs, nss = leftovers(out, prefix)
     check(not procs and not nss, "nothing left behind at the end")
+
+
+def damaged(cmd, path, whole):
+    """results.csv as an interrupted write leaves it: the last row's cell is redone (its figures
+    may differ, its key and settings not), every row whole, nothing glued to the cut line."""
+    data = open(path, "rb").read()
+    last = data.rstrip(b"\r\n").rfind(b"\n") + 1  # where the last row starts
+    for cut, where in ((last + 30, "mid-row"), (len(data) - 7, "inside the settings hash")):
+        with open(path, "wb") as f:
+            f.write(data[:cut])
+        r = run(cmd, timeout=60)
+        said = [x for x in r.stderr.splitlines() if "line 13 is incomplete" in x]
+        check(r.returncode == 0 and len(said) == 1 and "11 done earlier, 1 to run" in r.stdout,
+              "results.csv cut %s: said once, that cell rerun (exit %d: %s)" % (
+                  where, r.returncode, r.stderr.strip()[-300:]))
+        now = rows(path)
+        check(len(now) == 12 and now[:11] == whole[:11] and
+              all(len(x) == 24 and None not in x for x in now) and
+              [now[11][k] for k in ("model", "mode", "settings")] ==
+              [whole[11][k] for k in ("model", "mode", "settings")],
+              "cut %s: 12 whole rows, the redone one on its own line" % where)
+        r = run(cmd, timeout=60)
+        check(r.returncode == 0 and "12 done earlier, 0 to run" in r.stdout and
+              "incomplete" not in r.stderr, "cut %s: the next run redoes nothing" % where)
+    data = open(path, "rb").read()
+    with open(path, "wb") as f:
+        f.write(data + b"vgg16,\xff\xfe,1\r\n")
+    r = run(cmd, timeout=60)
+    check(r.returncode == 0 and "12 done earlier, 0 to run" in r.stdout and
+          "line 14 is incomplete" in r.stderr and "Traceback" not in r.stderr,
+          "a line of non-UTF-8 bytes: ignored (exit %d: %s)" % (r.returncode, r.stderr[-300:]))
+    with open(path, "wb") as f:
+        f.write(b"\xffmodel,backend\r\n" + data[data.index(b"\n") + 1:])
+    r = run(cmd, timeout=60)
+    err = r.stderr.strip().splitlines()
+    check(r.returncode == 2 and len(err) == 1 and "not the header" in err[0],
+          "a damaged header: exit 2, one line (%d: %s)" % (r.returncode, r.stderr.strip()))
+    with open(path, "wb") as f:
+        f.write(data)
 
 
 def main():
