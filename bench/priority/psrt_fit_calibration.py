@@ -6,26 +6,100 @@ are shared). So the fit scales the base file's per-message costs by a and its pe
 chosen to minimise sum over the measured runs of log(measured / simulated(a, b))^2 (psrt-sim with
 the same profile, mode, chunk, credit and grouping): first one factor for both (its log over
 [1/4, 16] on a grid of 33 points, then a golden section around the best), then a and b apart by
-coordinate descent (the same on each log within 4x of the current value, two rounds). The file records both factors and how it
-was made. Fit it on some profiles and judge it on others: the bench's output names both.
+coordinate descent (the same on each log within 4x of the current value, two rounds). The file
+records both factors and how it was made. Fit it on some profiles and judge it on others: the
+bench's output names both. The base file is read as psrt-sim reads it and checked, with OUT,
+before the first run (check).
 """
 
 import math
 import os
+import re
 import time
 
 KEYS = ["worker_message_us", "server_message_us", "worker_byte_ns", "server_byte_ns"]
 
 
+class CalibrationError(Exception):
+    pass
+
+
 def read_costs(path):
+    """The four costs of a psrt-sim calibration file; one it leaves out is 0, as for psrt-sim.
+    CalibrationError where the file cannot be read or a cost is not a number psrt-sim takes."""
     costs = {k: 0.0 for k in KEYS}
-    if path:
-        with open(path) as f:
-            for line in f:
-                k, _, v = line.partition(":")
-                if k.strip() in costs:
-                    costs[k.strip()] = float(v)
+    if not path:
+        return costs
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise CalibrationError("%s cannot be read: %s" % (path, e))
+    doc = parse_yaml(text, path)
+    if not isinstance(doc, dict):
+        raise CalibrationError("%s: not a calibration (a mapping of %s)" % (path, ", ".join(KEYS)))
+    for k in KEYS:
+        if k not in doc:
+            continue
+        v = doc[k]
+        try:
+            costs[k] = float(v) if not isinstance(v, bool) else -1.0
+        except (TypeError, ValueError):
+            costs[k] = -1.0
+        if not 0.0 <= costs[k] <= 1e6:  # psrt-sim's range (scheduler/sim/calibration.cc)
+            raise CalibrationError("%s: %s is %r, not a number from 0 to 1e6" % (path, k, v))
     return costs
+
+
+def parse_yaml(text, path):
+    """The file as psrt-sim reads it (YAML: comments, flow style, quotes); python3-yaml where it
+    is installed (deploy/install-deps.sh), else parse_plain: the driver needs only the library."""
+    try:
+        import yaml
+    except ImportError:
+        return parse_plain(text)
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        raise CalibrationError("%s: not valid YAML: %s" % (path, " ".join(str(e).split())))
+
+
+def parse_plain(text):
+    """{key: value text} of the top-level keys of a block mapping or of one flow mapping {...}:
+    comments removed, quotes taken off, indented (nested) lines skipped."""
+    lines = [re.sub(r"(^|\s)#.*", "", line).rstrip() for line in text.splitlines()]
+    lines = [line for line in lines if line.strip() and line.strip() not in ("---", "...")]
+    body = "\n".join(lines).strip()
+    if body.startswith("{") and body.endswith("}"):
+        items = body[1:-1].split(",")
+    else:
+        items = [line for line in lines if not line[0].isspace()]
+    doc = {}
+    for item in items:
+        k, sep, v = item.partition(":")
+        if sep:
+            doc[k.strip().strip("'\"")] = v.strip().strip("'\"")
+    return doc
+
+
+def check(base_path, out):
+    """What --fit-calibration needs, checked before any measurement (a bad file found after
+    hours of runs loses them): a base file with costs to scale, and a file OUT can be written."""
+    if not base_path:
+        raise CalibrationError("--calibration none has no costs to scale: give a calibration file "
+                               "(the default is bench/calibration/default.yaml)")
+    base = read_costs(base_path)
+    if not any(base.values()):
+        raise CalibrationError("%s: its costs (%s) are all zero: there is nothing to scale" % (
+            base_path, ", ".join(KEYS)))
+    folder = os.path.dirname(os.path.abspath(out))
+    if os.path.isdir(out):
+        raise CalibrationError("%s is a folder: give the file to write" % out)
+    if not os.path.isdir(folder):
+        raise CalibrationError("%s: there is no folder %s to write it in" % (out, folder))
+    if not os.access(folder, os.W_OK) or (os.path.exists(out) and not os.access(out, os.W_OK)):
+        raise CalibrationError("%s cannot be written" % out)
+    return base
 
 
 def write_costs(path, costs, header):
