@@ -78,7 +78,10 @@ rate_bits() {
   local r=${1,,}
   [[ "$r" =~ ^([0-9]+)(bit|kbit|mbit|gbit)$ ]] ||
     die "--rate '$1': a whole number with bit, kbit, mbit or gbit (e.g. 100mbit, 1gbit)"
-  local n=${BASH_REMATCH[1]}
+  # 10#: decimal, also with leading zeros (bash reads 010 as octal). Zero is refused: tc's tbf
+  # rejects it and every link was left unshaped while "up" reported success.
+  local n=$((10#${BASH_REMATCH[1]}))
+  [ "$n" -gt 0 ] || die "--rate '$1': must be above zero (e.g. 100mbit, 1gbit)"
   case ${BASH_REMATCH[2]} in
     bit) echo "$n" ;;
     kbit) echo $((n * 1000)) ;;

@@ -1,12 +1,25 @@
 #!/bin/bash
 # emunet.sh for real: two shaped hosts, a TCP transfer between them at about the shaped rate, a
-# failing command whose status comes back, and nothing left behind either time.
+# failing command whose status comes back, and nothing left behind either time; first, a rate of
+# zero refused with one line, exit 2.
 # Skips (exit 77) where it cannot run: not root, or no network namespaces / tc.
 set -u
 emunet=$1
 prefix=emt$$
 fail() { echo "FAIL: $*" >&2; "$emunet" down --prefix "$prefix" >/dev/null 2>&1; exit 1; }
 skip() { echo "SKIP: $*"; exit 77; }
+
+# A rate of zero: refused before anything is made (tbf rejects it, and every link was left
+# unshaped while "up" said the hosts were up at 0mbit), as root or not.
+for cmd in "up --hosts 2" "run --hosts 2"; do
+  for r in 0mbit 000gbit 0bit; do
+    err=$("$emunet" $cmd --rate $r --prefix "$prefix" -- true 2>&1 >/dev/null)
+    rc=$?
+    [ "$rc" -eq 2 ] && [ "$(wc -l <<<"$err")" -eq 1 ] && grep -q "above zero" <<<"$err" ||
+      fail "$cmd --rate $r: exit $rc, want 2 and one line: $err"
+  done
+done
+[ -z "$(ip netns list 2>/dev/null | grep "^$prefix-")" ] || fail "namespaces made for rate 0"
 
 [ "$(id -u)" -eq 0 ] || skip "not root"
 command -v ip >/dev/null && command -v tc >/dev/null || skip "ip or tc missing"
