@@ -40,9 +40,14 @@ def parse_size(text):
 
 
 def parse_rate(text):
+    """Bits per second of a tc rate. Zero is refused: emunet.sh's tbf cannot shape it (the links
+    were left unshaped) and the drivers divide by it."""
     m = re.fullmatch(r"(\d+)(bit|kbit|mbit|gbit)", str(text).lower())
     if not m:
         raise argparse.ArgumentTypeError("'%s' is not a tc rate (e.g. 500mbit, 1gbit)" % text)
+    if int(m.group(1)) == 0:
+        raise argparse.ArgumentTypeError("'%s': a rate must be above zero (e.g. 500mbit, 1gbit)"
+                                         % text)
     return int(m.group(1)) * {"bit": 1, "kbit": 10**3, "mbit": 10**6, "gbit": 10**9}[m.group(2)]
 
 
@@ -117,6 +122,29 @@ def read_profile(path):
     gflops = re.search(r"^device_gflops:\s*(\S+)", text, re.M)
     return {"text": text, "compute_ms": sum(fwd) + sum(bwd), "bytes": 4 * sum(elems),
             "gflops": float(gflops.group(1)) if gflops else None}
+
+
+def check_rate_and_models(rate, profiles, models):
+    """What is wrong with a driver's --rate or --models (names of profiles in the folder
+    `profiles`), or None: for the drivers to say before they set anything up."""
+    try:
+        parse_rate(rate)
+    except argparse.ArgumentTypeError as e:
+        return "--rate: %s" % e
+    if not models:
+        return "--models: no model given"
+    for m in models:
+        path = os.path.join(profiles, m + ".yaml")
+        try:
+            p = read_profile(path)
+        except (OSError, UnicodeDecodeError, ValueError):
+            known = sorted(f[:-5] for f in os.listdir(profiles) if f.endswith(".yaml")) \
+                if os.path.isdir(profiles) else []
+            return "--models: '%s' has no readable profile %s (there are: %s)" % (
+                m, path, ", ".join(known) or "none")
+        if not (p["bytes"] > 0 and p["compute_ms"] > 0):
+            return "--models: %s: the profile has no gradients or no compute time" % path
+    return None
 
 
 def derive_profile(src, dst, k, scale, note, prog):

@@ -48,7 +48,7 @@ def _rate(key, v):
     try:
         pb.parse_rate(v)
     except Exception:
-        _fail(key, v, "a tc rate (e.g. 500mbit, 1gbit)")
+        _fail(key, v, "a tc rate above zero (e.g. 500mbit, 1gbit)")
     return str(v)
 
 

@@ -37,6 +37,7 @@ BAD = [  # (what is changed in the smoke suite, the key the error must name)
     ("workers: [0, 2]\n", "workers[0]"),
     ("servers: {per: 2}\n", "servers.per"),
     ("link_rate: fast\n", "link_rate"),
+    ("link_rate: 0mbit\n", "link_rate"),  # was accepted: the cells ran unshaped
     ("repeats: two\n", "repeats"),
     ("laco: {density: 2}\n", "laco.density"),
     ("models:\n  - {name: vgg16, backend: gpu}\n", "backend"),
