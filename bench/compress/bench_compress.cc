@@ -1,7 +1,7 @@
 // psrt-bench-compress: encode and decode throughput per codec (GB/s of fp32 input) beside memcpy
 // of the same buffer in the same run, the compression ratio, and the hierarchical rule's effect.
 // With a CUDA device: LACO's CUDA encode beside a device-to-device copy (bench_gpu.cc).
-//   psrt-bench-compress [--smoke] [--elements N] [--reps R] [--codecs a,b,...]
+//   psrt-bench-compress [--smoke] [--elements N] [--reps R] [--codecs a,b,...] [--help]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -192,13 +192,39 @@ uint64_t count_arg(const char* text, uint64_t max) {
   return v <= max ? v : 0;
 }
 
+constexpr const char* kUsage =
+    "usage: psrt-bench-compress [--smoke] [--elements N] [--reps R] [--codecs a,b,...]\n";
+
+// Every codec is checked before the memcpy baseline: an unknown one failed only when its turn
+// came, after the baseline and the codecs before it had run, with exit 1.
+bool check_codecs(const std::vector<std::string>& codecs) {
+  const std::vector<std::string> known = psrt::compress::default_registry().names();
+  std::string list;
+  for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+  if (codecs.empty()) {
+    std::fprintf(stderr, "psrt-bench-compress: --codecs: no codec given (%s)\n", list.c_str());
+    return false;
+  }
+  for (const std::string& name : codecs) {
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::fprintf(stderr, "psrt-bench-compress: --codecs: '%s' is not one of %s\n",
+                   name.c_str(), list.c_str());
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   psrt::compress::Options opt;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--smoke") {
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);  // asked for: not an error
+      return 0;
+    } else if (a == "--smoke") {
       opt.smoke = true;
       opt.elements = size_t{1} << 16;
       opt.reps = 3;
@@ -209,9 +235,7 @@ int main(int argc, char** argv) {
     } else if (a == "--codecs" && i + 1 < argc) {
       opt.codecs = psrt::compress::split_commas(argv[++i]);
     } else {
-      std::fprintf(
-          stderr,
-          "usage: psrt-bench-compress [--smoke] [--elements N] [--reps R] [--codecs a,b,...]\n");
+      std::fputs(kUsage, stderr);
       return 2;
     }
   }
@@ -220,6 +244,7 @@ int main(int argc, char** argv) {
                          "be whole numbers in range\n");
     return 2;
   }
+  if (!check_codecs(opt.codecs)) return 2;
   if (int rc = psrt::compress::bench_codecs(opt); rc != 0) return rc;
   if (int rc = psrt::compress::bench_hierarchy(opt); rc != 0) return rc;
   return psrt::compress::bench::bench_gpu(opt.smoke, opt.reps);

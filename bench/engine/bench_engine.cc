@@ -6,7 +6,7 @@
 // Then the GPU column (bench_engine_gpu.h): the GPU network's step beside PyTorch on CUDA, or "no
 // GPU" where there is no device (or no CUDA-enabled torch).
 //   psrt-bench-engine [--smoke] [--batch B] [--steps S] [--models lenet5,vgg-small]
-//                     [--no-torch] [--profile] [--python PATH] [--torch-script PATH]
+//                     [--no-torch] [--profile] [--python PATH] [--torch-script PATH] [--help]
 #include <cblas.h>
 
 #include <algorithm>
@@ -46,11 +46,18 @@ struct Measure {
   std::string note;  // why there is no figure
 };
 
+constexpr const char* kUsage =
+    "usage: psrt-bench-engine [--smoke] [--batch B] [--steps S] [--models a,b] [--no-torch] "
+    "[--profile] [--python PATH] [--torch-script PATH]\n";
+
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr,
-               "psrt-bench-engine: %s\nusage: psrt-bench-engine [--smoke] [--batch B] [--steps S] "
-               "[--models a,b] [--no-torch] [--python PATH] [--torch-script PATH]\n",
-               why);
+  std::fprintf(stderr, "psrt-bench-engine: %s\n%s", why, kUsage);
+  std::exit(2);
+}
+
+// A wrong value: one line, exit 2 (the usage would only repeat the flags).
+[[noreturn]] void bad_value(const std::string& why) {
+  std::fprintf(stderr, "psrt-bench-engine: %s\n", why.c_str());
   std::exit(2);
 }
 
@@ -58,9 +65,25 @@ int positive(const char* flag, const char* value) {
   char* end = nullptr;
   const long v = std::strtol(value, &end, 10);
   if (end == value || *end != '\0' || v < 1 || v > 1000000) {
-    usage((std::string(flag) + " needs a positive integer, not '" + value + "'").c_str());
+    // the range is said: "a positive integer" refused 100000000 without saying why
+    bad_value(std::string(flag) + " needs an integer from 1 to 1000000, not '" + value + "'");
   }
   return static_cast<int>(v);
+}
+
+// Every model is checked before the first table line: an unknown one failed only when its turn
+// came, after the headers (and the models before it) were printed, with exit 1.
+void check_models(const std::vector<std::string>& models) {
+  if (models.empty()) bad_value("--models: no model given");
+  for (const std::string& arch : models) {
+    psrt::engine::NetSpec spec;
+    spec.arch = arch;
+    try {
+      psrt::engine::describe_network(spec);  // build_network's checks, no parameters made
+    } catch (const std::exception& e) {
+      bad_value("--models: " + std::string(e.what()));
+    }
+  }
 }
 
 Options parse(int argc, char** argv) {
@@ -71,7 +94,10 @@ Options parse(int argc, char** argv) {
       if (i + 1 >= argc) usage((a + " needs a value").c_str());
       return argv[++i];
     };
-    if (a == "--smoke") {
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (a == "--smoke") {
       o.smoke = true;
     } else if (a == "--batch") {
       o.batch = positive("--batch", value());
@@ -93,6 +119,7 @@ Options parse(int argc, char** argv) {
       usage(("unknown option " + a).c_str());
     }
   }
+  check_models(o.models);
   if (o.smoke) {
     o.batch = std::min(o.batch, 8);
     o.steps = 2;
