@@ -261,13 +261,29 @@ void Coordinator::refresh(Clock::time_point now) {
   for (auto& [peer, t] : last_seen_) t = now;
 }
 
-void Coordinator::set_resume_point(wire::Membership& m) const {
+namespace {
+
+// "3 checkpoint(s) up to iteration 300", or "0 checkpoint(s)".
+std::string checkpoints_held(const wire::Register& r) {
+  std::string out = std::to_string(r.checkpoints_size()) + " checkpoint(s)";
+  if (r.checkpoints_size() > 0) {
+    out += " up to iteration " +
+           std::to_string(*std::max_element(r.checkpoints().begin(), r.checkpoints().end()));
+  }
+  return out;
+}
+
+}  // namespace
+
+void Coordinator::set_resume_point(wire::Membership& m) {
   const wire::Register& self_reg = registrations_.at(self());
   // Every server that holds a chunk (one that holds none writes no checkpoint and restores
-  // nothing), and the workers that checkpoint their compression state.
+  // nothing) must have the resume point; the workers that checkpoint their compression state
+  // should, for a bit-identical run.
   std::set<uint32_t> holders;
   for (const auto& c : m.chunks()) holders.insert(c.server());
   std::optional<std::set<uint64_t>> common;
+  std::vector<PeerId> codec_workers;
   std::string have;
   for (const auto& [peer, r] : registrations_) {
     // Workers too: one started fresh beside resuming servers lost its codec state, one that
@@ -278,27 +294,48 @@ void Coordinator::set_resume_point(wire::Membership& m) const {
                                (self_reg.resume() ? "with" : "without") +
                                " it: start every process of the job alike");
     }
-    const bool keeps = peer.role == wire::SERVER ? holders.count(peer.rank) > 0
-                                                 : peer.role == wire::WORKER && r.codec_state();
-    if (!keeps) continue;
+    if (peer.role == wire::WORKER && r.codec_state()) codec_workers.push_back(peer);
+    if (peer.role != wire::SERVER || holders.count(peer.rank) == 0) continue;
     std::set<uint64_t> both;
     for (uint64_t it : r.checkpoints())
       if (!common || common->count(it)) both.insert(it);
     common = std::move(both);
-    have += (have.empty() ? "" : "; ") + describe(peer) + ": " +
-            std::to_string(r.checkpoints_size()) + " checkpoint(s)" +
-            (r.checkpoints_size() ? " up to iteration " +
-                                        std::to_string(*std::max_element(r.checkpoints().begin(),
-                                                                         r.checkpoints().end()))
-                                  : std::string());
+    have += (have.empty() ? "" : "; ") + describe(peer) + ": " + checkpoints_held(r);
   }
   if (!self_reg.resume()) return;
   if (!common || common->empty()) {
-    throw std::runtime_error("cannot resume: no checkpoint iteration is common to every server "
-                             "holding a chunk (and worker with compression state): " + have);
+    throw std::runtime_error(
+        "cannot resume: no checkpoint iteration is common to every server "
+        "holding a chunk: " +
+        have);
+  }
+  // A worker's codec state of another iteration (a corrupt newest file, writes that failed, files
+  // of an earlier run) held the job back to the newest point every process had, however old, or
+  // refused it. It may now hold it back by one of the servers' checkpoints, which keeps the run
+  // bit for bit; further back, the servers' newest is taken and that worker's state restarts
+  // empty (it says so too).
+  const auto has = [&](const PeerId& w, uint64_t it) {
+    const auto& cps = registrations_.at(w).checkpoints();
+    return std::find(cps.begin(), cps.end(), it) != cps.end();
+  };
+  const auto all_have = [&](uint64_t it) {
+    return std::all_of(codec_workers.begin(), codec_workers.end(),
+                       [&](const PeerId& w) { return has(w, it); });
+  };
+  uint64_t at = *common->rbegin();
+  if (!all_have(at) && common->size() > 1 && all_have(*std::next(common->rbegin()))) {
+    at = *std::next(common->rbegin());
   }
   m.set_resume(true);
-  m.set_resume_iteration(*common->rbegin());
+  m.set_resume_iteration(at);
+  for (const PeerId& w : codec_workers) {
+    if (has(w, at)) continue;
+    notes_.push_back("resuming from iteration " + std::to_string(at) +
+                     ", the newest every server has; " + describe(w) +
+                     " has no compression state of it (" + checkpoints_held(registrations_.at(w)) +
+                     "): its state restarts empty, so the run will not match an uninterrupted "
+                     "one bit for bit");
+  }
 }
 
 void Coordinator::seen(PeerId peer, Clock::time_point now) {

@@ -56,6 +56,9 @@ class Coordinator {
   bool all_registered() const;
   // Everyone registered: the membership to send (computed once).
   const wire::Membership& membership();
+  // What building the membership found worth saying (a worker's compression state restarting
+  // empty at the resume point), for the caller's log.
+  const std::vector<std::string>& notes() const { return notes_; }
   // With the membership: every worker's StageInfo by rank; empty for a data-parallel job.
   const wire::StageMap& stage_map() const { return stage_map_; }
 
@@ -93,9 +96,11 @@ class Coordinator {
   std::optional<WireError> check_worker(PeerId peer, const wire::Register& reg) const;
   std::optional<WireError> check_stage(PeerId peer, const wire::Register& reg,
                                        const wire::StageInfo* stage) const;
-  // With --resume: the newest iteration every server holds a checkpoint of (throws if none).
-  void set_resume_point(wire::Membership& m) const;
+  // With --resume: the newest iteration every server holding a chunk has a checkpoint of
+  // (throws if none); a worker whose compression state lacks it is noted (notes()).
+  void set_resume_point(wire::Membership& m);
 
+  std::vector<std::string> notes_;
   int servers_;
   int workers_;
   SchedulerConfig scheduler_;

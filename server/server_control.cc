@@ -46,6 +46,7 @@ void Server::on_control(const std::string& identity, PeerId from, const wire::He
         try {
           *out.mutable_membership() = coordinator_->membership();
           *out.mutable_stage_map() = coordinator_->stage_map();
+          for (const std::string& note : coordinator_->notes()) spdlog::warn("{}", note);
         } catch (const std::exception& e) {
           refuse_job(std::string("cannot build the membership: ") + e.what());
         }

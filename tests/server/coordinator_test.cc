@@ -352,3 +352,39 @@ TEST_CASE("worker 0's grouping plan reaches every worker, unusable ones are refu
   REQUIRE(m.has_grouping());
   CHECK(m.grouping().SerializeAsString() == w0.grouping().SerializeAsString());
 }
+
+TEST_CASE("resume: a worker's compression state does not hold the job back", "[coordinator]") {
+  // Its writes failed from iteration 150 on, or it held an earlier run's files: the job was
+  // refused, or resumed 200 iterations back and the servers' newer checkpoints were removed.
+  // The servers hold 250 and 300, worker 1's state 250 and 300.
+  const auto t0 = Clock::now();
+  const auto resumed = [&](std::vector<uint64_t> w0_state) {
+    Coordinator c(2, 2, chunked(4096));
+    REQUIRE(c.on_register(kS0, resuming(1, {250, 300}), t0));
+    REQUIRE(c.on_register(kS1, resuming(2, {250, 300}), t0));
+    wire::Register w = worker_reg(kModel);
+    w.set_resume(true);
+    w.set_codec_state(true);
+    w.add_checkpoints(250);
+    w.add_checkpoints(300);
+    REQUIRE(c.on_register(kW1, w, t0));
+    w.clear_checkpoints();
+    for (uint64_t it : w0_state) w.add_checkpoints(it);
+    REQUIRE(c.on_register(kW0, w, t0));
+    return c;
+  };
+  auto behind = resumed({50, 100});
+  CHECK(behind.membership().resume_iteration() == 300);
+  REQUIRE(behind.notes().size() == 1);
+  CHECK_THAT(behind.notes()[0],
+             Catch::Contains("worker 0 has no compression state of it (2 checkpoint(s) up to "
+                             "iteration 100)") &&
+                 Catch::Contains("restarts empty"));
+  auto alike = resumed({250, 300});
+  CHECK(alike.membership().resume_iteration() == 300);
+  CHECK(alike.notes().empty());
+  // One checkpoint back (its newest file corrupt) keeps the run bit for bit.
+  auto one_back = resumed({200, 250});
+  CHECK(one_back.membership().resume_iteration() == 250);
+  CHECK(one_back.notes().empty());
+}
