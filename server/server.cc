@@ -232,12 +232,15 @@ Clock::time_point Server::coordinator_tick(Clock::time_point now) {
   if (!started_ && liveness_.start_overdue(now)) {
     const bool registered = coordinator_->all_registered();
     // Registered but not started: a large model may still be building or sending its values.
+    const std::string waits = registered ? start_waits() : "";
     abort_job(std::string("gave up after ") + seconds_text(config_.cluster.start_timeout_s) +
               " s waiting for " + (registered ? "the start barrier" : "registration") +
               "; never came: " + coordinator_->missing(registered ? "start" : "") +
-              (registered ? " (registered, but its start did not end: a large model's building "
-                            "and initial values may need a longer cluster.start_timeout_s)"
-                          : ""));
+              (!waits.empty() ? waits
+               : registered   ? " (registered, but its start did not end: a large model's "
+                                "building and initial values may need a longer "
+                                "cluster.start_timeout_s)"
+                              : ""));
   }
   return liveness_.next_heartbeat();
 }

@@ -112,6 +112,9 @@ class Server {
   bool keeping_ = false;       // every process keeps its checkpoints (known here)
   // cluster.progress_timeout_s: names whom this server has been waiting for, if too long.
   void check_progress(Clock::time_point now);
+  // Server 0, when the start barrier is overdue: " (worker 0 waits for server 1 at ADDR: ...)"
+  // for the workers whose heartbeats say whom their start waits for; empty if none say.
+  std::string start_waits();
   void note_heartbeat(PeerId from, const wire::Header& h);
   double bytes_per_element() const;  // parameters and the state kept beside them
   // data plane (server_data.cc)

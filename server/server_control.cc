@@ -221,6 +221,29 @@ void Server::note_heartbeat(PeerId from, const wire::Header& h) {
   worker_waits_[from.rank] = {waits, Clock::now()};
 }
 
+std::string Server::start_waits() {
+  const wire::Membership& m = coordinator_->membership();
+  const auto recent = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(3 * config_.cluster.heartbeat_s));
+  const auto now = Clock::now();
+  std::string out;
+  for (std::size_t w = 0; w < worker_waits_.size(); ++w) {
+    const WorkerWait& wait = worker_waits_[w];
+    const uint32_t s = wait.server_plus_one;
+    if (s == 0 || now - wait.at > recent) continue;
+    const std::string address = int(s - 1) < m.server_addresses_size()
+                                    ? printable(m.server_addresses(int(s - 1)), 256)
+                                    : "";
+    out += (out.empty() ? " (" : "; ") + peer_name(wire::WORKER, uint32_t(w)) +
+           " waits for server " + std::to_string(s - 1) +
+           (address.empty() ? "" : " at " + address) + " to answer its initial values";
+  }
+  if (out.empty()) return "";
+  return out +
+         ": can those workers reach that address? A firewall, or a cluster.advertise_host "
+         "other hosts cannot reach, keeps them from connecting)";
+}
+
 void Server::abort_job(const std::string& why) {
   if (control_) control_->give_up(why);  // throws, through ControlPlane::Events::failed
   wire::Header h = make_header(self_, wire::ABORT);

@@ -139,6 +139,11 @@ void PsClient::send_heartbeats() {
     membership = have_membership_;
     if (const ChunkDesc* c = waited_chunk()) h.set_waits_for_server(c->server + 1);
   }
+  // At the start, the server whose answers to the initial values have not come (server 0 names
+  // it if the start barrier is never reached: an unreachable server was blamed on worker 0).
+  if (h.waits_for_server() == 0 && start_.unanswered() > 0) {
+    if (const auto s = start_.waiting_for()) h.set_waits_for_server(uint32_t(*s) + 1);
+  }
   // Every server hears it once they are known: one that waits for this worker's push learns
   // that the worker itself waits for another server, and leaves the diagnosis to the worker.
   control_->heartbeat(h.waits_for_server());

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <vector>
 
 namespace psrt {
@@ -39,6 +40,13 @@ class StartPacer {
   }
   // Messages not answered yet, sent or not.
   std::size_t unanswered() const { return unanswered_; }
+  // The first server with messages of this phase unanswered, if any: whom the start waits for.
+  std::optional<std::size_t> waiting_for() const {
+    for (std::size_t s = 0; s < todo_.size(); ++s) {
+      if (out_[s] > 0 || !todo_[s].empty()) return s;
+    }
+    return std::nullopt;
+  }
 
  private:
   template <class Send>

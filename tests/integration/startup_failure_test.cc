@@ -133,3 +133,25 @@ TEST_CASE("a test set missing on a pipeline's first stage stops the job before t
   Proc launch("launch", {bin("psrt-launch"), dir + "/job.yaml"});
   ends_failed_naming(launch, dir + "/t10k-images");
 }
+
+TEST_CASE("a server the workers cannot reach is named when the start never ends",
+          "[integration][startup]") {
+  // Server 1 advertised an address no worker reaches (a firewall, a wrong advertise_host): the
+  // job ended blaming worker 0 and advising a longer start_timeout_s.
+  const std::string dir = temp_dir("startup-reach");
+  write_file(dir + "/job.yaml",
+             "job: {id: startup, iterations: 20, batch_size: 32, log_every: 0, evaluate: false}\n"
+             "cluster: {servers: 2, workers: 2, start_timeout_s: 8, heartbeat_s: 0.2}\n"
+             "model: {backend: native, arch: mlp, hidden: [16]}\n"
+             "data: {train_limit: 2000}\n");
+  Coordinator c(dir + "/job.yaml");
+  REQUIRE(!c.endpoint.empty());
+  Proc s1("server 1", {bin("psrt-server"), "--config", dir + "/job.yaml", "--rank", "1", "--set",
+                       c.endpoint, "--set", "cluster.advertise_host=192.0.2.1"});
+  Proc w0 = c.worker(dir + "/job.yaml", 0);
+  Proc w1 = c.worker(dir + "/job.yaml", 1);
+  ends_failed_naming(c.server, "worker 0 waits for server 1 at tcp://192.0.2.1:");
+  CHECK_THAT(c.server.output(), Catch::Contains("can those workers reach that address?"));
+  CHECK_THAT(c.server.output(), !Catch::Contains("may need a longer cluster.start_timeout_s"));
+  for (Proc* p : {&s1, &w0, &w1}) CHECK(p->wait_exit(60).has_value());
+}
