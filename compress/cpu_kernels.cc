@@ -118,6 +118,13 @@ ChunkMoments moments_pass(float* acc, const float* src, size_t n, float* u = nul
     m.sum_squares += double{v} * v;
     m.max_abs = std::max(m.max_abs, std::fabs(v));
   }
+  if (std::isinf(m.sum_squares) && std::isfinite(m.max_abs)) {
+    // Finite values whose squares overflow the float lanes (|v| > 1.8e19, a diverging run) were
+    // reported as a NaN or an infinity: summed again in double, once, on this rare path.
+    const float* values = kMode == Pass::kRead ? src : acc;
+    m.sum_squares = 0;
+    for (size_t k = 0; k < n; ++k) m.sum_squares += double{values[k]} * values[k];
+  }
   m.finite = std::isfinite(m.sum_squares);
   return m;
 }

@@ -64,6 +64,12 @@ Status GradEncoder::save_state(ByteWriter& out) const {
   return Status::ok();
 }
 
+namespace {
+constexpr const char* kOtherSettings =
+    "the saved codec state does not fit this run's (compression.codec, momentum_correction or "
+    "adam_correction changed since the checkpoint?)";
+}  // namespace
+
 Status GradEncoder::load_state(ByteReader& in) {
   if (in.get<uint32_t>() != states_.size()) {
     return Status::error("the saved codec state is for " + std::to_string(states_.size()) +
@@ -73,12 +79,14 @@ Status GradEncoder::load_state(ByteReader& in) {
   std::vector<std::unique_ptr<compress::CodecState>> loaded(states_.size());
   for (std::size_t key = 0; key < states_.size(); ++key) {
     const auto present = in.get<uint8_t>();
-    if (in.failed() || present > 1) return Status::error("the saved codec state is truncated");
+    // The file passed its checksum: what does not parse is another codec configuration's state
+    // (adam_correction's read as momentum_correction's was called "truncated").
+    if (in.failed() || present > 1) return Status::error(kOtherSettings);
     if (!present) continue;
     loaded[key] = codec_->make_state(tensors_[key]);
     PSRT_RETURN_IF_ERROR(codec_->load_state(*loaded[key], in));
   }
-  if (in.failed() || in.left() != 0) return Status::error("the saved codec state does not fit");
+  if (in.failed() || in.left() != 0) return Status::error(kOtherSettings);
   for (std::size_t key = 0; key < states_.size(); ++key) {
     if (!loaded[key]) continue;
     states_[key] = std::move(loaded[key]);

@@ -82,6 +82,20 @@ TEST_CASE("add_and_moments reports a NaN or an infinity in the sums", "[compress
   CHECK_FALSE(add_and_moments(acc, g).finite);  // the sum overflows to infinity
 }
 
+TEST_CASE("finite values whose squares overflow a float are finite moments",
+          "[compress][kernels]") {
+  // |v| = 1e20 (a diverging run): the float lanes' squares overflowed, and LACO said "holds a NaN
+  // or an infinity" where the values were finite.
+  for (size_t n : {size_t{8}, size_t{1503}}) {
+    std::vector<float> v(n, 1e20f);
+    v[n - 1] = -1e20f;
+    const ChunkMoments m = chunk_moments(v);
+    CHECK(m.finite);
+    CHECK(m.max_abs == 1e20f);
+    CHECK(m.sum_squares == Approx(double(n) * double(1e20f) * double(1e20f)));
+  }
+}
+
 namespace {
 
 // moments.h's order of the sum of squares, written out plainly: the CUDA encoder's first pass
