@@ -218,6 +218,14 @@ void sweep_socket_buffers(std::vector<Row> rows, const std::string& mode, uint64
 
 }  // namespace
 
+namespace {
+// One line; exit 2 for a setting the job refuses (--chunk-bytes 1), 1 for a failed measurement.
+int failed(const std::exception& e) {
+  std::fprintf(stderr, "psrt-bench-transport: %s\n", e.what());
+  return dynamic_cast<const psrt::ConfigError*>(&e) != nullptr ? 2 : 1;
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"psrt-bench-transport: psrt push-to-reply round trip beside plain TCP"};
   bool smoke = false, echo = false, zmq_echo = false, curve = false;
@@ -267,8 +275,7 @@ int main(int argc, char** argv) {
     try {
       sweep_socket_buffers(rows, mode, chunk, buffer_sizes, smoke ? 1 : 3);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "psrt-bench-transport: %s\n", e.what());
-      return 1;
+      return failed(e);
     }
     return 0;
   }
@@ -276,8 +283,7 @@ int main(int argc, char** argv) {
     try {
       many = measure_many_small(mode, many_reps);
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "psrt-bench-transport: %s\n", e.what());
-      return 1;
+      return failed(e);
     }
     print_many_small(many);
     return 0;
@@ -289,8 +295,7 @@ int main(int argc, char** argv) {
     if (!smoke) measure_two_in_flight(rows);
     many = measure_many_small(mode, smoke ? 10 : many_reps);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "psrt-bench-transport: %s\n", e.what());
-    return 1;
+    return failed(e);
   }
   print_table(rows, mode, chunk, psrt::bench::handoff_round_trip_us(smoke ? 100 : 20000));
   if (curve) print_curve(rows);

@@ -71,7 +71,17 @@ void with_psrt(const ModelDesc& model, const RigOptions& o,
   const std::string dir = std::filesystem::temp_directory_path() /
                           ("psrt-bench-transport-" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
+  struct RemoveAtEnd {  // a failure left the folder behind
+    std::string dir;
+    ~RemoveAtEnd() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } remove_at_end{dir};
   const std::string cfg = write_job(dir, o);
+  // The job's checks here, naming the setting (--chunk-bytes 1 said only "server 0 did not
+  // start", the server's own reason unseen).
+  load_config(cfg, {"cluster.coordinator=tcp://127.0.0.1:1"});
   Process server("server 0", {self_dir() + "/psrt-server", "--config", cfg});
   const std::string endpoint = wait_listening(server);
   Config config = load_config(cfg, {"cluster.coordinator=" + endpoint});
@@ -85,7 +95,6 @@ void with_psrt(const ModelDesc& model, const RigOptions& o,
     client.finish();
   }
   reap(server);
-  std::filesystem::remove_all(dir);
 }
 
 }  // namespace psrt::bench

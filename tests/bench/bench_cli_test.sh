@@ -1,5 +1,5 @@
 #!/bin/bash
-# psrt-bench-compress and psrt-bench-engine on their command lines: --help prints the usage and
+# psrt-bench-compress, -engine, -transport and -placement on their command lines: --help prints the usage and
 # exits 0 (compress exited 2; engine said "unknown option --help"), and a bad codec, model or
 # batch is one line, exit 2, before any measurement (compress ran its memcpy baseline, then
 # exited 1; engine printed its table headers, then exited 1; --batch 100000000 did not say the
@@ -40,5 +40,25 @@ check "engine --batch 100000000: the range said" 2 "--batch needs an integer fro
 check "engine --models bogus: exit 2 before the tables" 2 "--models: " -- \
   "$engine" --smoke --no-torch --models lenet5,bogus
 check "engine --models '': exit 2" 2 "--models: no model given" -- "$engine" --models ""
+# psrt-bench-transport said only "server 0 did not start" (exit 1) for a setting the server refused,
+# and left its temporary folder; psrt-bench-placement exited 109 on a bad flag.
+transport=$bin/psrt-bench-transport
+before=$(find /tmp -maxdepth 1 -name 'psrt-bench-transport-*' | wc -l)
+check "transport --chunk-bytes 1: the job's reason, exit 2" 2 \
+  "scheduler.chunk_bytes: 1 is out of range" -- "$transport" --smoke --chunk-bytes 1
+after=$(find /tmp -maxdepth 1 -name 'psrt-bench-transport-*' | wc -l)
+if [ "$after" -le "$before" ]; then echo "ok   transport: no folder left"; else
+  echo "FAIL transport: its temporary folder was left"; fails=$((fails + 1)); fi
+check "placement --bogus: exit 2" 2 "(see --help)" -- "$bin/psrt-bench-placement" --bogus
+# psrt-sim out of memory (a queue per server and worker) ended in std::terminate, exit 134.
+profiles=$(cd "$(dirname "$0")/../../bench/profiles" && pwd)
+err=$(timeout 120 prlimit --as=400000000 "$bin/psrt-sim" --profile "$profiles/lenet5.yaml" \
+  --workers 20000 --servers 1024 2>&1 >/dev/null)
+rc=$?
+if [ "$rc" -eq 1 ] && grep -qF "psrt-sim: out of memory simulating 20000 workers" <<<"$err"; then
+  echo "ok   psrt-sim out of memory: one line, exit 1"
+else
+  echo "FAIL psrt-sim out of memory: exit $rc, ${err:0:300}"; fails=$((fails + 1))
+fi
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]

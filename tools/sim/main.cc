@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -360,6 +361,13 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     std::cerr << "psrt-sim: " << e.what() << "\n";
     return 2;
+  } catch (const std::bad_alloc&) {
+    // The simulation keeps a queue per (server, worker): 20000 workers x 1024 servers took GBs
+    // and ended in std::terminate.
+    std::cerr << "psrt-sim: out of memory simulating " << st.config.workers << " workers and "
+              << st.config.servers
+              << " servers (memory grows with their product): fewer of either\n";
+    return 1;
   }
   return 0;
 }
