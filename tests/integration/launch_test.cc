@@ -70,6 +70,12 @@ TEST_CASE("Ctrl-C stops every process of the job", "[integration]") {
   CHECK(rc == 130);
   CHECK_THAT(launch.output(), Catch::Contains("stopping every process"));
   CHECK(test::processes_with(cfg).empty());
+  // SIGTERM (a cluster's stop) is told apart from Ctrl-C: it exited 130 too.
+  test::Proc term("launch", {test::bin("psrt-launch"), cfg, "--grace", "3"});
+  REQUIRE(term.wait_line("training tiny", 60));
+  term.kill(SIGTERM);
+  CHECK(term.wait_exit(30) == 128 + SIGTERM);
+  CHECK(test::processes_with(cfg).empty());
 }
 
 TEST_CASE("psrt-launch refuses a bad config with exit code 2", "[integration]") {

@@ -137,7 +137,7 @@ int Launcher::finish(int rc) {
   }
   // After Ctrl-C the user wants the prompt back: a second for the reader, not more.
   const std::optional<Clock::time_point> deadline =
-      rc == 130 ? std::optional(after<Clock>(1.0)) : std::nullopt;
+      stopped_by_signal_ ? std::optional(after<Clock>(1.0)) : std::nullopt;
   while (!out_->idle() || !err_->idle()) {
     int timeout_ms = -1;
     if (deadline) {
@@ -147,7 +147,7 @@ int Launcher::finish(int rc) {
     }
     std::vector<pollfd> fds = own_fds();
     ::poll(fds.data(), fds.size(), timeout_ms);
-    if ((fds[0].revents & POLLIN) && read_signals()) break;  // a signal: stop waiting
+    if ((fds[0].revents & POLLIN) && read_signals() != 0) break;  // a signal: stop waiting
     consume_queue_events();
   }
   return rc;
@@ -204,13 +204,15 @@ void Launcher::consume_queue_events() {
   if (err_ != out_.get()) err_->consume_event();
 }
 
-bool Launcher::read_signals() {
-  bool stop_asked = false;
+int Launcher::read_signals() {
+  int stop_signal = 0;
   signalfd_siginfo info;
   while (::read(sig_fd_, &info, sizeof info) == sizeof info) {
-    if (info.ssi_signo != SIGCHLD && info.ssi_signo != SIGPIPE) stop_asked = true;
+    if (info.ssi_signo != SIGCHLD && info.ssi_signo != SIGPIPE && stop_signal == 0) {
+      stop_signal = int(info.ssi_signo);
+    }
   }
-  return stop_asked;
+  return stop_signal;
 }
 
 void Launcher::step(int timeout_ms) {
@@ -250,9 +252,12 @@ void Launcher::step(int timeout_ms) {
       (err ? err_ : out_.get())->put(prefixed(c->name(), line), !err);
     }
   }
-  if ((fds[0].revents & POLLIN) && read_signals()) {  // INT, TERM, HUP, QUIT
-    if (!stopping_) say(true, "psrt-launch: stopping every process");
-    stop(130, 0);
+  if (const int sig = (fds[0].revents & POLLIN) ? read_signals() : 0; sig != 0) {
+    if (!stopping_) {
+      say(true, "psrt-launch: stopping every process");
+      stopped_by_signal_ = true;
+    }
+    stop(128 + sig, 0);  // as a shell reports a death by it (SIGTERM exited 130, as Ctrl-C)
   }
   consume_queue_events();
   // Nobody reads what the launch prints (a write met EPIPE): nothing more to say.

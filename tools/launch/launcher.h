@@ -49,7 +49,7 @@ class Launcher {
   static constexpr std::size_t kOwnFds = 3;
   std::vector<pollfd> own_fds() const;
   void consume_queue_events();
-  bool read_signals();  // true if one asks to stop
+  int read_signals();  // the stop signal read (INT, TERM, HUP, QUIT), 0 if none
   void reap();
 
   std::string bin_dir_;
@@ -65,6 +65,7 @@ class Launcher {
   std::vector<std::unique_ptr<Process>> children_;
   std::string endpoint_;
   bool stopping_ = false;
+  bool stopped_by_signal_ = false;  // the stop came from a signal: the reader gets a second
   int rc_ = 0;
   std::optional<Clock::time_point> term_at_, kill_at_;
 };
