@@ -1,6 +1,8 @@
 #include "core/part_file.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,13 +28,38 @@ Status PartFile::open(const std::string& path) {
   const auto target = follow_links(path);
   if (!target) return target.status();
   path_ = *target;
+  reopened_.reset();
+  note_.clear();
   std::error_code ec;
   if (std::filesystem::exists(path_, ec) && !std::filesystem::is_regular_file(path_, ec)) {
     return Status::error(path + ": not a regular file (a device, a FIFO or a folder?): it is " +
                          "not replaced");
   }
-  fd_ = ::open(part_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  fd_ = ::open(part_path().c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
   if (fd_ < 0) return fail("cannot create");
+  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    // A live writer of this name (two jobs sharing a folder): both wrote into one file.
+    ::close(fd_);
+    const std::string taken = path_;
+    const std::filesystem::path p(path_);
+    path_ = (p.parent_path() /
+             (p.stem().string() + "-" + std::to_string(::getpid()) + p.extension().string()))
+                .string();
+    note_ = taken +
+            " is being written by another process (two jobs sharing this folder?): this "
+            "one writes " +
+            path_;
+    fd_ = ::open(part_path().c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) return fail("cannot create");
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) return fail("cannot lock");
+  }
+  if (::ftruncate(fd_, 0) != 0) return fail("cannot empty");
+  // The file it replaces keeps its permissions (a private 0600 trace became 0644), and goes now:
+  // an earlier run's finished trace beside this run's unfinished one was what merge read.
+  if (struct stat old{}; ::stat(path_.c_str(), &old) == 0) {
+    [[maybe_unused]] const int rc = ::fchmod(fd_, old.st_mode & 07777);
+    ::unlink(path_.c_str());
+  }
   body_ = 0;
   return Status::ok();
 }
@@ -60,18 +87,40 @@ Status PartFile::finish(const std::string& footer) {
   if (::rename(part_path().c_str(), path_.c_str()) != 0) {
     return Status::error(path_ + ": rename: " + std::strerror(errno));
   }
-  return sync_folder_of(path_);
+  reopened_.reset();
+  // The file is whole under its name: a folder that cannot be synced (rare) does not make it
+  // "not written", as it said while the file was there.
+  [[maybe_unused]] const Status synced = sync_folder_of(path_);
+  return Status::ok();
 }
 
 Status PartFile::reopen() {
   if (fd_ >= 0) return Status::ok();
-  if (::rename(path_.c_str(), part_path().c_str()) != 0) return fail("rename back");
-  fd_ = ::open(part_path().c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd_ < 0) return fail("cannot open");
+  // Opened before the rename: a failure here leaves the finished file as it was.
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return Status::error(path_ + ": cannot open to add to it: " + std::strerror(errno));
+  if (::rename(path_.c_str(), part_path().c_str()) != 0) {
+    Status st = Status::error(path_ + ": rename: " + std::strerror(errno));
+    ::close(fd);
+    return st;
+  }
+  fd_ = fd;
+  reopened_ = body_;
   if (::ftruncate(fd_, off_t(body_)) != 0 || ::lseek(fd_, 0, SEEK_END) < 0) {
     return fail("cannot cut its footer");
   }
   return Status::ok();
+}
+
+Status PartFile::restore_finished(const std::string& footer) {
+  if (!reopened_) return Status::error(part_path() + ": was never finished");
+  if (fd_ < 0) fd_ = ::open(part_path().c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd_ < 0) return fail("cannot open");
+  if (::ftruncate(fd_, off_t(*reopened_)) != 0 || ::lseek(fd_, 0, SEEK_END) < 0) {
+    return fail("cannot cut what followed");
+  }
+  body_ = *reopened_;
+  return finish(footer);
 }
 
 void PartFile::discard() {

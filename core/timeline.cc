@@ -26,6 +26,11 @@ std::string sort_index_event(int pid) {
          ",\"args\":{\"sort_index\":" + std::to_string(pid) + "}}";
 }
 
+// The last line repeats the first event, without the comma the others end in.
+std::string footer(int pid) {
+  return sort_index_event(pid) + "\n]}\n";
+}
+
 const char* track_name(int tid) {
   switch (tid) {
     case Timeline::kCompute: return "compute";
@@ -87,6 +92,8 @@ Timeline::Timeline(const std::string& dir, const std::string& process, int pid)
     enabled_ = false;
     return;
   }
+  if (!file_.note().empty()) spdlog::warn("timeline: {}", file_.note());
+  path_ = file_.path();
   add(sort_index_event(pid_));
   add("{\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(pid_) +
       ",\"args\":{\"name\":\"" + json_escape(process) + "\"}}");
@@ -149,9 +156,15 @@ void Timeline::write_pending() {
 }
 
 void Timeline::give_up(const Status& why) {
-  // A full disk once left an empty trace and said nothing.
-  spdlog::error("timeline not written: {}; the run carries on", why.message());
-  file_.discard();
+  // A full disk once left an empty trace and said nothing. A trace finished once keeps what it
+  // had then (a failure while adding to it deleted it).
+  if (file_.restore_finished(footer(pid_))) {
+    spdlog::error("timeline: events after {} was first written are lost: {}; the run carries on",
+                  path_, why.message());
+  } else {
+    spdlog::error("timeline not written: {}; the run carries on", why.message());
+    file_.discard();
+  }
   std::lock_guard lock(mu_);
   failed_ = true;
   events_.clear();
@@ -205,8 +218,7 @@ void Timeline::flush() {
     std::lock_guard lock(mu_);
     if (failed_) return;
   }
-  // The last line repeats the first event, without the comma the others end in.
-  if (const Status st = file_.finish(sort_index_event(pid_) + "\n]}\n"); !st) return give_up(st);
+  if (const Status st = file_.finish(footer(pid_)); !st) return give_up(st);
   finished_ = true;
   spdlog::info("timeline written to {}", path_);
 }

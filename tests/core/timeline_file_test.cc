@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -97,6 +98,55 @@ TEST_CASE("a timeline whose write fails says so, leaves no file and the process 
   ::setrlimit(RLIMIT_FSIZE, &old);
   ::signal(SIGXFSZ, old_handler);
   CHECK_FALSE(fs::exists(file));
+  CHECK_FALSE(fs::exists(file + ".part"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a second writer of one trace name writes a file of its own, and an earlier run's goes") {
+  // Two jobs sharing a timeline folder wrote into one NAME.json.part; a new run's unfinished
+  // trace beside an earlier run's finished one was what psrt-timeline merge read.
+  const std::string dir = temp_folder();
+  const std::string file = dir + "/server-0.json";
+  { std::ofstream(file) << "an earlier run's trace\n"; }
+  fs::permissions(file, fs::perms::owner_read | fs::perms::owner_write);
+  {
+    Timeline first(dir, "server-0", 1);
+    CHECK_FALSE(fs::exists(file));  // gone with the new run's start
+    Timeline second(dir, "server-0", 1);
+    CHECK(second.path() == dir + "/server-0-" + std::to_string(::getpid()) + ".json");
+    spans(first, "mine", 3);
+    spans(second, "theirs", 5);
+  }
+  CHECK(events_named(file, "mine") == 3);
+  CHECK(events_named(file, "theirs") == 0);
+  CHECK(events_named(dir + "/server-0-" + std::to_string(::getpid()) + ".json", "theirs") == 5);
+  CHECK(parses(file));
+  CHECK((fs::status(file).permissions() & fs::perms::all) ==
+        (fs::perms::owner_read | fs::perms::owner_write));  // the replaced file's mode
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a trace finished once keeps what it had when adding to it fails") {
+  const std::string dir = temp_folder();
+  const std::string file = dir + "/worker-1.json";
+  struct rlimit old {};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+  const auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
+  {
+    Timeline tl(dir, "worker-1", 1001);
+    spans(tl, "early", 100);
+    tl.flush();
+    REQUIRE(events_named(file, "early") == 100);
+    struct rlimit small = old;
+    small.rlim_cur = fs::file_size(file) + 4096;  // the disk fills after the first flush
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+    spans(tl, "late", 20000);
+  }  // the destructor's flush fails: the file was deleted with it
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  ::signal(SIGXFSZ, old_handler);
+  CHECK(events_named(file, "early") == 100);
+  CHECK(events_named(file, "late") == 0);
+  CHECK(parses(file));
   CHECK_FALSE(fs::exists(file + ".part"));
   fs::remove_all(dir);
 }
