@@ -41,6 +41,16 @@ namespace {
 // moments are bit for bit those chunk_moments gives of the final v.
 enum class Pass { kRead, kAdd, kMomentum };
 
+// Finite values whose squares overflow the float lanes below (|v| > 1.8e19, a diverging run)
+// were reported as a NaN or an infinity: summed again in double, once, on that rare path. (The
+// CUDA encoder's first pass, which compress/moments.h keeps bit-equal to this one, does not:
+// there such a chunk is still refused.)
+double sum_squares_in_double(const float* values, size_t n) {
+  double sum = 0;
+  for (size_t k = 0; k < n; ++k) sum += double{values[k]} * values[k];
+  return sum;
+}
+
 template <Pass kMode>
 ChunkMoments moments_pass(float* acc, const float* src, size_t n, float* u = nullptr,
                           float mu = 0) {
@@ -119,11 +129,7 @@ ChunkMoments moments_pass(float* acc, const float* src, size_t n, float* u = nul
     m.max_abs = std::max(m.max_abs, std::fabs(v));
   }
   if (std::isinf(m.sum_squares) && std::isfinite(m.max_abs)) {
-    // Finite values whose squares overflow the float lanes (|v| > 1.8e19, a diverging run) were
-    // reported as a NaN or an infinity: summed again in double, once, on this rare path.
-    const float* values = kMode == Pass::kRead ? src : acc;
-    m.sum_squares = 0;
-    for (size_t k = 0; k < n; ++k) m.sum_squares += double{values[k]} * values[k];
+    m.sum_squares = sum_squares_in_double(kMode == Pass::kRead ? src : acc, n);
   }
   m.finite = std::isfinite(m.sum_squares);
   return m;

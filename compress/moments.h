@@ -3,7 +3,9 @@
 //
 // The sum of squares is taken in one fixed order, which the CPU (cpu_kernels.cc) and the CUDA
 // encoder (cuda/lads_kernels.cu) both follow, so that both give the same double bit for bit (and so
-// the same RMS, threshold and payload). With n8 = n rounded down to a multiple of 8:
+// the same RMS, threshold and payload), but for one case: finite values whose fp32 squares
+// overflow (|v| > 1.8e19) are summed again in double on the CPU, and still refused on the GPU. With
+// n8 = n rounded down to a multiple of 8:
 //   block b   = elements [1024 b, min(1024 (b + 1), n8)); its fp32 sum is taken in 8 lanes, lane l
 //               summing v*v (product rounded, then sum rounded; no FMA) of elements 8 j + l in
 //               order, and then (L0 + L4) + (L1 + L5) and (L2 + L6) + (L3 + L7) added in that

@@ -51,9 +51,17 @@ std::string bindable_host(const std::string& host) {
     return out;
   };
   if (is_wildcard_host(host)) return "*";
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
+    return bindable_host(host.substr(1, host.size() - 2));  // "[::1]" as the coordinator has it
+  }
   in6_addr any{};
   if (::inet_pton(AF_INET, host.c_str(), &any) == 1) return host;
   if (::inet_pton(AF_INET6, host.c_str(), &any) == 1) return bracketed(host.c_str());
+  // A link-local address with its zone (fe80::1%eth0): ZeroMQ binds it as given, the lookup
+  // below dropped the zone.
+  if (host.find(':') != std::string::npos && host.find('%') != std::string::npos) {
+    return bracketed(host.c_str());
+  }
   if (::if_nametoindex(host.c_str()) != 0) return host;
   for (const int family : {AF_INET, AF_INET6}) {
     addrinfo hints{};
@@ -69,7 +77,12 @@ std::string bindable_host(const std::string& host) {
             : static_cast<const void*>(&reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr);
     const bool ok = ::inet_ntop(family, addr, text, sizeof text) != nullptr;
     ::freeaddrinfo(res);
-    if (ok) return family == AF_INET ? std::string(text) : bracketed(text);
+    if (!ok) continue;
+    if (family == AF_INET) return text;
+    // The job's sockets take IPv6 where its addresses are IPv6 literals (uses_ipv6): a name is
+    // not one, and the bind failed with "No such device".
+    throw ConfigError("cannot bind '" + host + "': it resolves only to an IPv6 address (" + text +
+                      "): give that address, or '::', so that the job's sockets take IPv6");
   }
   throw ConfigError("cannot bind '" + host + "': not an IP address, an interface or a host name " +
                     "that resolves here (use an address of this host, or 0.0.0.0 for every " +
@@ -168,6 +181,17 @@ ListenAddress listen_as_server(zmq::socket_t& socket, const ClusterConfig& clust
     } catch (const zmq::error_t& e) {
       throw ConfigError("server 0 cannot bind the coordinator address " + target + ": " + e.what() +
                         (e.num() == EADDRINUSE ? " (is another job using this port?)" : ""));
+    }
+    std::string bound_host;
+    int bound_port = 0;
+    if (!wildcard && !is_loopback_host(host) &&
+        split_tcp_endpoint(out.bound, bound_host, bound_port) && is_loopback_host(bound_host)) {
+      // Debian's "127.0.1.1 HOSTNAME": the coordinator given by this host's name is loopback here.
+      spdlog::warn(
+          "cluster.coordinator's host '{}' is a loopback address on this host ({}): server "
+          "0 listens where no other host reaches it; set cluster.bind_host to 0.0.0.0 (or "
+          "this host's address)",
+          host, bound_host);
     }
     // Peers already reach server 0 at the coordinator's host.
     const std::string& adv = cluster.advertise_host;

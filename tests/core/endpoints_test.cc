@@ -227,5 +227,19 @@ TEST_CASE("host names are bound at their address, and IPv6 addresses work", "[en
     CHECK(body.to_string() == "hello");
     ClusterConfig v4;
     CHECK_FALSE(uses_ipv6(v4));  // IPv4 jobs keep host names resolving to IPv4
+    // Bracketed as in an endpoint ("cannot bind '[::1]'"), and a zone kept (fe80::1%lo was
+    // bound without it: "Invalid argument").
+    ClusterConfig bracketed = c;
+    bracketed.bind_host = "[::1]";
+    zmq::socket_t s1 = make_router(ctx, options);
+    CHECK(listen_as_server(s1, bracketed, 1).bound.rfind("tcp://[::1]:", 0) == 0);
+    ClusterConfig zone = c;
+    zone.bind_host = "fe80::1%lo";
+    zmq::socket_t s2 = make_router(ctx, options);
+    try {
+      listen_as_server(s2, zone, 1);
+    } catch (const ConfigError& e) {
+      CHECK_THAT(e.what(), Catch::Contains("tcp://[fe80::1%lo]:*"));
+    }
   }
 }
