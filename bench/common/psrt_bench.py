@@ -138,8 +138,10 @@ def check_rate_and_models(rate, profiles, models):
         try:
             p = read_profile(path)
         except (OSError, UnicodeDecodeError, ValueError):
-            known = sorted(f[:-5] for f in os.listdir(profiles) if f.endswith(".yaml")) \
-                if os.path.isdir(profiles) else []
+            try:
+                known = sorted(f[:-5] for f in os.listdir(profiles) if f.endswith(".yaml"))
+            except OSError:  # a folder that cannot be listed: the line still says what is wrong
+                known = []
             return "--models: '%s' has no readable profile %s (there are: %s)" % (
                 m, path, ", ".join(known) or "none")
         if not (p["bytes"] > 0 and p["compute_ms"] > 0):

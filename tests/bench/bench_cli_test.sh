@@ -1,6 +1,6 @@
 #!/bin/bash
-# psrt-bench-compress, -engine, -transport and -placement on their command lines: --help prints the usage and
-# exits 0 (compress exited 2; engine said "unknown option --help"), and a bad codec, model or
+# psrt-bench-compress, -engine, -transport and -placement on their command lines: --help prints
+# the usage and exits 0 (compress exited 2; engine said "unknown option --help"), and a bad codec, model or
 # batch is one line, exit 2, before any measurement (compress ran its memcpy baseline, then
 # exited 1; engine printed its table headers, then exited 1; --batch 100000000 did not say the
 # range). Usage: bench_cli_test.sh BIN_DIR
