@@ -80,6 +80,9 @@ int daemon_main(int argc, char** argv, const std::string& role,
   // Output to a reader that went away (a closed pipe, a log collector that died) fails the write
   // only: the default action ended the daemon silently and its job with "lost".
   ::signal(SIGPIPE, SIG_IGN);
+  // A file-size limit (ulimit -f, inherited from a batch system) fails the write (EFBIG), which
+  // the timeline, dump and checkpoint paths report: the default action killed the daemon.
+  ::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"psrt-" + role + ": the psrt parameter-server runtime's " + role + " daemon"};
   DaemonArgs args;
   int rank_flag = -1;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <stdexcept>
 
 namespace psrt::launch {
@@ -22,7 +23,22 @@ int open_signal_fd() {
   sigemptyset(&mask);
   for (int sig : {SIGINT, SIGTERM, SIGCHLD, SIGHUP, SIGQUIT, SIGPIPE}) sigaddset(&mask, sig);
   sigprocmask(SIG_BLOCK, &mask, nullptr);
+  // Output past a file-size limit (ulimit -f; `psrt-launch ... > big.log`) fails the write,
+  // which the launch reports: the default action killed it and the job with it. The daemons
+  // ignore it too (config/daemon_main.cc).
+  ::signal(SIGXFSZ, SIG_IGN);
   return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+}
+
+// " (128 + SIGXFSZ, File size limit exceeded: killed by it?)" for an exit code past 128, which
+// is how a death by a signal is reported: "exited with code 153" named no cause.
+std::string signal_hint(int code) {
+  const int sig = code - 128;
+  if (sig <= 0 || sig >= NSIG) return "";
+  const char* abbrev = sigabbrev_np(sig);
+  const char* what = strsignal(sig);
+  if (abbrev == nullptr || what == nullptr) return "";
+  return std::string(" (128 + SIG") + abbrev + ", " + what + ": killed by it?)";
 }
 
 // After a failed fork or pipe: the limit it met, if the message names one.
@@ -285,7 +301,7 @@ void Launcher::reap() {
     if (!was_running || !code) continue;
     if (*code != 0 && !stopping_) {
       say(true, "psrt-launch: " + c->name() + " exited with code " + std::to_string(*code) +
-                    "; stopping the others");
+                    signal_hint(*code) + "; stopping the others");
       // Past the sockets' 2 s linger: a process that refused the job (exit 2) and is still
       // flushing its last word was killed by the SIGTERM after one second (exit 143), under load.
       stop(*code > 125 ? 1 : *code, 3.0);
