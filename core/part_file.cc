@@ -13,6 +13,23 @@
 
 namespace psrt {
 
+namespace {
+// Opens (creating) `path` for writing, a regular file only: a FIFO there blocked the daemon in
+// open() until the job's start deadline, which then blamed the process as never come.
+int open_regular(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0644);
+  if (fd < 0) return fd;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+      ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0) {
+    ::close(fd);
+    errno = EINVAL;
+    return -1;
+  }
+  return fd;
+}
+}  // namespace
+
 PartFile::~PartFile() {
   if (fd_ >= 0) ::close(fd_);
 }
@@ -35,7 +52,11 @@ Status PartFile::open(const std::string& path) {
     return Status::error(path + ": not a regular file (a device, a FIFO or a folder?): it is " +
                          "not replaced");
   }
-  fd_ = ::open(part_path().c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (std::filesystem::exists(part_path(), ec) &&
+      !std::filesystem::is_regular_file(part_path(), ec)) {
+    return Status::error(part_path() + ": not a regular file (a FIFO, a device or a folder?)");
+  }
+  fd_ = open_regular(part_path());
   if (fd_ < 0) return fail("cannot create");
   if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     // A live writer of this name (two jobs sharing a folder): both wrote into one file.
@@ -49,7 +70,7 @@ Status PartFile::open(const std::string& path) {
             " is being written by another process (two jobs sharing this folder?): this "
             "one writes " +
             path_;
-    fd_ = ::open(part_path().c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    fd_ = open_regular(part_path());
     if (fd_ < 0) return fail("cannot create");
     if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) return fail("cannot lock");
   }

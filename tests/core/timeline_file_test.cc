@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -148,5 +149,17 @@ TEST_CASE("a trace finished once keeps what it had when adding to it fails") {
   CHECK(events_named(file, "late") == 0);
   CHECK(parses(file));
   CHECK_FALSE(fs::exists(file + ".part"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a FIFO where the part file goes is refused at once") {
+  // The daemon blocked in open() until the job's start deadline blamed it as never come.
+  const std::string dir = temp_folder();
+  REQUIRE(::mkfifo((dir + "/worker-0.json.part").c_str(), 0600) == 0);
+  Timeline tl(dir, "worker-0", 1000);
+  CHECK_FALSE(tl.enabled());
+  spans(tl, "dropped", 3);
+  tl.flush();
+  CHECK_FALSE(fs::exists(dir + "/worker-0.json"));
   fs::remove_all(dir);
 }

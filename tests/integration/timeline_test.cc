@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <signal.h>
+#include <sys/stat.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -154,6 +155,11 @@ TEST_CASE("psrt-timeline merge refuses to overwrite one process's trace", "[inte
     test::Proc again("merge", {test::bin("psrt-timeline"), "merge", trace, "-o", dir + "/w0.out"});
     CHECK(again.wait_exit(30) == 0);
   }
+  // A FIFO among the folder's traces is skipped (the merge blocked on it for ever).
+  REQUIRE(::mkfifo((dir + "/zz.json").c_str(), 0600) == 0);
+  test::Proc with_fifo("merge", {test::bin("psrt-timeline"), "merge", dir, "-o", dir + "/f.out"});
+  CHECK(with_fifo.wait_exit(30) == 0);
+  std::filesystem::remove(dir + "/zz.json");
   test::Proc fifo("merge", {"/bin/bash", "-c",
                             "mkfifo " + dir + "/fifo && { cat " + dir + "/fifo > " + dir +
                                 "/from-fifo & } && " + test::bin("psrt-timeline") + " merge " +
@@ -248,4 +254,19 @@ TEST_CASE("a killed process leaves its trace so far, and psrt-timeline merge rea
   const auto py =
       std::system(("/usr/bin/python3 -m json.tool " + dir + "/all.json > /dev/null").c_str());
   CHECK(py == 0);
+}
+
+TEST_CASE("a file-size limit fails the timeline's writes, not the job", "[integration]") {
+  // ulimit -f (inherited from a batch system): SIGXFSZ killed the daemon at its first write past
+  // it (exit 153) and the job failed; a disk that fills is reported and the run carries on.
+  const std::string dir = test::temp_dir("timeline");
+  const std::string cfg = mlp_job(dir, "iterations: 300, log_every: 0");
+  test::Proc launch("launch", {"/bin/bash", "-c",
+                               "ulimit -f 64 && exec " + test::bin("psrt-launch") + " " + cfg});
+  const auto rc = launch.wait_exit(120);
+  INFO(launch.output());
+  CHECK(rc == 0);
+  CHECK_THAT(launch.output(),
+             Catch::Contains("timeline not written: ") && Catch::Contains("File too large"));
+  CHECK_THAT(launch.output(), Catch::Contains("every process finished"));
 }
