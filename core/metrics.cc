@@ -15,6 +15,11 @@
 
 namespace psrt {
 
+std::string metrics_url(const std::string& host, int port) {
+  const bool ipv6 = host.find(':') != std::string::npos;
+  return "http://" + (ipv6 ? "[" + host + "]" : host) + ":" + std::to_string(port) + "/metrics";
+}
+
 namespace {
 
 using prometheus::BuildCounter;

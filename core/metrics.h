@@ -13,6 +13,9 @@
 
 namespace psrt {
 
+// "http://HOST:PORT/metrics", an IPv6 host in brackets (http://:::19510 was logged for "::").
+std::string metrics_url(const std::string& host, int port);
+
 class Metrics {
  public:
   enum class Dir { kSent, kReceived };

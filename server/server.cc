@@ -128,7 +128,7 @@ double Server::bytes_per_element() const {
 void Server::run() {
   spdlog::info("listening on {}{}", endpoint_, rank_ == 0 ? " (coordinator)" : "");
   if (metrics_.enabled()) {
-    spdlog::info("metrics on http://{}:{}/metrics", config_.metrics.host, metrics_.port());
+    spdlog::info("metrics on {}", metrics_url(config_.metrics.host, metrics_.port()));
   }
   if (rank_ == 0 && coordinator_->all_registered()) {
     on_membership(coordinator_->membership(), coordinator_->stage_map());

@@ -67,7 +67,7 @@ PsClient::PsClient(const Config& config, uint32_t rank, const ModelDesc& model, 
   register_server(0);
   if (stage_) bind_stage();
   if (metrics_.enabled()) {
-    spdlog::info("metrics on http://{}:{}/metrics", config.metrics.host, metrics_.port());
+    spdlog::info("metrics on {}", metrics_url(config.metrics.host, metrics_.port()));
   }
   io_ = std::thread([this] { io_loop(); });
 }

@@ -209,9 +209,19 @@ TrainResult StageWorker::train(PsClient& client, Timeline* tl) {
   TrainResult result;
   RunClock clock(first, total);  // as the data-parallel trainer's
   auto window = clock.start();
+  auto iteration_start = window;
+  // Each iteration's time into the metrics, as the data-parallel trainer's (split models had none).
+  const auto observe = [&] {
+    const auto now = Clock::now();
+    client.metrics().iteration(std::chrono::duration<double>(now - iteration_start).count());
+    iteration_start = now;
+  };
   for (uint64_t t = first; t < total; ++t) {
     clock.at(t);
-    if (t > first) client.checkpoint(t);
+    if (t > first) {
+      client.checkpoint(t);
+      observe();
+    }
     if (source_) source_->load(t);
     if (waits_for_all_) client.wait_all(t);
     for (uint32_t mb = 0; mb < l.micro_batches; ++mb) forward(client, tl, t, mb);
@@ -248,6 +258,7 @@ TrainResult StageWorker::train(PsClient& client, Timeline* tl) {
   }
   if (total > first) client.checkpoint(total);
   client.wait_all(total);
+  if (total > first) observe();
   clock.finish(result);
   if (total > first) result.test_accuracy = evaluate(client, tl, total);
   return result;

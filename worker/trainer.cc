@@ -305,6 +305,12 @@ TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClien
   }
   if (total > first) client.checkpoint(total);
   client.wait_all(total);  // the final parameters
+  // The last iteration ends with its parameters (the histogram was one short, and empty for one
+  // iteration).
+  if (total > first) {
+    client.metrics().iteration(
+        std::chrono::duration<double>(Clock::now() - iteration_start).count());
+  }
   clock.finish(result);
   return result;
 }

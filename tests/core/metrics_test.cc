@@ -146,3 +146,8 @@ TEST_CASE("idle connections do not hold up a scrape", "[metrics]") {
     ::close(fd);
   }
 }
+
+TEST_CASE("the metrics address is logged as a URL, an IPv6 host in brackets", "[metrics]") {
+  CHECK(metrics_url("0.0.0.0", 9100) == "http://0.0.0.0:9100/metrics");
+  CHECK(metrics_url("::", 9100) == "http://[::]:9100/metrics");  // was http://:::9100
+}
