@@ -50,6 +50,28 @@ bool eventually(Fn done) {
   return done();
 }
 
+// A file-size limit on this process for the guard's life, as a disk that fills: a write past it
+// fails (EFBIG; SIGXFSZ ignored meanwhile); the old limit and handler come back at the end.
+class FileSizeLimit {
+ public:
+  FileSizeLimit() : old_handler_(::signal(SIGXFSZ, SIG_IGN)) {
+    REQUIRE(::getrlimit(RLIMIT_FSIZE, &old_) == 0);
+  }
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &old_);
+    ::signal(SIGXFSZ, old_handler_);
+  }
+  void set(uintmax_t bytes) {
+    struct rlimit small = old_;
+    small.rlim_cur = bytes;
+    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  }
+
+ private:
+  struct rlimit old_ {};
+  sighandler_t old_handler_;
+};
+
 void spans(Timeline& tl, const std::string& name, int n) {
   const auto now = Timeline::Clock::now();
   for (int i = 0; i < n; ++i) tl.span(Timeline::kCompute, "forward", name, now, now);
@@ -82,13 +104,9 @@ TEST_CASE("a timeline writes its events as the run goes and finishes its file by
 TEST_CASE("a timeline whose write fails says so, leaves no file and the process carries on") {
   const std::string dir = temp_folder();
   const std::string file = dir + "/server-0.json";
-  struct rlimit old {};
-  REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
-  const auto old_handler = ::signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails (EFBIG)
-  struct rlimit small = old;
-  small.rlim_cur = 64 * 1024;  // as a disk that fills
-  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
   {
+    FileSizeLimit limit;
+    limit.set(64 * 1024);  // as a disk that fills
     Timeline tl(dir, "server-0", 1);
     spans(tl, "step", 20000);
     CHECK(eventually([&] { return !fs::exists(file + ".part"); }));  // given up, removed
@@ -96,8 +114,6 @@ TEST_CASE("a timeline whose write fails says so, leaves no file and the process 
     tl.flush();
     CHECK_FALSE(fs::exists(file));
   }
-  ::setrlimit(RLIMIT_FSIZE, &old);
-  ::signal(SIGXFSZ, old_handler);
   CHECK_FALSE(fs::exists(file));
   CHECK_FALSE(fs::exists(file + ".part"));
   fs::remove_all(dir);
@@ -130,21 +146,15 @@ TEST_CASE("a second writer of one trace name writes a file of its own, and an ea
 TEST_CASE("a trace finished once keeps what it had when adding to it fails") {
   const std::string dir = temp_folder();
   const std::string file = dir + "/worker-1.json";
-  struct rlimit old {};
-  REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
-  const auto old_handler = ::signal(SIGXFSZ, SIG_IGN);
   {
+    FileSizeLimit limit;
     Timeline tl(dir, "worker-1", 1001);
     spans(tl, "early", 100);
     tl.flush();
     REQUIRE(events_named(file, "early") == 100);
-    struct rlimit small = old;
-    small.rlim_cur = fs::file_size(file) + 4096;  // the disk fills after the first flush
-    REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+    limit.set(fs::file_size(file) + 4096);  // the disk fills after the first flush
     spans(tl, "late", 20000);
   }  // the destructor's flush fails: the file was deleted with it
-  ::setrlimit(RLIMIT_FSIZE, &old);
-  ::signal(SIGXFSZ, old_handler);
   CHECK(events_named(file, "early") == 100);
   CHECK(events_named(file, "late") == 0);
   CHECK(parses(file));

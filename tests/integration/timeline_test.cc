@@ -39,6 +39,11 @@ std::map<std::string, int> count_events(const std::string& path, int& lines) {
   return by_phase;
 }
 
+// Whether the file at `path` is JSON a strict reader takes (Python's).
+bool parses_as_json(const std::string& path) {
+  return std::system(("/usr/bin/python3 -m json.tool " + path + " > /dev/null").c_str()) == 0;
+}
+
 // 2 servers, 2 workers training a small MLP, timelines in DIR/trace. Returns the job file.
 std::string mlp_job(const std::string& dir, const std::string& job, const std::string& extra = "") {
   const std::string cfg = dir + "/job.yaml";
@@ -102,9 +107,7 @@ TEST_CASE("every process writes a timeline and psrt-timeline merges them", "[int
   int again_lines = 0;
   CHECK(count_events(dir + "/again.json", again_lines) == n);
   CHECK(again_lines == lines);
-  const auto py =
-      std::system(("/usr/bin/python3 -m json.tool " + dir + "/again.json > /dev/null").c_str());
-  CHECK(py == 0);
+  CHECK(parses_as_json(dir + "/again.json"));
 
   test::Proc bad("merge", {test::bin("psrt-timeline"), "merge", cfg, "-o", dir + "/x.json"});
   CHECK(bad.wait_exit(30) == 2);
@@ -185,9 +188,7 @@ TEST_CASE("psrt-timeline merge skips a line cut short after an inner brace", "[i
   INFO(merge.output());
   CHECK_THAT(merge.output(), Catch::Contains("worker-1.json: skipped 1 event line(s) cut"));
   CHECK_THAT(merge.output(), Catch::Contains("worker-2.json: skipped 1 event line(s) cut"));
-  const auto py =
-      std::system(("/usr/bin/python3 -m json.tool " + dir + "/all.out > /dev/null").c_str());
-  CHECK(py == 0);
+  CHECK(parses_as_json(dir + "/all.out"));
 }
 
 TEST_CASE("a job stopped by Ctrl-C still writes every process's timeline", "[integration]") {
@@ -251,9 +252,7 @@ TEST_CASE("a killed process leaves its trace so far, and psrt-timeline merge rea
   auto n = count_events(dir + "/all.json", lines);
   CHECK(n["M"] == 4 * 6);           // all four processes, the killed one too
   CHECK(n["forward"] > 100 + 100);  // worker 0's first 100 iterations and worker 1's written
-  const auto py =
-      std::system(("/usr/bin/python3 -m json.tool " + dir + "/all.json > /dev/null").c_str());
-  CHECK(py == 0);
+  CHECK(parses_as_json(dir + "/all.json"));
 }
 
 TEST_CASE("a file-size limit fails the timeline's writes, not the job", "[integration]") {
