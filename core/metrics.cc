@@ -38,6 +38,8 @@ const char* kind_name(Metrics::Kind k) {
     case Metrics::Kind::kPush: return "push";
     case Metrics::Kind::kParams: return "params";
     case Metrics::Kind::kAck: return "ack";
+    case Metrics::Kind::kActivation:
+      return "activation";
     case Metrics::Kind::kControl: return "control";
   }
   return "control";
@@ -49,7 +51,7 @@ struct Metrics::Impl {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   std::unique_ptr<MetricsHttpServer> http;
   // [dir][kind]
-  std::array<std::array<prometheus::Counter*, 4>, 2> messages{}, bytes{};
+  std::array<std::array<prometheus::Counter*, 5>, 2> messages{}, bytes{};
   prometheus::Histogram* round_trip = nullptr;
   prometheus::Histogram* queue_wait = nullptr;
   prometheus::Histogram* iteration = nullptr;
@@ -76,7 +78,7 @@ Metrics Metrics::serve(const MetricsConfig& config, const std::string& role, int
   auto& bytes = BuildCounter().Name("psrt_payload_bytes_total")
                     .Help("Payload bytes by direction and type").Labels(who).Register(reg);
   for (auto d : {Dir::kSent, Dir::kReceived}) {
-    for (auto k : {Kind::kPush, Kind::kParams, Kind::kAck, Kind::kControl}) {
+    for (auto k : {Kind::kPush, Kind::kParams, Kind::kAck, Kind::kActivation, Kind::kControl}) {
       const prometheus::Labels l{{"direction", dir_name(d)}, {"type", kind_name(k)}};
       impl->messages[int(d)][int(k)] = &messages.Add(l);
       impl->bytes[int(d)][int(k)] = &bytes.Add(l);

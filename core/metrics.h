@@ -19,7 +19,9 @@ std::string metrics_url(const std::string& host, int port);
 class Metrics {
  public:
   enum class Dir { kSent, kReceived };
-  enum class Kind { kPush, kParams, kAck, kControl };
+  // kActivation: model parallelism's stage-to-stage messages (activations, their gradients and
+  // their acknowledgements), which were counted as control traffic.
+  enum class Kind { kPush, kParams, kAck, kActivation, kControl };
 
   static Metrics off() { return Metrics(); }
   // Serves /metrics for process `index` of the job (servers 0..S-1, then workers) at

@@ -348,6 +348,10 @@ Metrics::Kind metrics_kind(wire::MsgType type) {
     case wire::PUSH: return Metrics::Kind::kPush;
     case wire::PARAMS: return Metrics::Kind::kParams;
     case wire::ACK: return Metrics::Kind::kAck;
+    case wire::ACTIVATION:
+    case wire::ACTIVATION_GRAD:
+    case wire::STAGE_ACK:
+      return Metrics::Kind::kActivation;
     default: return Metrics::Kind::kControl;
   }
 }

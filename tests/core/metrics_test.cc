@@ -19,6 +19,7 @@
 #include "core/config.h"
 #include "core/metrics.h"
 #include "core/metrics_http.h"
+#include "core/wire.h"
 
 using namespace psrt;
 
@@ -129,6 +130,23 @@ TEST_CASE("a daemon's metrics count what it records, with its role and rank", "[
   CHECK(text.find("psrt_chunk_round_trip_seconds_count{rank=\"3\",role=\"worker\"} 1") !=
         std::string::npos);
   CHECK(text.find("psrt_lost_peers_total{rank=\"3\",role=\"worker\"} 1") != std::string::npos);
+}
+
+// Model parallelism's stage-to-stage messages were counted as type="control".
+TEST_CASE("stage-to-stage messages are counted as activation traffic", "[metrics]") {
+  for (auto type : {wire::ACTIVATION, wire::ACTIVATION_GRAD, wire::STAGE_ACK}) {
+    CHECK(metrics_kind(type) == Metrics::Kind::kActivation);
+  }
+  CHECK(metrics_kind(wire::HEARTBEAT) == Metrics::Kind::kControl);
+  MetricsConfig cfg;
+  cfg.port = 0;
+  Metrics m = Metrics::serve(cfg, "worker", 1, 1);
+  REQUIRE(m.enabled());
+  m.message(Metrics::Dir::kReceived, metrics_kind(wire::ACTIVATION), 4096);
+  const std::string text = http_get(m.port(), "/metrics");
+  CHECK(text.find("psrt_payload_bytes_total{rank=\"1\",role=\"worker\",direction=\"received\","
+                  "type=\"activation\"} 4096") != std::string::npos);
+  CHECK(text.find("direction=\"received\",type=\"control\"} 0") != std::string::npos);
 }
 
 // Idle connections were served one after the other, 2 s each: a few of them delayed every
