@@ -43,8 +43,8 @@ struct StageLayout {
   uint64_t eval_every = 0;
   bool eval_at_end = false;
   bool evaluates_after(uint64_t done) const {
-    if (done == iterations) return eval_at_end;
-    return eval_every > 0 && done % eval_every == 0 && done < iterations;
+    const bool every = eval_every > 0 && done % eval_every == 0 && done <= iterations;
+    return done == iterations ? eval_at_end || every : every;
   }
 };
 

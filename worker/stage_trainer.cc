@@ -234,11 +234,7 @@ TrainResult StageWorker::train(PsClient& client, Timeline* tl) {
     }
     const uint64_t done = t + 1;
     if (done < total) {
-      if (auto acc = evaluate(client, tl, done)) {
-        spdlog::info("iter {} test accuracy {:.4f}", done, *acc);
-        std::printf("PSRT_EVAL iteration=%llu accuracy=%.4f\n", (unsigned long long)done, *acc);
-        std::fflush(stdout);
-      }
+      if (auto acc = evaluate(client, tl, done)) report_eval(done, *acc);
     }
     if (config_.job.log_every > 0 &&
         (done % uint64_t(config_.job.log_every) == 0 || done == total)) {
@@ -260,7 +256,14 @@ TrainResult StageWorker::train(PsClient& client, Timeline* tl) {
   client.wait_all(total);
   if (total > first) observe();
   clock.finish(result);
-  if (total > first) result.test_accuracy = evaluate(client, tl, total);
+  if (total > first) {
+    const auto acc = evaluate(client, tl, total);
+    if (l.eval_at_end) {
+      result.test_accuracy = acc;
+    } else if (acc) {  // job.evaluate: false, and the last iteration a multiple of eval_every
+      report_eval(total, *acc);
+    }
+  }
   return result;
 }
 

@@ -243,24 +243,27 @@ class ProgressLog {
   int loss_count_ = 0;
 };
 
-// Worker 0's evaluation every job.eval_every iterations (not after the last: train's caller
-// evaluates then).
+// Worker 0's evaluation every job.eval_every iterations. After the last only without
+// job.evaluate: train's caller evaluates then (with job.evaluate: false, the last multiple of N was
+// never evaluated).
 void maybe_evaluate(const Config& config, uint32_t rank, Backend& backend, PsClient& client,
                     uint64_t done, uint64_t total) {
   if (rank != 0 || config.job.eval_every <= 0 || done % uint64_t(config.job.eval_every) != 0 ||
-      done >= total) {
+      (done >= total && config.job.evaluate)) {
     return;
   }
   // Values for iteration `done` are needed first; the other workers keep computing meanwhile.
   client.wait_all(done);
-  if (auto acc = backend.evaluate([&] { return client.failed(); })) {
-    spdlog::info("iter {} test accuracy {:.4f}", done, *acc);
-    std::printf("PSRT_EVAL iteration=%llu accuracy=%.4f\n", (unsigned long long)done, *acc);
-    std::fflush(stdout);
-  }
+  if (auto acc = backend.evaluate([&] { return client.failed(); })) report_eval(done, *acc);
 }
 
 }  // namespace
+
+void report_eval(uint64_t done, double accuracy) {
+  spdlog::info("iter {} test accuracy {:.4f}", done, accuracy);
+  std::printf("PSRT_EVAL iteration=%llu accuracy=%.4f\n", (unsigned long long)done, accuracy);
+  std::fflush(stdout);
+}
 
 TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClient& client,
                   Timeline* timeline) {

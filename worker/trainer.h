@@ -30,6 +30,10 @@ uint64_t planned_iterations(const Config& config, const Backend& backend);
 TrainResult train(const Config& config, uint32_t rank, Backend& backend, PsClient& client,
                   Timeline* timeline = nullptr);
 
+// An evaluation every job.eval_every iterations: logged, and printed as
+// `PSRT_EVAL iteration=N accuracy=A`.
+void report_eval(uint64_t done, double accuracy);
+
 // Writes every tensor's values, in key order, as raw little-endian fp32 (write_param_file).
 void dump_params(const std::string& path, Backend& backend);
 // Writes `tensors`' values one after the other, raw little-endian fp32, to `path`: whole or not

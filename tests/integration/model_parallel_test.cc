@@ -288,3 +288,20 @@ TEST_CASE("a split job evaluates the test set through its stages as the unsplit 
     CHECK_THAT(out, Catch::Contains(last));  // the last stage has the logits
   }
 }
+
+// With job.evaluate: false, a last iteration that is a multiple of eval_every was never evaluated
+// (split or not): the trained model's accuracy was never printed.
+TEST_CASE("eval_every evaluates the last iteration when job.evaluate is off",
+          "[integration][model_parallel]") {
+  for (int stages : {1, 2}) {
+    Job j = stages == 1 ? Job{} : split("lenet5", stages, 1);
+    j.eval = "evaluate: false, eval_every: 3";
+    j.iterations = 6;
+    const std::string out = launch_job(j, temp_dir("mp-eval-last"));
+    INFO(stages << " stage(s)\n" << out);
+    CHECK(accuracies(out).size() == 2);
+    CHECK_THAT(out, Catch::Contains("PSRT_EVAL iteration=3 ") &&
+                        Catch::Contains("PSRT_EVAL iteration=6 "));
+    CHECK_THAT(out, !Catch::Contains("test accuracy:"));
+  }
+}
