@@ -287,6 +287,10 @@ TEST_CASE("psrt-place and psrt-sim refuse what would make a plan or a run no rea
           dir + ": not a regular file; a placement plan");
   refused({bin("psrt-place"), "--profile", profile, "--devices", dir},
           dir + ": not a regular file; a devices file");
+  // --set without --config was ignored, unknown keys too: a plan for batch 32 for batch 8 asked.
+  refused({bin("psrt-place"), "--profile", profile, "--devices", dir + "/devices.yaml", "--set",
+           "job.batch_size=8", "--out", dir + "/plan.yaml"},
+          "--set job.batch_size=8: --set overrides a key of the job file, so it needs --config");
   CHECK_FALSE(std::filesystem::exists(dir + "/plan.yaml"));
   // A layer time that the scale takes past a clock's range was replayed as no time at all.
   write_file(dir + "/slow.yaml", "name: slow\nlayers:\n  - {name: a, forward_ms: 10000000, "

@@ -191,6 +191,12 @@ void read_job(Args& a, placement::Request& r) {
 // The request the arguments make; throws ConfigError (and the loaders' errors) on a bad one.
 placement::Request make_request(Args& a) {
   placement::Request r;
+  if (a.config_path.empty() && !a.sets.empty()) {  // ignored, unknown keys included, exit 0
+    throw ConfigError("--set " + a.sets.front() +
+                      ": --set overrides a key of the job file, so it "
+                      "needs --config (without one, give the flags: --batch, --micro-batches, "
+                      "--devices, --placer)");
+  }
   if (!a.config_path.empty()) read_job(a, r);
   if (!a.devices_path.empty()) read_devices_file(a.devices_path, r);
   if (a.batch) r.setup.batch_size = a.batch;
