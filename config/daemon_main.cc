@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "config/job_config.h"
+#include "config/job_env.h"
 #include "core/abort_notice.h"
 #include "core/endpoints.h"
 #include "core/fd_limit.h"
@@ -37,9 +38,7 @@ Config load_job(const std::string& role, DaemonArgs& args, int rank_flag, bool r
     throw ConfigError("--rank " + std::to_string(rank_flag) + ": must be a non-negative integer");
   }
   args.rank = resolve_rank(rank_flag).value_or(0);
-  std::vector<std::string> sets = cluster_sets_from_env();
-  sets.insert(sets.end(), args.sets.begin(), args.sets.end());
-  Config config = load_config(args.config_path, sets);
+  Config config = load_config_with_env(args.config_path, args.sets);
   const int count = role == "server" ? config.cluster.servers : config.cluster.workers;
   if (args.rank >= count) {
     throw ConfigError(role + " rank " + std::to_string(args.rank) + " is outside the job: " +

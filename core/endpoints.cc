@@ -266,8 +266,8 @@ void check_coordinator_port(const std::string& coordinator) {
                     "port server 0 listens on (PSRT_COORDINATOR or --set cluster.coordinator)");
 }
 
-std::vector<std::string> cluster_sets_from_env() {
-  std::vector<std::string> sets;
+std::vector<EnvSet> cluster_sets_from_env() {
+  std::vector<EnvSet> sets;
   const std::pair<const char*, const char*> vars[] = {
       {"PSRT_COORDINATOR", "cluster.coordinator"},
       {"PSRT_BIND_HOST", "cluster.bind_host"},
@@ -275,7 +275,7 @@ std::vector<std::string> cluster_sets_from_env() {
   };
   for (const auto& [var, key] : vars) {
     const char* v = std::getenv(var);
-    if (v && *v) sets.push_back(std::string(key) + "=" + yaml_quoted(v));
+    if (v && *v) sets.push_back({var, v, std::string(key) + "=" + yaml_quoted(v)});
   }
   return sets;
 }

@@ -49,8 +49,12 @@ void check_coordinator_port(const std::string& coordinator);
 // Whether `host` resolves here (getaddrinfo).
 bool resolves(const std::string& host);
 
-// The cluster.* overrides that the environment gives (PSRT_COORDINATOR, PSRT_BIND_HOST,
-// PSRT_ADVERTISE_HOST), as --set strings; they go before the command line's own --set.
-std::vector<std::string> cluster_sets_from_env();
+// A cluster.* override that the environment gives (PSRT_COORDINATOR, PSRT_BIND_HOST,
+// PSRT_ADVERTISE_HOST): the variable, its value, and the --set string it stands for (which goes
+// before the command line's own --set).
+struct EnvSet {
+  std::string variable, value, set;
+};
+std::vector<EnvSet> cluster_sets_from_env();
 
 }  // namespace psrt

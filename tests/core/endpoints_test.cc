@@ -7,9 +7,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "config/job_config.h"
+#include "config/job_env.h"
 #include "core/config.h"
 #include "core/endpoints.h"
 #include "core/status.h"
@@ -149,7 +153,8 @@ TEST_CASE("the environment sets cluster addresses below --set", "[endpoints]") {
   ::setenv("PSRT_COORDINATOR", "tcp://head:29500", 1);
   ::setenv("PSRT_BIND_HOST", "*", 1);
   ::setenv("PSRT_ADVERTISE_HOST", "it's-me", 1);
-  auto sets = cluster_sets_from_env();
+  std::vector<std::string> sets;
+  for (const EnvSet& e : cluster_sets_from_env()) sets.push_back(e.set);
   ::unsetenv("PSRT_COORDINATOR");
   ::unsetenv("PSRT_BIND_HOST");
   ::unsetenv("PSRT_ADVERTISE_HOST");
@@ -159,6 +164,29 @@ TEST_CASE("the environment sets cluster addresses below --set", "[endpoints]") {
   CHECK(c.cluster.advertise_host == "it's-me");
   sets.push_back("cluster.coordinator=tcp://cli:2");
   CHECK(parse_config("", "j", sets).cluster.coordinator == "tcp://cli:2");
+}
+
+// A bad PSRT_COORDINATOR was blamed on "--set cluster.coordinator='garbage'", which appears in no
+// script; psrt-launch did not read the variables at all (its --check said OK).
+TEST_CASE("a bad address from the environment is named as the environment's", "[endpoints]") {
+  const auto file =
+      std::filesystem::temp_directory_path() / ("psrt-env-" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(file) << "job: {id: env}\n";
+  ::setenv("PSRT_COORDINATOR", "garbage", 1);
+  std::string error;
+  try {
+    load_config_with_env(file.string(), {});
+  } catch (const ConfigError& e) {
+    error = e.what();
+  }
+  CHECK_THAT(error, Catch::Contains("cluster.coordinator: 'garbage'") &&
+                        Catch::Contains("(from the environment: PSRT_COORDINATOR=garbage)") &&
+                        !Catch::Contains("--set"));
+  // A --set of the same key wins, and is what an error would name.
+  CHECK(load_config_with_env(file.string(), {"cluster.coordinator=tcp://cli:2"})
+            .cluster.coordinator == "tcp://cli:2");
+  ::unsetenv("PSRT_COORDINATOR");
+  std::filesystem::remove(file);
 }
 
 TEST_CASE("cluster and metrics keys are validated", "[endpoints][config]") {

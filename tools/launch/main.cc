@@ -18,10 +18,11 @@
 #include <vector>
 
 #include "config/job_config.h"
+#include "config/job_env.h"
 #include "core/config.h"
 #include "core/fd_limit.h"
-#include "core/status.h"
 #include "core/process.h"
+#include "core/status.h"
 #include "tools/launch/launcher.h"
 #include "tools/launch/model_check.h"
 #include "tools/launch/plan_step.h"
@@ -69,7 +70,7 @@ int auto_plan(const psrt::Config& config, const std::string& config_path,
     sets.push_back("placement.plan=" + plan);
     psrt::launch::check_plan_stages(config, plan);
     try {  // as every worker will lay it out, before any starts
-      psrt::launch::check_model(psrt::load_config(config_path, sets), true);
+      psrt::launch::check_model(psrt::load_config_with_env(config_path, sets), true);
     } catch (const psrt::ConfigError& e) {
       throw psrt::ConfigError(config.placement.placer + "'s plan cannot run: " + e.what() +
                               " (placement.placer; or give placement.plan a file)");
@@ -115,7 +116,7 @@ int load_job(const std::string& config_path, const std::vector<std::string>& set
       throw psrt::ConfigError(config_path + ": not a regular file (a pipe?); every server and " +
                               "worker reads the job file again, so save it to a file");
     }
-    config = psrt::load_config(config_path, sets);
+    config = psrt::load_config_with_env(config_path, sets);
     if (resume && config.checkpoint.dir.empty()) {
       throw psrt::ConfigError("--resume: checkpoint.dir is not set in " + config_path);
     }
