@@ -36,6 +36,14 @@ void Server::on_group_push(const std::string& identity, PeerId from, const wire:
       frames.emplace_back(bytes.data(), bytes.size());
     }
   }
+  const auto refuse = [&](int i, WireError err) {
+    err.message = "group member " + std::to_string(i) + " of " + std::to_string(h.members_size()) +
+                  ": " + err.message;
+    reply_error(identity, &h, err);
+  };
+  // Which chunks first: each found, named once, and held by the sender (a member of another
+  // stage's tensor was aggregated as if its holders had pushed: the server read pushes they never
+  // sent, and crashed); then each member's push checked as if it came alone.
   for (int i = 0; i < h.members_size(); ++i) {
     const auto& m = h.members(i);
     WireError err;
@@ -44,15 +52,19 @@ void Server::on_group_push(const std::string& identity, PeerId from, const wire:
       c = nullptr;
       err = {ErrorCode::kMalformed, "names chunk (" + std::to_string(m.key()) + ", " +
                                         std::to_string(m.offset()) + ") twice"};
+    } else if (c && !c->held_by(from.rank)) {
+      c = nullptr;
+      err = {ErrorCode::kUnexpected, describe(from) + " does not hold tensor " +
+                                         std::to_string(m.key()) + "'s layer (placement)"};
     }
-    std::optional<WireError> bad = c ? check_push(mh, *c, frames[std::size_t(i)]) : err;
-    if (bad) {
-      bad->message = "group member " + std::to_string(i) + " of " +
-                     std::to_string(h.members_size()) + ": " + bad->message;
-      reply_error(identity, &h, *bad);
-      return;
-    }
+    if (!c) return refuse(i, err);
     members.push_back(c);
+  }
+  for (int i = 0; i < h.members_size(); ++i) {
+    member_header(h.members(i));
+    if (auto bad = check_push(mh, *members[std::size_t(i)], frames[std::size_t(i)])) {
+      return refuse(i, *bad);
+    }
   }
   if (h.batch()) {
     take_batch(identity, from, h);

@@ -7,6 +7,7 @@
 
 #include <cstring>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "engine/net_spec.h"
 #include "engine/network.h"
 #include "tests/integration/raw_client.h"
+#include "tests/integration/raw_group.h"
 
 using namespace psrt;
 using namespace psrt::test;
@@ -234,6 +236,30 @@ TEST_CASE_METHOD(RawStage0, "a malformed activation message gets an ERROR reply 
   const char* why[] = {"16 samples", "payload bytes", "no test-set pass is due"};
   CHECK_THAT(err.header.error().message(), Catch::Contains(why[fault]));
   check_job_failed();
+}
+
+// A group (or batch) push naming another stage's tensor crashed the server (it aggregated pushes
+// that tensor's holder never sent: SIGSEGV) or stepped that tensor without its holder (a wire
+// probe).
+TEST_CASE_METHOD(RawStage0, "a group push naming a tensor its sender does not hold is refused",
+                 "[integration][model_parallel]") {
+  std::vector<uint64_t> sizes;
+  for (const auto& t : model.tensors) sizes.push_back(t.num_elements);
+  const uint32_t mine = layout.keys(0, model).front();
+  const uint32_t theirs = layout.keys(1, model).front();
+  std::mt19937 rng(3);
+  for (bool batch : {false, true}) {
+    RawGroup g = group_push(w0, sizes, {mine, theirs}, 0, rng);
+    g.header.set_batch(batch);
+    w0.send(g.header, g.frames());
+    CHECK_THAT(expect_error(w0, ErrorCode::kUnexpected),
+               Catch::Contains("group member 1 of 2") &&
+                   Catch::Contains("does not hold tensor " + std::to_string(theirs)));
+  }
+  // The server carries on, and answers stage 0 as before.
+  w0.send(w0.tensor(wire::PULL, theirs, 0, sizes[theirs], 0));
+  CHECK_THAT(expect_error(w0, ErrorCode::kUnexpected), Catch::Contains("does not hold tensor"));
+  CHECK_FALSE(server.proc->wait_exit(1).has_value());
 }
 
 // The stage port takes the previous stage's registered connection only: a stranger that names
