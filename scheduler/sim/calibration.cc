@@ -1,9 +1,7 @@
 #include "scheduler/sim/calibration.h"
 
 #include <algorithm>
-#include <fstream>
 #include <iterator>
-#include <sstream>
 #include <stdexcept>
 
 #include "core/status.h"
@@ -12,14 +10,13 @@
 namespace psrt::sim {
 
 Calibration load_calibration(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument("calibration file " + path + " cannot be read");
-  std::stringstream text;
-  text << in.rdbuf();
   try {
+    // A FIFO blocked every reader in open() for ever, /dev/zero grew it by gigabytes.
+    const std::string text =
+        read_yaml_file(path, "a calibration (scheduler.calibration, --calibration)", 1 << 20);
     YAML::Node node;
     try {
-      node = YAML::Load(text.str());
+      node = YAML::Load(text);
     } catch (const YAML::Exception& e) {
       throw std::invalid_argument(path + ": not valid YAML: " + e.what());
     }

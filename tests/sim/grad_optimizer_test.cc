@@ -1,6 +1,7 @@
 // The calibrated simulator and GradOptimizer's choice (scheduler/sim/grad_optimizer.h).
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -251,6 +252,14 @@ TEST_CASE("calibration files: read, and refused with the key named", "[sim]") {
                     Catch::Contains("none of"));
   CHECK(load_calibration(write_temp("one.yaml", "worker_byte_ns: 2\n")).worker_byte_ns == 2);
   std::remove(ok.c_str());
+  // A FIFO blocked the launch, the workers and psrt-sim in open() for ever; /dev/zero grew them
+  // by gigabytes; a folder was "empty, or not a calibration".
+  const std::string fifo = "/tmp/psrt-test-" + std::to_string(::getpid()) + "-cal.fifo";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  CHECK_THROWS_WITH(load_calibration(fifo), Catch::Contains("not a regular file"));
+  std::remove(fifo.c_str());
+  CHECK_THROWS_WITH(load_calibration("/dev/zero"), Catch::Contains("not a regular file"));
+  CHECK_THROWS_WITH(load_calibration("/tmp"), Catch::Contains("not a regular file"));
 }
 
 TEST_CASE("Horovod's cycle timer: complete groups leave only at its ticks", "[sim][grouping]") {
