@@ -145,15 +145,48 @@ Status sync_folder_of(const std::string& path) {
   return rc == 0 ? Status::ok() : sys_error(path, "fsync of its folder");
 }
 
-Result<std::vector<uint8_t>> read_whole_file(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
+namespace {
+// Reads up to `size` bytes at `dst`; returns how many (fewer at the end of the file), -1: error.
+ssize_t read_fully(int fd, uint8_t* dst, std::size_t size) {
+  std::size_t done = 0;
+  while (done < size) {
+    const ssize_t got = ::read(fd, dst + done, size - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) return -1;
+    if (got == 0) break;
+    done += std::size_t(got);
+  }
+  return ssize_t(done);
+}
+}  // namespace
+
+Result<std::vector<uint8_t>> read_whole_file(const std::string& path, std::string_view magic) {
+  // O_NONBLOCK: a FIFO named like the file does not block the open (it is refused below).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return sys_error(path, "cannot open");
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
     return Status::error(path + ": not a regular file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status::error(path + ": cannot open");
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
-  if (in.bad()) return Status::error(path + ": read error");
+  }
+  std::vector<uint8_t> bytes(std::min<std::size_t>(magic.size(), std::size_t(st.st_size)));
+  ssize_t got = read_fully(fd, bytes.data(), bytes.size());
+  if (got >= 0 && std::size_t(got) == magic.size() &&
+      std::memcmp(bytes.data(), magic.data(), magic.size()) == 0) {
+    const std::size_t head = magic.size();
+    bytes.resize(std::max<std::size_t>(std::size_t(st.st_size), head));
+    got = read_fully(fd, bytes.data() + head, bytes.size() - head);
+    if (got >= 0) bytes.resize(head + std::size_t(got));
+    std::vector<uint8_t> block(got >= 0 ? std::size_t(1) << 16 : 0);
+    while (got > 0 && (got = read_fully(fd, block.data(), block.size())) > 0) {  // it grew
+      bytes.insert(bytes.end(), block.begin(), block.begin() + got);
+    }
+  } else if (got >= 0) {
+    bytes.resize(std::size_t(got));  // not what the caller reads: its check refuses these
+  }
+  const Status error = got < 0 ? sys_error(path, "read error") : Status::ok();
+  ::close(fd);
+  if (!error) return error;
   return bytes;
 }
 

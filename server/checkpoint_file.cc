@@ -118,7 +118,7 @@ Status write_checkpoint(const std::string& path, const ShardSnapshot& s) {
 }
 
 Result<ShardSnapshot> read_checkpoint(const std::string& path) {
-  auto bytes = read_whole_file(path);
+  auto bytes = read_whole_file(path, {kMagic, sizeof kMagic});  // no header: not read further
   if (!bytes) return Status::error("checkpoint " + bytes.status().message());
   return decode_checkpoint(*bytes, path);
 }

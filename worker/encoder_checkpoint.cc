@@ -125,7 +125,7 @@ Status EncoderCheckpointer::check(const std::string& path, uint64_t iteration,
   auto bad = [&](const std::string& why) {
     return Status::error("checkpoint " + path + " rejected: " + why);
   };
-  auto bytes = read_whole_file(path);
+  auto bytes = read_whole_file(path, {kMagic, sizeof kMagic});  // no header: not read further
   if (!bytes) return Status::error("checkpoint " + bytes.status().message());
   const std::vector<uint8_t>& b = *bytes;
   if (b.size() < sizeof kMagic + 8 || std::memcmp(b.data(), kMagic, sizeof kMagic) != 0) {

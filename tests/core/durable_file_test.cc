@@ -130,3 +130,32 @@ TEST_CASE("remove_unfinished_checkpoints removes this rank's dead writes and not
   CHECK(remove_unfinished_checkpoints(dir + "/missing", "job", "server", 1) == 0);
   fs::remove_all(dir);
 }
+
+// A 1 GB file named like a checkpoint was read whole, byte by byte, before its 8-byte header was
+// looked at (21 s and 1 GB of memory before the server listened); a FIFO blocked the open.
+TEST_CASE("read_whole_file reads no further than a header that is not the magic", "[core]") {
+  const std::string dir = temp_folder();
+  const std::string big = dir + "/big.ckpt";
+  std::ofstream(big) << "NOTMAGIC";
+  fs::resize_file(big, 64 << 20);  // sparse
+  auto head = read_whole_file(big, "PSRTCKPT");
+  REQUIRE(head);
+  CHECK(head->size() == 8);
+  CHECK(std::string(head->begin(), head->end()) == "NOTMAGIC");
+  std::ofstream(dir + "/good.ckpt") << "PSRTCKPT and the rest";
+  auto whole = read_whole_file(dir + "/good.ckpt", "PSRTCKPT");
+  REQUIRE(whole);
+  CHECK(std::string(whole->begin(), whole->end()) == "PSRTCKPT and the rest");
+  std::ofstream(dir + "/short.ckpt") << "PSR";
+  CHECK(read_whole_file(dir + "/short.ckpt", "PSRTCKPT")->size() == 3);
+  auto plain = read_whole_file(big);  // no magic: all of it
+  REQUIRE(plain);
+  CHECK(plain->size() == std::size_t(64) << 20);
+  REQUIRE(::mkfifo((dir + "/fifo.ckpt").c_str(), 0600) == 0);
+  const auto fifo = read_whole_file(dir + "/fifo.ckpt", "PSRTCKPT");
+  REQUIRE_FALSE(fifo);
+  CHECK_THAT(fifo.status().message(), Catch::Contains("not a regular file"));
+  CHECK_THAT(read_whole_file(dir + "/none").status().message(),
+             Catch::Contains("No such file or directory"));
+  fs::remove_all(dir);
+}
