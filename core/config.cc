@@ -1,6 +1,12 @@
 #include "core/config_sections.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string_view>
@@ -270,23 +276,31 @@ void parse_checkpoint(const YamlReader& ckpt, const ConfigPath& in_base, Checkpo
 
 namespace {
 
-// The line (from 1) of a `---` that starts a document after the first one's content; 0: none.
+// The line (from 1) of a `---` that starts a document after the first one's content, or of
+// content after a `...` that ended it (yaml-cpp ignored both); 0: none.
 int second_document_line(const std::string& text) {
-  bool content = false;
+  bool content = false, ended = false;
   int number = 0;
   for (std::size_t at = 0; at < text.size();) {
     const std::size_t end = std::min(text.find('\n', at), text.size());
     const std::string_view line(text.data() + at, end - at);
     ++number;
     at = end + 1;
-    const bool marker =
-        line.substr(0, 3) == "---" && (line.size() == 3 || line[3] == ' ' || line[3] == '\t' ||
-                                       line[3] == '\r');
+    const auto is_marker = [&](std::string_view m) {
+      return line.substr(0, 3) == m &&
+             (line.size() == 3 || line[3] == ' ' || line[3] == '\t' || line[3] == '\r');
+    };
+    const bool marker = is_marker("---");
     if (marker && content) return number;
+    if (is_marker("...")) {
+      ended = ended || content;
+      continue;
+    }
     const auto first = line.find_first_not_of(" \t\r");
     // A directive (%YAML 1.2) comes before the first document's marker: it is not content.
     const bool directive = !content && first == 0 && line[0] == '%';
     if (!marker && !directive && first != std::string_view::npos && line[first] != '#') {
+      if (ended) return number;
       content = true;
     }
   }
@@ -305,7 +319,7 @@ YAML::Node load_config_root(const std::string& yaml_text, const std::string& whe
   }
   if (const int line = second_document_line(yaml_text); line > 0) {  // it was ignored
     throw ConfigError(where + ": line " + std::to_string(line) + " starts a second YAML " +
-                      "document (---); a job file is one");
+                      "document (after --- or ...), which would be ignored; a job file is one");
   }
   if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
   if (!root.IsMap()) throw ConfigError(where + ": the top level must be a mapping");
@@ -314,24 +328,43 @@ YAML::Node load_config_root(const std::string& yaml_text, const std::string& whe
 }
 
 std::string read_config_file(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    throw ConfigError(path + ": is a directory, not a config file");
+  // O_NONBLOCK: a FIFO nobody writes blocked open() for ever (`psrt-launch --check`, a daemon
+  // started by hand); cleared once open, so a pipe that has a writer (`--check <(...)`) is read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) {
+    throw ConfigError(path + ": cannot open config file: " + std::strerror(errno));
   }
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot open config file");
-  const auto size = std::filesystem::file_size(path, ec);
-  if (!ec && size > kMaxConfigBytes) {
-    throw ConfigError(path + ": " + std::to_string(size) +
-                      " bytes; a config file may hold at most " + std::to_string(kMaxConfigBytes) +
-                      " bytes");
+  struct stat st {};
+  const bool stat_ok = ::fstat(fd, &st) == 0;
+  const auto fail = [&](const std::string& why) {
+    ::close(fd);
+    throw ConfigError(path + ": " + why);
+  };
+  if (stat_ok && S_ISDIR(st.st_mode)) fail("is a directory, not a config file");
+  if (stat_ok && S_ISREG(st.st_mode) && uint64_t(st.st_size) > kMaxConfigBytes) {
+    fail(std::to_string(st.st_size) + " bytes; a config file may hold at most " +
+         std::to_string(kMaxConfigBytes) + " bytes");
   }
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   std::string text(kMaxConfigBytes + 1, '\0');  // bounded, also for a pipe or a device
-  in.read(text.data(), std::streamsize(text.size()));
-  text.resize(std::size_t(in.gcount()));
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t got = ::read(fd, text.data() + done, text.size() - done);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail(std::string("cannot read config file: ") + std::strerror(errno));
+    if (got == 0) break;
+    done += std::size_t(got);
+  }
+  ::close(fd);
+  text.resize(done);
   if (text.size() > kMaxConfigBytes) {
     throw ConfigError(path + ": more than " + std::to_string(kMaxConfigBytes) +
                       " bytes; a config file may hold at most that");
+  }
+  if (text.empty() && stat_ok && !S_ISREG(st.st_mode)) {
+    throw ConfigError(path +
+                      ": not a regular file (a FIFO or a device?), and nothing was read "
+                      "from it; save the job to a file");
   }
   return text;
 }

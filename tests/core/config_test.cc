@@ -313,6 +313,10 @@ TEST_CASE("keys the job would not use are refused, not ignored", "[core]") {
              Catch::Contains("line 2 starts a second YAML document"));
   CHECK(parse_config("# a job\n---\njob: {iterations: 5}\n", "j").job.iterations == 5);
   CHECK(parse_config("job: {id: '---'}\n", "j").job.id == "---");
+  // Content after a document's end (...) was dropped the same way, invalid values included.
+  CHECK_THAT(error_of("job: {iterations: 5}\n...\noptimizer: {type: nosuch}\n"),
+             Catch::Contains("line 3 starts a second YAML document"));
+  CHECK(parse_config("---\njob: {iterations: 5}\n...\n# done\n", "j").job.iterations == 5);
 }
 
 TEST_CASE("placement section: devices, links and the plan source", "[core]") {

@@ -118,6 +118,13 @@ TEST_CASE("psrt-launch refuses a job file its processes could not read again (a 
   test::Proc launch("launch", {test::bin("psrt-launch"), fifo});
   CHECK(launch.wait_exit(30) == 2);
   CHECK_THAT(launch.output(), Catch::Contains(fifo + ": not a regular file (a pipe?)"));
+  // --check and a daemon started by hand blocked in open() for ever on a FIFO nobody writes.
+  test::Proc check("launch", {test::bin("psrt-launch"), "--check", fifo});
+  CHECK(check.wait_exit(30) == 2);
+  CHECK_THAT(check.output(), Catch::Contains("nothing was read from it"));
+  test::Proc server("server", {test::bin("psrt-server"), "--config", fifo});
+  CHECK(server.wait_exit(30) == 2);
+  CHECK_THAT(server.output(), Catch::Contains("nothing was read from it"));
 }
 
 TEST_CASE("a job one of whose workers refuses its data ends the launch with exit 2",
