@@ -3,8 +3,10 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <optional>
@@ -115,6 +117,18 @@ int daemon_main(int argc, char** argv, const std::string& role,
     init_logging(role, args.rank, config.log_level);
     loaded = config;
     body(config, args);
+    // The results go to stdout (PSRT_RESULT, the accuracy): on a full disk they were lost and
+    // the process exited 0.
+    const bool flushed = std::fflush(stdout) == 0;
+    if (!flushed || std::ferror(stdout)) {
+      const std::string why =
+          flushed ? "a write failed (a full disk or a file-size limit?)" : std::strerror(errno);
+      std::fprintf(stderr,
+                   "psrt-%s %d: the job ended, but this process's output (stdout) could "
+                   "not be written: %s; its results (PSRT_RESULT, the accuracy) are lost\n",
+                   role.c_str(), args.rank, why.c_str());
+      return 1;
+    }
     return 0;
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "psrt-%s: %s\n", role.c_str(), e.what());

@@ -67,3 +67,26 @@ TEST_CASE("Output files that cannot be written are reported and leave no partial
                                              "/job.yaml'"));
   CHECK_THAT(again.output(), Catch::Contains("test accuracy: "));
 }
+
+// A daemon started by hand (a cluster script) whose stdout is on a full disk lost PSRT_RESULT and
+// the accuracy and exited 0, saying nothing.
+TEST_CASE("a worker whose results cannot be written to stdout fails saying so",
+          "[integration][files]") {
+  const std::string dir = temp_dir("outfull");
+  write_file(dir + "/job.yaml",
+             "job: {id: outfull, iterations: 3, log_every: 0}\n"
+             "cluster: {servers: 1, workers: 1}\n"
+             "model: {backend: replay, profile: '" +
+                 source("tests/integration/data/tiny_profile.yaml") + "'}\n");
+  Daemons d = start_daemons(dir + "/job.yaml", 1, 0);
+  REQUIRE_FALSE(d.endpoint.empty());
+  Proc worker("worker", {"/bin/sh", "-c",
+                         "exec '" + bin("psrt-worker") + "' --config '" + dir +
+                             "/job.yaml' --set cluster.coordinator=" + d.endpoint + " >/dev/full"});
+  const auto rc = worker.wait_exit(60);
+  INFO(worker.output());
+  CHECK(rc == std::optional<int>(1));
+  CHECK_THAT(worker.output(), Catch::Contains("output (stdout) could not be written") &&
+                                  Catch::Contains("PSRT_RESULT"));
+  CHECK(d.procs[0]->wait_exit(60) == std::optional<int>(0));  // the job itself ended well
+}
