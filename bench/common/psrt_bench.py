@@ -313,18 +313,23 @@ def run_daemons(net, bindir, cfg, logdir, servers, workers, timeout_s, tag, clea
 PUSH_RE = re.compile(r'"cat":"push".*?"bytes":(\d+),"server":\d+,"iteration":(\d+)')
 
 
+def output_missing(path, error):
+    """The line for a run's output that cannot be read (a failed timeline write removes it)."""
+    return "%s: %s: the run's outputs could not be written (disk full?)" % (path, error.strerror)
+
+
 def pushed_bytes(timeline_dir, workers):
     """{worker: {iteration: payload bytes pushed}} from the workers' Chrome traces."""
     out = {}
     for w in range(workers):
         per = {}
         path = os.path.join(timeline_dir, "worker-%d.json" % w)
-        with open(path) as f:
-            for line in f:
-                m = PUSH_RE.search(line)
-                if m:
-                    it = int(m.group(2))
-                    per[it] = per.get(it, 0) + int(m.group(1))
+        try:  # a missing trace was a traceback blaming the file, not the full disk behind it
+            with open(path) as f:
+                for m in filter(None, map(PUSH_RE.search, f)):
+                    per[int(m.group(2))] = per.get(int(m.group(2)), 0) + int(m.group(1))
+        except OSError as e:
+            raise RuntimeError(output_missing(path, e))
         out[w] = per
     return out
 

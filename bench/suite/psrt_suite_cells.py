@@ -302,10 +302,13 @@ def keep_line(line):
 
 def run_once(args, suite, c, net, rundir, cleanup):
     import yaml
-    os.makedirs(rundir)
     cfg = os.path.join(rundir, "job.yaml")
-    with open(cfg, "w") as f:
-        yaml.safe_dump(job(suite, c, net, rundir, args.data), f, sort_keys=False)
+    try:
+        os.makedirs(rundir)
+        with open(cfg, "w") as f:
+            yaml.safe_dump(job(suite, c, net, rundir, args.data), f, sort_keys=False)
+    except OSError as e:  # a full disk was a traceback
+        raise RuntimeError(pb.output_missing(e.filename or cfg, e))
     timeout = c.model.get("timeout_s") or (suite["timeout_s"] if not c.native else 3600.0)
     t0 = time.monotonic()
     try:

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """Tests of psrt-bench-suite (CTest, label integration).
 
-  suite_test.py DRIVER SUITE validation    bad suite files: exit 2, one line naming the key
+  suite_test.py DRIVER SUITE validation    bad suite files: exit 2, one line naming the key; a
+      run whose timeline is missing (a full disk): the cell fails with one line naming it
   suite_test.py DRIVER SUITE resume        the smoke suite, interrupted by SIGINT after its
       second cell: exit 130, no daemon and no network namespace left, the finished cells in
       results.csv; run again: those cells are kept (not redone) and the rest run; a third run
@@ -71,6 +72,48 @@ def validation(driver, suite, tmp):
         check(r.returncode == 2 and len(err) == 1 and key in err[0],
               "%r -> exit 2, one line naming %s (got %d: %s)" % (change.strip(), key,
                                                                   r.returncode, r.stderr.strip()))
+    missing_timeline(suite, tmp)
+
+
+def missing_timeline(suite, tmp):
+    """A run whose worker left no timeline (it removes the file when a full disk fails its
+    write; its .err is empty for the same reason): the cell fails with one line naming the file
+    and the likely cause (a RuntimeError, which the driver prints as the cell's FAILED line). It
+    was a FileNotFoundError traceback that ended the whole suite."""
+    import argparse
+    import re
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    sys.path[1:1] = [os.path.join(src, "bench", "common"), os.path.join(src, "bench", "suite")]
+    import psrt_bench as pb
+    import psrt_suite_cells as cells
+    import psrt_suite_config as sc
+
+    class Done:  # worker 0's reader: the run itself went well
+        lines, stamps = ["PSRT_RESULT ms_per_iteration=2.0 received_bytes=64"], [0.0]
+
+        def find(self, pattern):
+            return next((m for m in map(lambda x: re.search(pattern, x), self.lines) if m), None)
+
+    class Cleanup:
+        def kill_children(self):
+            pass
+
+    loaded = sc.load(suite, os.path.join(src, "bench", "profiles"))
+    cell = cells.plan(loaded)[0]
+    pb.run_daemons = lambda *a, **kw: [Done() for _ in range(cell.workers)]
+    rundir = os.path.join(tmp, "run-0")
+    net = pb.Net(None, 1, "1gbit", "x", None)
+    args = argparse.Namespace(data=tmp, bin_dir=tmp)
+    try:
+        cells.run_once(args, loaded, cell, net, rundir, Cleanup())
+        got = "no error"
+    except RuntimeError as e:
+        got = str(e)
+    except Exception as e:  # noqa: BLE001 (what the test is about)
+        got = "%s: %s" % (type(e).__name__, e)
+    want = os.path.join(rundir, "timeline", "worker-0.json")
+    check(got.startswith(want + ": ") and "disk full?" in got and "\n" not in got,
+          "a run without its timeline: one line naming it and the likely cause (%s)" % got)
 
 
 def leftovers(out, prefix):
