@@ -11,7 +11,8 @@
 //
 // The model is the job's (model.profile for replay, model.arch for native) or --profile / --arch;
 // the devices are the job's placement section or a --devices file with the same keys. Bad
-// arguments: one line on stderr, exit 2; no plan fits: the reason on stderr, exit 1.
+// arguments: one line on stderr, exit 2; no plan fits, or the plan or profile cannot be written
+// (whole or not at all): the reason on stderr, exit 1.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -22,26 +23,27 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <functional>
+#include <iostream>
 #include <memory>
 #include <optional>
-#include <iostream>
+#include <span>
 
 #include "config/job_config.h"
 #include "core/cli.h"
 #include "core/config.h"
 #include "core/config_limits.h"
+#include "core/durable_file.h"
 #include "core/endpoint_form.h"
 #include "core/plan_yaml.h"
 #include "core/profile.h"
 #include "core/status.h"
 #include "core/yaml_reader.h"
+#include "engine/net_spec.h"
+#include "engine/network.h"
 #include "placement/placer.h"
 #include "placement/plan_table.h"
 #include "placement/service/client.h"
-#include "engine/net_spec.h"
-#include "engine/network.h"
 
 namespace {
 
@@ -85,16 +87,23 @@ void check_out(const std::string& path) {
   }
 }
 
+// `text` as the file `path`, whole or not at all (an earlier file there stays as it was); a
+// failure says which file and the system's reason. Before, a full disk left an empty plan and
+// said "plan written".
+bool write_file(const std::string& path, const std::string& text) {
+  const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
+  if (const Status st = write_durably(path, std::span(bytes, text.size())); !st) {
+    std::cerr << "psrt-place: " << st.message() << "\n";
+    return false;
+  }
+  return true;
+}
+
 // The plan as a table on stdout and, with `out`, as YAML there. Returns the exit code.
 int print_plan(const Plan& plan, const ModelDesc& model, const std::string& out) {
   std::printf("%s", placement::plan_table(plan, model).c_str());
   if (out.empty()) return 0;
-  std::ofstream f(out);
-  f << plan_to_yaml(plan, model);
-  if (!f) {
-    std::cerr << "psrt-place: cannot write " << out << "\n";
-    return 2;
-  }
+  if (!write_file(out, plan_to_yaml(plan, model))) return 1;
   std::printf("plan written to %s\n", out.c_str());
   return 0;
 }
@@ -237,11 +246,11 @@ placement::Request make_request(Args& a) {
   return r;
 }
 
-void write_model_profile(const ModelDesc& model, const std::string& path) {
-  std::ofstream f(path);
-  f << profile_yaml(model);
-  if (!f) throw ConfigError("cannot write " + path);
+// The model as a profile at `path`. Returns the exit code.
+int write_model_profile(const ModelDesc& model, const std::string& path) {
+  if (!write_file(path, profile_yaml(model))) return 1;
   std::printf("profile of %s written to %s\n", model.name.c_str(), path.c_str());
+  return 0;
 }
 
 }  // namespace
@@ -255,10 +264,7 @@ int main(int argc, char** argv) {
   try {
     r = make_request(a);
     check_out(a.out);
-    if (!a.write_profile.empty()) {
-      write_model_profile(r.model, a.write_profile);
-      return 0;
-    }
+    if (!a.write_profile.empty()) return write_model_profile(r.model, a.write_profile);
   } catch (const std::exception& e) {
     std::cerr << "psrt-place: " << e.what() << "\n";
     return 2;

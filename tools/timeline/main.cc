@@ -1,29 +1,85 @@
 // psrt-timeline merge: joins the per-process timeline files of a run (the `timeline:` folder)
 // into one Chrome trace that Perfetto (ui.perfetto.dev) or chrome://tracing opens; a killed
 // process's unfinished NAME.json.part is read as far as it goes.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <istream>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_set>
 #include <vector>
 
 #include "core/cli.h"
+#include "core/durable_file.h"
+#include "core/status.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
+// A line longer than this is no event of ours (those are a few hundred bytes): the NUL bytes a
+// crashed node's disk can leave at the end of a part file made one line of a gigabyte, read
+// whole into memory (2 GB for 1 GB of NULs).
+constexpr std::size_t kMaxLine = 1 << 20;
+
 struct FileEvents {
   std::vector<std::string> events;
   int processes = 0;  // process_name events: one in a process's file, several in a merged trace
   int truncated = 0;  // lines cut short (a file copied while written, or a disk that filled)
+  int too_long = 0;   // lines over kMaxLine, skipped without being held
+  int not_events = 0;  // other lines that are neither an event nor the footer (were dropped unsaid)
+};
+
+// The lines of a stream, each at most kMaxLine long: the rest of a longer one is read past, not
+// held.
+class LineReader {
+ public:
+  explicit LineReader(std::istream& in) : in_(in) {}
+  // The next line, without its '\n', in `line`; false at the end. Of a line over kMaxLine,
+  // `line` holds nothing and too_long() is true.
+  bool next(std::string& line) {
+    line.clear();
+    too_long_ = false;
+    bool any = false;
+    for (;;) {
+      if (pos_ == end_) {
+        in_.read(buf_.data(), std::streamsize(buf_.size()));
+        end_ = std::size_t(in_.gcount());
+        pos_ = 0;
+        if (end_ == 0) return any;
+      }
+      any = true;
+      const char* start = buf_.data() + pos_;
+      const auto* nl = static_cast<const char*>(std::memchr(start, '\n', end_ - pos_));
+      const std::size_t n = nl ? std::size_t(nl - start) : end_ - pos_;
+      too_long_ = too_long_ || line.size() + n > kMaxLine;
+      if (too_long_)
+        line.clear();
+      else
+        line.append(start, n);
+      pos_ += n + (nl ? 1 : 0);
+      if (nl) return true;
+    }
+  }
+  bool too_long() const { return too_long_; }
+
+ private:
+  std::istream& in_;
+  std::vector<char> buf_ = std::vector<char>(1 << 16);
+  std::size_t pos_ = 0, end_ = 0;
+  bool too_long_ = false;
 };
 
 // The event lines of one of our timeline files (one event per line, see core/timeline.h).
@@ -60,15 +116,23 @@ bool read_events(const fs::path& file, FileEvents& out, std::string& error) {
     error = file.string() + ": cannot open";
     return false;
   }
+  LineReader lines(in);
   std::string line;
-  std::getline(in, line);
+  lines.next(line);
   if (line.rfind("{\"displayTimeUnit\"", 0) != 0) {
     error = file.string() + ": not a psrt timeline file";
     return false;
   }
-  while (std::getline(in, line)) {
+  while (lines.next(line)) {
+    if (lines.too_long()) {
+      ++out.too_long;
+      continue;
+    }
     if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF line ends
-    if (line.rfind("{\"ph\":", 0) != 0) continue;               // the footer
+    if (line.rfind("{\"ph\":", 0) != 0) {
+      out.not_events += !line.empty() && line != "]}";  // the footer, a blank line
+      continue;
+    }
     if (!line.empty() && line.back() == ',') line.pop_back();
     if (!whole_object(line)) {  // a line cut short would break the whole trace
       ++out.truncated;
@@ -78,6 +142,20 @@ bool read_events(const fs::path& file, FileEvents& out, std::string& error) {
     out.events.push_back(std::move(line));
   }
   return true;
+}
+
+// What a file's skipped lines were, as one line on stderr (none when it skipped none): the
+// merge goes on without them.
+void say_skipped(const fs::path& file, const FileEvents& got) {
+  std::string what;
+  const auto add = [&](int n, const char* text) {
+    if (n > 0) what += (what.empty() ? "" : ", ") + std::to_string(n) + text;
+  };
+  add(got.truncated, " event line(s) cut short");
+  add(got.too_long, " line(s) over 1 MiB (not an event: NUL bytes of a crash?)");
+  add(got.not_events, " line(s) that are not events");
+  if (what.empty()) return;
+  std::fprintf(stderr, "psrt-timeline: %s: skipped %s\n", file.string().c_str(), what.c_str());
 }
 
 // An output in one of the input folders that is one process's own trace (`merge tl -o
@@ -142,6 +220,55 @@ std::string list_inputs(const std::vector<std::string>& inputs, const std::strin
   return files.empty() ? "no timeline files in the inputs" : "";
 }
 
+// `parts` one after the other to `path`: a regular file (or none yet) whole or not at all, an
+// earlier merge there kept on a failure (core/durable_file.h); a FIFO, a terminal or a device
+// (-o /dev/stdout) as a stream, each write checked. Errors read "PATH: what: strerror". Before,
+// a full disk left a truncated trace in place of the earlier one, and said it was written.
+psrt::Status write_output(const std::string& path,
+                          std::span<const std::span<const uint8_t>> parts) {
+  std::error_code ec;
+  const fs::file_status kind = fs::status(path, ec);
+  if (ec || !fs::exists(kind) || fs::is_regular_file(kind) || fs::is_directory(kind)) {
+    return psrt::write_durably(path, parts);  // which says what is wrong with a folder
+  }
+  const auto failed = [&](const char* what) {
+    return psrt::Status::error(path + ": " + what + ": " + std::strerror(errno));
+  };
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return failed("cannot open");
+  for (const auto bytes : parts) {
+    for (std::size_t done = 0; done < bytes.size();) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        const psrt::Status st = failed("write");
+        ::close(fd);
+        return st;
+      }
+      done += std::size_t(n);
+    }
+  }
+  return ::close(fd) == 0 ? psrt::Status::ok() : failed("close");
+}
+
+// The merged trace of `events` at `path` (write_output).
+psrt::Status write_merge(const std::string& path, const std::deque<std::string>& events) {
+  static constexpr std::string_view kHead = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
+  static constexpr std::string_view kNext = ",\n", kLast = "\n", kFoot = "]}\n";
+  const auto bytes = [](std::string_view text) {
+    return std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+  };
+  std::vector<std::span<const uint8_t>> parts;
+  parts.reserve(2 * events.size() + 2);
+  parts.push_back(bytes(kHead));
+  for (std::size_t i = 0; i < events.size(); ++i) {
+    parts.push_back(bytes(events[i]));
+    parts.push_back(bytes(i + 1 < events.size() ? kNext : kLast));
+  }
+  parts.push_back(bytes(kFoot));
+  return write_output(path, parts);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -186,10 +313,7 @@ int main(int argc, char** argv) {
                    "as it goes\n",
                    f.string().c_str());
     }
-    if (got.truncated > 0) {
-      std::fprintf(stderr, "psrt-timeline: %s: skipped %d event line(s) cut short\n",
-                   f.string().c_str(), got.truncated);
-    }
+    say_skipped(f, got);
     for (auto& e : got.events) {
       if (seen.count(e) != 0) continue;
       events.push_back(std::move(e));
@@ -197,14 +321,8 @@ int main(int argc, char** argv) {
     }
     ++merged;
   }
-  std::ofstream out(output, std::ios::trunc);
-  out << "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
-  for (std::size_t i = 0; i < events.size(); ++i) {
-    out << events[i] << (i + 1 < events.size() ? ",\n" : "\n");
-  }
-  out << "]}\n";
-  if (!out) {
-    std::fprintf(stderr, "psrt-timeline: cannot write %s\n", output.c_str());
+  if (const psrt::Status st = write_merge(output, events); !st) {
+    std::fprintf(stderr, "psrt-timeline: %s\n", st.message().c_str());
     return 2;
   }
   std::printf("psrt-timeline: %zu events from %zu files -> %s\n", events.size(), merged,
