@@ -123,7 +123,10 @@ int main(int argc, char** argv) {
     }
     std::vector<std::pair<uint32_t, double>> scaling;
     for (uint32_t n : sizes) scaling.emplace_back(n, dag_search_ms(n, options));
-    bench::write_outputs(out, rows, scaling);
+    if (const Status st = bench::write_outputs(out, rows, scaling); !st) {
+      std::cerr << "psrt-bench-placement: " << st.message() << "\n";
+      return 1;
+    }
     bench::print_targets(rows, scaling, smoke);
   } catch (const std::exception& e) {
     std::cerr << "psrt-bench-placement: " << e.what() << "\n";

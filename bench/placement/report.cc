@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <map>
-#include <stdexcept>
+#include <span>
+#include <sstream>
+
+#include "core/durable_file.h"
 
 namespace psrt::bench {
 
@@ -77,10 +79,9 @@ void print_case(const std::vector<Row>& rows) {
   }
 }
 
-void write_outputs(const std::string& dir, const std::vector<Row>& rows,
-                   const std::vector<std::pair<uint32_t, double>>& scaling) {
-  std::ofstream csv(dir + "/placement.csv");
-  if (!csv) throw std::runtime_error(dir + "/placement.csv: cannot write");
+Status write_outputs(const std::string& dir, const std::vector<Row>& rows,
+                     const std::vector<std::pair<uint32_t, double>>& scaling) {
+  std::ostringstream csv, dat, chart, gp;
   csv << "model,devices,heterogeneous,placer,feasible,step_ms,peak_memory_bytes,cut_bytes,"
          "search_ms,best,error\n";
   for (const auto& c : cases(rows)) {
@@ -91,7 +92,6 @@ void write_outputs(const std::string& dir, const std::vector<Row>& rows,
           << r->search_ms << ',' << (r == best) << ",\"" << r->error << "\"\n";
     }
   }
-  std::ofstream dat(dir + "/placement_scaling.dat");
   dat << "# nodes netplacer_search_ms\n";
   for (const auto& [n, ms] : scaling) dat << n << ' ' << ms << '\n';
   // Step time relative to NetPlacer per placer, for three models on 4 heterogeneous devices.
@@ -108,7 +108,6 @@ void write_outputs(const std::string& dir, const std::vector<Row>& rows,
       if (r->feasible) ratio[r->placer][r->model] = r->step_ms / np->step_ms;
     }
   }
-  std::ofstream chart(dir + "/placement_chart.dat");
   chart << "# placer, then step time / NetPlacer's for";
   for (const auto& m : chart_models) chart << ' ' << m;
   chart << " on 4 heterogeneous devices (? = infeasible or not run)\n";
@@ -121,7 +120,6 @@ void write_outputs(const std::string& dir, const std::vector<Row>& rows,
     }
     chart << '\n';
   }
-  std::ofstream gp(dir + "/placement.gp");
   gp << "# gnuplot placement.gp -> placement.png: simulated step time per placer relative to\n"
         "# NetPlacer (4 heterogeneous devices) and NetPlacer's search time against graph size.\n"
         "set terminal pngcairo size 1200,500\nset output 'placement.png'\n"
@@ -133,6 +131,17 @@ void write_outputs(const std::string& dir, const std::vector<Row>& rows,
         "set style data linespoints\nset logscale xy\nset xtics norotate\nset yrange [*:*]\n"
         "set title 'NetPlacer search time (ms) vs nodes'\n"
         "plot 'placement_scaling.dat' using 1:2 title 'netplacer'\nunset multiplot\n";
+  // Each file whole or not at all, every write checked: a full disk left four empty files, exit 0.
+  const std::pair<const char*, std::ostringstream*> files[] = {{"placement.csv", &csv},
+                                                               {"placement_scaling.dat", &dat},
+                                                               {"placement_chart.dat", &chart},
+                                                               {"placement.gp", &gp}};
+  for (const auto& [name, text] : files) {
+    const std::string bytes = text->str();
+    const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+    if (Status st = write_durably(dir + "/" + name, std::span(data, bytes.size())); !st) return st;
+  }
+  return Status::ok();
 }
 
 void print_targets(const std::vector<Row>& rows,

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/status.h"
+
 namespace psrt::bench {
 
 struct Row {
@@ -24,9 +26,10 @@ struct Row {
 void print_case(const std::vector<Row>& rows);
 // placement.csv (every row, `best` column), placement_scaling.dat (nodes, search ms) and
 // placement_chart.dat (step time relative to NetPlacer, 4 heterogeneous devices) and
-// placement.gp (a gnuplot script charting both) in `dir`.
-void write_outputs(const std::string& dir, const std::vector<Row>& rows,
-                   const std::vector<std::pair<uint32_t, double>>& scaling);
+// placement.gp (a gnuplot script charting both) in `dir`, each whole or not at all; the first
+// that cannot be written ends it: "PATH: what: strerror".
+Status write_outputs(const std::string& dir, const std::vector<Row>& rows,
+                     const std::vector<std::pair<uint32_t, double>>& scaling);
 // MET / MISSED for the four targets, with the reason wherever a baseline wins.
 void print_targets(const std::vector<Row>& rows,
                    const std::vector<std::pair<uint32_t, double>>& scaling, bool smoke);

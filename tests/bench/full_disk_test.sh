@@ -94,5 +94,10 @@ ok=1
 say "merge of a part file ending in 1 GiB of NUL bytes: skipped and said, in bounded memory" $ok
 rm -f "$dir/tl/worker-1.json.part"
 
+# psrt-bench-placement --out DIR.
+run "${full[@]}" "$bin/psrt-bench-placement" --smoke --out "$dir/bp"
+refused "psrt-bench-placement on a full disk: exit 1" 1 \
+  "$dir/bp/placement.csv: write: File too large" "MET" "$dir/bp/placement.csv" ""
+say "psrt-bench-placement: no file left" $([ -d "$dir/bp" ] && [ -z "$(ls -A "$dir/bp")" ]; echo $?)
 echo "$fails failure(s)"
 [ "$fails" -eq 0 ]
