@@ -3,15 +3,20 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
 #include "bench/transport/psrt_rig.h"
+#include "core/durable_file.h"
 
 namespace psrt::bench {
 
@@ -65,6 +70,58 @@ void measure(std::vector<Point>& points) {
   for (std::size_t i = 0; i < points.size(); ++i) points[i].us = median(us[i]);
 }
 
+// The fit: t = m + c * bytes (us), and its largest relative error.
+struct Fit {
+  double m, c, worst;
+};
+
+// psrt-sim's calibration YAML at `path`: formatted in memory, then written whole or not at all
+// (unchecked fprintf and fclose on a full disk left an empty file and said "wrote"). Returns 0,
+// or 1 with the file and the system's reason on stderr.
+int write_calibration(const std::string& path, bool smoke, Fit fit, const std::string& sizes) {
+  const auto [m, c, worst] = fit;
+  char* text = nullptr;
+  std::size_t size = 0;
+  std::FILE* f = ::open_memstream(&text, &size);
+  if (!f) {
+    std::fprintf(stderr, "psrt-bench-transport: %s: %s\n", path.c_str(), std::strerror(errno));
+    return 1;
+  }
+  char host[256] = "?";
+  ::gethostname(host, sizeof host - 1);
+  const std::time_t now = std::time(nullptr);
+  char when[64];
+  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
+  std::fprintf(
+      f,
+      "# psrt-sim calibration (scheduler/sim/calibration.h): what the runtime pays per\n"
+      "# message and per byte beside the link. Streams of push-and-reply pairs between\n"
+      "# one worker and one server on loopback; least squares (relative errors) t = m + c * bytes\n"
+      "# per pair;"
+      " each side is charged m / 2 per message (push or reply) and c per received byte.\n"
+      "made_by: \"psrt-bench-transport --calibrate%s\"\n"
+      "measured: \"%s on %s (%ld cores online)\"\n"
+      "sizes: \"bytes:us per pair: %s\"\n"
+      "fit: \"m = %.3f us, c = %.5f ns/byte, largest error %.1f%%\"\n"
+      "worker_message_us: %.3f\n"
+      "server_message_us: %.3f\n"
+      "worker_byte_ns: %.5f\n"
+      "server_byte_ns: %.5f\n",
+      smoke ? " --smoke" : "", when, host, ::sysconf(_SC_NPROCESSORS_ONLN), sizes.c_str(), m,
+      c * 1e3, 100 * worst, m / 2, m / 2, c * 1e3, c * 1e3);
+  const int closed = std::fclose(f);
+  const std::unique_ptr<char, decltype(&std::free)> owned(text, &std::free);
+  const Status st =
+      closed != 0 ? Status::error(path + ": formatting: " + std::strerror(errno))
+                  : write_durably(path, std::span(reinterpret_cast<const uint8_t*>(text), size));
+  if (!st) {
+    std::fprintf(stderr, "psrt-bench-transport: %s\n", st.message().c_str());
+    return 1;
+  }
+  std::printf("wrote %s\n", path.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int calibrate(const std::string& path, bool smoke) {
@@ -114,36 +171,7 @@ int calibrate(const std::string& path, bool smoke) {
     std::fprintf(stderr, "psrt-bench-transport: calibration: negative fit (noise?); not written\n");
     return 1;
   }
-  std::FILE* f = std::fopen(path.c_str(), "w");
-  if (!f) {
-    std::fprintf(stderr, "psrt-bench-transport: cannot write %s\n", path.c_str());
-    return 1;
-  }
-  char host[256] = "?";
-  ::gethostname(host, sizeof host - 1);
-  const std::time_t now = std::time(nullptr);
-  char when[64];
-  std::strftime(when, sizeof when, "%Y-%m-%d %H:%M UTC", std::gmtime(&now));
-  std::fprintf(
-      f,
-      "# psrt-sim calibration (scheduler/sim/calibration.h): what the runtime pays per\n"
-      "# message and per byte beside the link. Streams of push-and-reply pairs between\n"
-      "# one worker and one server on loopback; least squares (relative errors) t = m + c * bytes\n"
-               "# per pair;"
-      " each side is charged m / 2 per message (push or reply) and c per received byte.\n"
-      "made_by: \"psrt-bench-transport --calibrate%s\"\n"
-      "measured: \"%s on %s (%ld cores online)\"\n"
-      "sizes: \"bytes:us per pair: %s\"\n"
-      "fit: \"m = %.3f us, c = %.5f ns/byte, largest error %.1f%%\"\n"
-      "worker_message_us: %.3f\n"
-      "server_message_us: %.3f\n"
-      "worker_byte_ns: %.5f\n"
-      "server_byte_ns: %.5f\n",
-      smoke ? " --smoke" : "", when, host, ::sysconf(_SC_NPROCESSORS_ONLN), sizes.c_str(), m,
-      c * 1e3, 100 * worst, m / 2, m / 2, c * 1e3, c * 1e3);
-  std::fclose(f);
-  std::printf("wrote %s\n", path.c_str());
-  return 0;
+  return write_calibration(path, smoke, {m, c, worst}, sizes);
 }
 
 }  // namespace psrt::bench
