@@ -54,13 +54,16 @@ Result<Plan> ask_placer(const std::string& address, const std::string& job_id,
     return Status::error("psrt-placer at " + address + " sent a bad reply: " + err.message);
   }
   if (reply.type() == wire::ERROR) {
-    return Status::error("psrt-placer at " + address + ": " + reply.error().message());
+    return Status::error("psrt-placer at " + address + ": " +
+                         printable(reply.error().message(), 1024));
   }
   if (reply.type() != wire::PLACE_REPLY) {
     return Status::error("psrt-placer at " + address + " answered " +
                          wire::MsgType_Name(reply.type()));
   }
-  return plan_from_reply(reply.place_reply(), request);
+  auto plan = plan_from_reply(reply.place_reply(), request);
+  if (!plan) return Status::error("psrt-placer at " + address + ": " + plan.status().message());
+  return plan;
 }
 
 }  // namespace psrt::placement

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -217,6 +219,24 @@ Result<Plan> plan_from_reply(const wire::PlaceReply& m, const Request& request) 
       m.device_compute_ms_size() != static_cast<int>(k) ||
       m.device_memory_bytes_size() != static_cast<int>(k)) {
     return Status::error("the placer's reply does not match the request's graph and devices");
+  }
+  // What the plan's readers refuse (core/plan_yaml.cc), and a name that is printed: a reply with
+  // NaN times or a name holding escape sequences and newlines was printed as it came (forged log
+  // lines), written, and refused only when read back, blaming placement.placer.
+  const auto time = [](double ms) { return ms >= 0 && ms <= std::numeric_limits<double>::max(); };
+  if (!time(m.step_ms()) || !time(m.search_ms()) ||
+      !std::all_of(m.device_compute_ms().begin(), m.device_compute_ms().end(), time)) {
+    return Status::error(
+        "the placer's reply holds a time that is not one (NaN, negative or "
+        "infinite)");
+  }
+  if (m.cut_bytes() > uint64_t(INT64_MAX)) {
+    return Status::error("the placer's reply says " + std::to_string(m.cut_bytes()) +
+                         " bytes cut, more than any plan holds");
+  }
+  if (m.placer().size() > 64 || printable(m.placer(), 64) != m.placer()) {
+    return Status::error("the placer's reply names its placer '" + printable(m.placer(), 64) +
+                         "': not a name (printable ASCII, at most 64 bytes)");
   }
   Plan plan;
   plan.model = request.model.name;

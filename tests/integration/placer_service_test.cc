@@ -4,6 +4,7 @@
 // same plan as the library in-process. psrt-place asks it and writes a plan psrt-sim prices.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -163,6 +164,18 @@ TEST_CASE("psrt-placer answers bad requests with errors and still serves a good 
   for (int i = 0; i < 6; ++i) CHECK(reply.device_of_layer(i) == local->device_of_layer[i]);
   CHECK(reply.step_ms() == Approx(local->step_ms));
   CHECK(reply.device_memory_bytes_size() == 2);
+  // A reply whose times are none, or whose name holds escapes and a newline, was printed as it
+  // came (forged log lines) and written, refused only when read back (a wire probe's placer).
+  CHECK(placement::plan_from_reply(reply, r));
+  for (int fault = 0; fault < 3; ++fault) {
+    wire::PlaceReply bad = reply;
+    if (fault == 0) bad.set_step_ms(std::nan(""));
+    if (fault == 1) bad.set_device_compute_ms(0, -1);
+    if (fault == 2) bad.set_placer("fake\x1b[31m\nforged line");
+    const auto refused = placement::plan_from_reply(bad, r);
+    REQUIRE_FALSE(refused);
+    CHECK_THAT(refused.status().message(), Catch::Contains(fault == 2 ? "not a name" : "not one"));
+  }
 
   // The client library, and psrt-place writing a plan that psrt-sim prices.
   const auto asked = placement::ask_placer(ep, "placejob", r, 30);
