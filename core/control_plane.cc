@@ -47,6 +47,13 @@ void ControlPlane::on_bad(const wire::Header& h, const WireError& err) {
                     " serves another job: check job.id");
     return;
   }
+  // The coordinator (whatever listens at its address) speaks another protocol: every message
+  // was dropped, and the process ended blaming silence ("nothing answered there").
+  if (err.code == ErrorCode::kVersion) {
+    events_.refused("the coordinator at " + cluster_.coordinator + " speaks another protocol: " +
+                    err.message + "; every process of a job must run the same psrt release");
+    return;
+  }
   messenger_.metrics().error(error_code_name(err.code));
   messenger_.log().warn("bad message", "ignored a bad message from " +
                                            messenger_.name(link_) + ": " + err.message);

@@ -240,7 +240,11 @@ Clock::time_point Server::coordinator_tick(Clock::time_point now) {
                : registered   ? " (registered, but its start did not end: a large model's "
                                 "building and initial values may need a longer "
                                 "cluster.start_timeout_s)"
-                              : ""));
+                              : "") +
+              (version_refused_.empty()
+                   ? ""
+                   : "; a process was refused for its protocol version: " + version_refused_ +
+                         ": every process of a job must run the same psrt release"));
   }
   return liveness_.next_heartbeat();
 }

@@ -252,6 +252,9 @@ class Server {
   std::vector<uint64_t> finished_ids_;  // finish_updates()'s, reused (UpdatePool::take_finished)
   bool have_membership_ = false;
   bool started_ = false;
+  // The first process refused before the start for its protocol version, and why: the start
+  // deadline named it as never come, not as another release.
+  std::string version_refused_;
   bool done_ = false;
   std::mutex stop_mu_;  // guards the three below (request_stop)
   std::atomic<bool> stop_pending_{false};  // stop_why_ is set: tick() takes the lock only then

@@ -20,7 +20,18 @@ PeerId peer_of(const std::string& identity) {
 
 void Server::register_handlers() {
   messenger_.on_bad(router_, [this](const std::string& identity, const wire::Header&,
-                                    const WireError& e) { reply_error(identity, nullptr, e); });
+                                    const WireError& e) {
+    if (e.code == ErrorCode::kVersion && !started_ && version_refused_.empty()) {
+      const PeerId from = peer_of(identity);
+      // Built by appending: GCC 12 warns (-Wrestrict) at "'" + std::string.
+      std::string who = from.role == wire::ROLE_UNSPECIFIED ? printable(identity) : describe(from);
+      who += " (";
+      who += e.message;
+      who += ")";
+      version_refused_ = std::move(who);
+    }
+    reply_error(identity, nullptr, e);
+  });
   messenger_.admit(router_, [this](Inbound& m) { return admit(m); });
   const auto tensor = [this](Inbound& m) {
     on_tensor(m.identity, peer_of(m.identity), m.header, m.payload);

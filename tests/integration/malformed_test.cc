@@ -275,6 +275,24 @@ TEST_CASE("a registration the server cannot serve is refused and the server carr
   shutdown_and_exit(w, s);
 }
 
+// A process of another release registering: the start deadline said only "never came: worker 0".
+TEST_CASE("a registration in another protocol version is named when the start never ends",
+          "[integration][malformed]") {
+  std::string yaml = raw_job_yaml();
+  yaml.replace(yaml.find("start_timeout_s: 60"), 19, "start_timeout_s: 2");
+  ServerProc s(yaml);
+  zmq::context_t ctx(1);
+  RawClient w(ctx, s.endpoint, "w0", kW0);
+  wire::Header reg = register_header(w, kSizes);
+  reg.set_version(reg.version() + 1);
+  w.send(reg);
+  expect_error(w, ErrorCode::kVersion);
+  REQUIRE(s.proc->wait_exit(30).has_value());
+  CHECK_THAT(s.proc->output(),
+             Catch::Contains("never came: worker 0") &&
+                 Catch::Contains("refused for its protocol version: worker 0 (protocol version"));
+}
+
 // Worker 0's grouping choice after online trials (Header.grouping_choice / grouping_from): the
 // server relays the last one it received on every PARAMS it sends after, whatever the value
 // (the workers check it), and carries on.

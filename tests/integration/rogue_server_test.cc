@@ -304,3 +304,24 @@ TEST_CASE_METHOD(RogueStart, "a connection that drops before the server's first 
   (void)fake.next();  // worker 0's first INIT: its connection is up; no ACK comes
   drop_connection();
 }
+
+// A coordinator of another release (another protocol version) at the coordinator's address: every
+// message was dropped as bad, and the worker ended blaming silence ("nothing answered there").
+TEST_CASE("a worker whose coordinator speaks another protocol version says so",
+          "[integration][lost]") {
+  const std::string dir = temp_dir("rogue-version");
+  write_file(dir + "/two.yaml", kProfile);
+  write_file(dir + "/job.yaml", job_yaml(dir + "/two.yaml"));
+  zmq::context_t ctx;
+  FakeServer coordinator(ctx);
+  Proc worker("worker", {bin("psrt-worker"), "--config", dir + "/job.yaml", "--set",
+                         "cluster.coordinator=" + coordinator.endpoint});
+  REQUIRE(coordinator.next().type() == wire::REGISTER);
+  wire::Header refusal = make_header({wire::SERVER, 0, "rogue"}, wire::ERROR);
+  refusal.set_version(refusal.version() + 1);
+  coordinator.send(refusal);
+  const auto rc = worker.wait_exit(30);
+  INFO(worker.output());
+  CHECK(rc == std::optional<int>(2));
+  CHECK_THAT(worker.output(), Catch::Contains("speaks another protocol: protocol version"));
+}
