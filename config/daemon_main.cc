@@ -3,6 +3,9 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <csignal>
 #include <cstdio>
@@ -118,9 +121,13 @@ int daemon_main(int argc, char** argv, const std::string& role,
     loaded = config;
     body(config, args);
     // The results go to stdout (PSRT_RESULT, the accuracy): on a full disk they were lost and
-    // the process exited 0.
+    // the process exited 0. A pipe whose reader went away (`| head`, psrt-launch stopping) is
+    // the reader's choice, not a loss: the job still ends 0 there.
     const bool flushed = std::fflush(stdout) == 0;
-    if (!flushed || std::ferror(stdout)) {
+    struct stat out {};
+    const bool to_pipe = ::fstat(STDOUT_FILENO, &out) == 0 &&
+                         (S_ISFIFO(out.st_mode) || S_ISSOCK(out.st_mode));
+    if (!to_pipe && (!flushed || std::ferror(stdout))) {
       const std::string why =
           flushed ? "a write failed (a full disk or a file-size limit?)" : std::strerror(errno);
       std::fprintf(stderr,
