@@ -185,4 +185,9 @@ TEST_CASE("psrt-launch whose stdout cannot be written says so and fails", "[inte
   CHECK(rc == 1);
   CHECK_THAT(launch.output(), Catch::Contains("could not be written to stdout (a full disk?), "
                                               "the job's results among them"));
+  // With `2>&1` (one queue, no stderr of its own to say it on) the launch exited 0, its results
+  // gone: it fails the same, silently.
+  auto both = bash("exec " + test::bin("psrt-launch") + " " + cfg + " > /dev/full 2>&1");
+  CHECK(both.wait_exit(60) == 1);
+  CHECK(test::processes_with(cfg).empty());
 }

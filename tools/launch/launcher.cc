@@ -144,29 +144,39 @@ int Launcher::finish(int rc) {
            "--output-buffer-kib holds more; or a write failed)";
   }
   say(rc != 0, "psrt-launch: " + end);
-  // Stdout that could not be written (a full disk) lost the job's results: said on stderr, and
-  // the launch fails, where it exited 0 with them gone.
-  if (const uint64_t failed = out_->failed_lines(); failed > 0 && err_own_) {
-    say(true, "psrt-launch: " + std::to_string(failed) + " lines could not be written to "
-                  "stdout (a full disk?), the job's results among them");
-    if (rc == 0) rc = 1;
-  }
   // After Ctrl-C the user wants the prompt back: a second for the reader, not more.
   const std::optional<Clock::time_point> deadline =
       stopped_by_signal_ ? std::optional(after<Clock>(1.0)) : std::nullopt;
+  const bool drained = drain(deadline);
+  // Stdout that could not be written (a full disk) lost the job's results: the launch fails,
+  // where it exited 0 with them gone. Counted once every line was tried (a file-size limit
+  // fails the last lines only); said on stderr where that is another file: with `2>&1` the
+  // launch failed silently, exit 0.
+  if (const uint64_t failed = out_->failed_lines(); failed > 0) {
+    if (err_own_) {
+      say(true, "psrt-launch: " + std::to_string(failed) + " lines could not be written to " +
+                    "stdout (a full disk?), the job's results among them");
+      if (drained) drain(deadline);
+    }
+    if (rc == 0) rc = 1;
+  }
+  return rc;
+}
+
+bool Launcher::drain(std::optional<Clock::time_point> deadline) {
   while (!out_->idle() || !err_->idle()) {
     int timeout_ms = -1;
     if (deadline) {
       const auto left = *deadline - Clock::now();
-      if (left <= Clock::duration::zero()) break;
+      if (left <= Clock::duration::zero()) return false;
       timeout_ms = int(std::chrono::duration_cast<std::chrono::milliseconds>(left).count()) + 1;
     }
     std::vector<pollfd> fds = own_fds();
     ::poll(fds.data(), fds.size(), timeout_ms);
-    if ((fds[0].revents & POLLIN) && read_signals() != 0) break;  // a signal: stop waiting
+    if ((fds[0].revents & POLLIN) && read_signals() != 0) return false;  // a signal: stop waiting
     consume_queue_events();
   }
-  return rc;
+  return true;
 }
 
 void Launcher::spawn(const std::string& bin, const std::string& role, int rank,

@@ -39,6 +39,8 @@ class Launcher {
 
   // The launch's own lines: never dropped (why the job stopped, how it ended).
   void say(bool err, const std::string& line);
+  // Waits until the reader has taken the output; false if `deadline` or a signal came first.
+  bool drain(std::optional<Clock::time_point> deadline);
   void spawn(const std::string& bin, const std::string& role, int rank,
              const std::vector<std::string>& extra);
   bool all_done();
