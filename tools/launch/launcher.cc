@@ -124,9 +124,12 @@ int Launcher::run(const Config& config) {
   }
   if (!stopping_) {
     const std::vector<std::string> extra{"--set", "cluster.coordinator=" + endpoint_};
-    for (int s = 1; s < config.cluster.servers && !stopping_; ++s)
+    // Between two starts, a signal or an exit that came meanwhile: the launch stopped only once
+    // it had started every process (a SIGTERM at 1024 x 1024 took minutes, a failed server 0
+    // had hundreds of workers started after it).
+    for (int s = 1; s < config.cluster.servers && take_pending(); ++s)
       spawn(bin_dir_ + "/psrt-server", "server", s, extra);
-    for (int w = 0; w < config.cluster.workers && !stopping_; ++w)
+    for (int w = 0; w < config.cluster.workers && take_pending(); ++w)
       spawn(bin_dir_ + "/psrt-worker", "worker", w, extra);
   }
   while (!all_done()) step(kill_at_ || term_at_ ? 100 : 1000);
@@ -196,6 +199,12 @@ void Launcher::spawn(const std::string& bin, const std::string& role, int rank,
                   "; stopping the others");
     stop(1, 0);
   }
+}
+
+bool Launcher::take_pending() {
+  std::vector<pollfd> fds = own_fds();
+  if (!stopping_ && ::poll(fds.data(), fds.size(), 0) > 0) step(0);
+  return !stopping_;
 }
 
 bool Launcher::all_done() {

@@ -1,6 +1,7 @@
 // psrt-launch's run of a job: starts server 0, the other servers and the workers once server 0
 // listens, prints their lines prefixed with role and rank, and stops everyone when one fails, on
-// Ctrl-C (SIGINT, SIGTERM, SIGHUP, SIGQUIT) or when its own reader goes away. One thread reads the
+// Ctrl-C (SIGINT, SIGTERM, SIGHUP, SIGQUIT) or when its own reader goes away, also while it is
+// still starting processes. One thread reads the
 // children's pipes and the signals; the output goes through queues written by threads of their
 // own, so that a reader who stops reading stalls no process of the job.
 #pragma once
@@ -43,6 +44,9 @@ class Launcher {
   bool drain(std::optional<Clock::time_point> deadline);
   void spawn(const std::string& bin, const std::string& role, int rank,
              const std::vector<std::string>& extra);
+  // Takes a signal, an exit or a reader gone that came since the last look, without waiting
+  // (SIGCHLD comes through the signal descriptor). False once the launch is stopping.
+  bool take_pending();
   bool all_done();
   void stop(int rc, double term_delay_s);
   void signal_stop();

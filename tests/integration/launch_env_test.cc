@@ -1,0 +1,84 @@
+// psrt-launch under what its environment does to it: a stop while it still starts processes.
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "tests/integration/proc_util.h"
+
+using namespace psrt;
+
+namespace {
+
+std::string tiny_replay() {
+  return "model: {backend: replay, profile: " +
+         test::source("tests/integration/data/tiny_profile.yaml") + "}\n";
+}
+
+// A job of `workers` workers and `iterations` iterations in `dir`; `extra` adds sections.
+std::string job(const std::string& dir, int workers, int iterations,
+                const std::string& extra = "") {
+  const std::string cfg = dir + "/job.yaml";
+  test::write_file(cfg, "job: {id: launchenv, iterations: " + std::to_string(iterations) +
+                            ", log_every: 0}\n"
+                            "cluster: {servers: 1, workers: " +
+                            std::to_string(workers) + ", heartbeat_s: 0.2}\n" + tiny_replay() +
+                            extra);
+  return cfg;
+}
+
+// `command` run by bash.
+test::Proc bash(const std::string& command) {
+  return test::Proc("bash", {"/bin/bash", "-c", command});
+}
+
+void write_script(const std::string& path, const std::string& body) {
+  test::write_file(path, "#!/bin/bash\n" + body);
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+}
+
+std::size_t lines_in(const std::string& path) {
+  std::ifstream in(path);
+  std::size_t n = 0;
+  for (std::string line; std::getline(in, line);) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("psrt-launch stops starting processes at a stop signal or a failed process",
+          "[integration]") {
+  // It looked at signals and exits only once it had started every process: a SIGTERM at
+  // 1024 x 1024 took minutes, and a failed process had all the others started after it. Here
+  // psrt-launch runs stand-ins beside it: a server 0 that says where it listens, and workers
+  // that count themselves, worker 0 then signalling the launch (or failing).
+  const std::string dir = test::temp_dir("launchenv");
+  std::filesystem::copy_file(test::bin("psrt-launch"), dir + "/psrt-launch");
+  // exec -a: their command lines keep the job file's path, which processes_with looks for.
+  write_script(dir + "/psrt-server",
+               "echo PSRT_LISTENING tcp://127.0.0.1:1\nexec -a \"$0 $*\" sleep 600\n");
+  write_script(dir + "/psrt-worker", "echo started >> " + dir +
+                                         "/started\n"
+                                         "case \" $* \" in *\" --rank 0 \"*)\n"
+                                         "  [ \"$FAKE\" = fail ] && exit 3\n"
+                                         "  kill -TERM $PPID;;\n"
+                                         "esac\n"
+                                         "exec -a \"$0 $*\" sleep 600\n");
+  const int workers = 200;
+  const std::string cfg = job(dir, workers, 5);
+  for (const auto& [fake, code] : {std::pair{"term", 128 + SIGTERM}, std::pair{"fail", 3}}) {
+    INFO(fake);
+    std::filesystem::remove(dir + "/started");
+    auto launch = bash(std::string("FAKE=") + fake + " exec " + dir + "/psrt-launch " + cfg);
+    const auto rc = launch.wait_exit(120);
+    INFO(launch.output());
+    CHECK(rc == code);
+    const std::size_t started = lines_in(dir + "/started");
+    CHECK(started >= 1);
+    CHECK(started < workers / 2);  // those started while worker 0 ran its first lines
+    CHECK(test::processes_with(cfg).empty());
+  }
+}
