@@ -16,7 +16,8 @@
 
 namespace psrt {
 
-Process::Process(std::string name, const std::vector<std::string>& argv) : name_(std::move(name)) {
+Process::Process(std::string name, const std::vector<std::string>& argv, Interrupt interrupt)
+    : name_(std::move(name)) {
   int out[2], err[2];
   if (::pipe2(out, O_CLOEXEC) != 0 || ::pipe2(err, O_CLOEXEC) != 0) {
     throw std::runtime_error("pipe: " + std::string(std::strerror(errno)));
@@ -33,8 +34,16 @@ Process::Process(std::string name, const std::vector<std::string>& argv) : name_
     if (::getppid() != parent) ::_exit(127);
     // The launcher blocks INT/TERM/CHLD/HUP for its signalfd; both the mask and the dispositions
     // survive exec, so the daemon gets the defaults back (else SIGTERM stays pending for good).
-    for (int sig : {SIGTERM, SIGCHLD, SIGHUP, SIGPIPE, SIGQUIT}) ::signal(sig, SIG_DFL);
-    ::signal(SIGINT, SIG_IGN);  // Ctrl-C is the launcher's to handle; it stops us with SIGTERM
+    // A hangup or quit the parent ignores (nohup) stays ignored: a group-wide SIGHUP ended the
+    // daemons of a `nohup psrt-launch`.
+    for (int sig : {SIGTERM, SIGCHLD, SIGPIPE}) ::signal(sig, SIG_DFL);
+    for (int sig : {SIGHUP, SIGQUIT}) {
+      struct sigaction action {};
+      if (::sigaction(sig, nullptr, &action) == 0 && action.sa_handler != SIG_IGN) {
+        ::signal(sig, SIG_DFL);
+      }
+    }
+    ::signal(SIGINT, interrupt == Interrupt::kIgnore ? SIG_IGN : SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);

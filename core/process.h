@@ -17,7 +17,15 @@ class Process {
   using LineFn = std::function<void(const std::string& line)>;
   using MatchFn = std::function<bool(const std::string& line)>;
 
-  Process(std::string name, const std::vector<std::string>& argv);
+  // What the child does with SIGINT: kIgnore for a daemon of psrt-launch's (Ctrl-C is the
+  // launch's to take; it stops them with SIGTERM), kDefault as from a terminal (a launch a test
+  // starts, which keeps ignoring a SIGINT it inherits ignored, as in a script's background job).
+  enum class Interrupt { kIgnore, kDefault };
+
+  // The child starts with no signal blocked, SIGINT as `interrupt` says, and the other signals
+  // at their defaults, except a SIGHUP or SIGQUIT the parent ignores (nohup).
+  Process(std::string name, const std::vector<std::string>& argv,
+          Interrupt interrupt = Interrupt::kIgnore);
   ~Process();
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;

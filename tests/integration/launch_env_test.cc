@@ -1,4 +1,5 @@
-// psrt-launch under what its environment does to it: a stop while it still starts processes.
+// psrt-launch under what its environment does to it: a stop while it still starts processes, the
+// signals it inherited as ignored (nohup).
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -81,4 +82,26 @@ TEST_CASE("psrt-launch stops starting processes at a stop signal or a failed pro
     CHECK(started < workers / 2);  // those started while worker 0 ran its first lines
     CHECK(test::processes_with(cfg).empty());
   }
+}
+
+TEST_CASE("a stop signal psrt-launch inherited as ignored stays ignored, by its processes too",
+          "[integration]") {
+  // `nohup psrt-launch`: the hangup still stopped the job ("stopping every process", exit 129),
+  // and the daemons had SIGHUP back at its default: a hangup of the group ended them too. The
+  // same for SIGINT, which a script's background job ignores.
+  const std::string cfg = job(test::temp_dir("launchenv"), 1, 500);
+  // setsid: a process group of the launch's own, which the test signals as a terminal would.
+  auto launch = bash("trap '' HUP INT; exec setsid " + test::bin("psrt-launch") + " " + cfg);
+  REQUIRE(launch.wait_line("training tiny", 60));
+  const pid_t pid = launch.child().pid();
+  for (int sig : {SIGHUP, SIGINT}) {
+    ::kill(pid, sig);
+    ::kill(-pid, sig);
+  }
+  const auto rc = launch.wait_exit(120);
+  INFO(launch.output());
+  CHECK(rc == 0);
+  CHECK_THAT(launch.output(), !Catch::Contains("stopping every process"));
+  CHECK_THAT(launch.output(), Catch::Contains("PSRT_RESULT iterations=500 "));
+  CHECK(test::processes_with(cfg).empty());
 }

@@ -112,7 +112,6 @@ TEST_CASE("a server sent SIGHUP ends the job naming it", "[integration][lost]") 
   c.stop_and_check(1, SIGHUP, "SIGHUP", "server 1 gave up: stopped by SIGHUP");
 }
 
-// (SIGINT is ignored here: these processes are started as psrt-launch starts its children.)
 TEST_CASE("a coordinator sent SIGTERM ends the job naming it", "[integration][lost]") {
   Cluster c(kLongPeerTimeout);
   c.stop_and_check(0, SIGTERM, "SIGTERM", "server 0 gave up: stopped by SIGTERM");

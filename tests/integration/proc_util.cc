@@ -15,7 +15,7 @@
 namespace psrt::test {
 
 Proc::Proc(std::string name, std::vector<std::string> argv)
-    : child_(std::make_unique<Process>(std::move(name), argv)) {}
+    : child_(std::make_unique<Process>(std::move(name), argv, Process::Interrupt::kDefault)) {}
 
 bool Proc::wait_line(const std::string& text, double seconds) {
   if (output_.find(text) != std::string::npos) return true;

@@ -17,6 +17,8 @@ namespace psrt::test {
 
 class Proc {
  public:
+  // SIGINT at its default, as from a terminal, whatever the test runner ignores (a psrt-launch
+  // that inherits it ignored keeps ignoring it).
   Proc(std::string name, std::vector<std::string> argv);
   // Reads output until a line containing `text` appears; false at the deadline or exit.
   bool wait_line(const std::string& text, double seconds);

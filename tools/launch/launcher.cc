@@ -18,10 +18,18 @@ namespace {
 // returns a descriptor to read them from. Output to a reader that went away (`psrt-launch job.yaml
 // | head`) stops the job and cleans up, where the signal's default action left the children to
 // fail on their own and the job's secret on disk.
+// A stop signal this launch inherited as ignored stays so (SIGHUP under nohup, SIGINT in a
+// background job of a script): a blocked signal reaches the signalfd even when ignored, and
+// `nohup psrt-launch` was stopped by a hangup. Its children inherit the ignoring (core/process.h).
 int open_signal_fd() {
   sigset_t mask;
   sigemptyset(&mask);
-  for (int sig : {SIGINT, SIGTERM, SIGCHLD, SIGHUP, SIGQUIT, SIGPIPE}) sigaddset(&mask, sig);
+  for (int sig : {SIGTERM, SIGCHLD, SIGPIPE}) sigaddset(&mask, sig);
+  for (int sig : {SIGINT, SIGHUP, SIGQUIT}) {
+    struct sigaction action {};
+    if (::sigaction(sig, nullptr, &action) == 0 && action.sa_handler == SIG_IGN) continue;
+    sigaddset(&mask, sig);
+  }
   sigprocmask(SIG_BLOCK, &mask, nullptr);
   // Output past a file-size limit (ulimit -f; `psrt-launch ... > big.log`) fails the write,
   // which the launch reports: the default action killed it and the job with it. The daemons

@@ -1,7 +1,7 @@
 // psrt-launch's run of a job: starts server 0, the other servers and the workers once server 0
 // listens, prints their lines prefixed with role and rank, and stops everyone when one fails, on
-// Ctrl-C (SIGINT, SIGTERM, SIGHUP, SIGQUIT) or when its own reader goes away, also while it is
-// still starting processes. One thread reads the
+// Ctrl-C (SIGINT, SIGTERM, SIGHUP, SIGQUIT; those it inherited ignored stay so) or when its own
+// reader goes away, also while it is still starting processes. One thread reads the
 // children's pipes and the signals; the output goes through queues written by threads of their
 // own, so that a reader who stops reading stalls no process of the job.
 #pragma once
