@@ -1,5 +1,5 @@
 // psrt-launch under what its environment does to it: a stop while it still starts processes, the
-// signals it inherited as ignored (nohup).
+// signals it inherited as ignored (nohup), a TMPDIR it cannot use, a file-size limit.
 #include <catch2/catch.hpp>
 
 #include <signal.h>
@@ -104,4 +104,44 @@ TEST_CASE("a stop signal psrt-launch inherited as ignored stays ignored, by its 
   CHECK_THAT(launch.output(), !Catch::Contains("stopping every process"));
   CHECK_THAT(launch.output(), Catch::Contains("PSRT_RESULT iterations=500 "));
   CHECK(test::processes_with(cfg).empty());
+}
+
+TEST_CASE("psrt-launch names a TMPDIR it cannot use, before it starts anything", "[integration]") {
+  // placement.plan: auto ended in std::terminate (temp_directory_path's filesystem_error) once
+  // the placer had started; security.curve said "filesystem error" and named no TMPDIR.
+  const std::string dir = test::temp_dir("launchenv");
+  const std::string cfg = job(dir, 1, 3,
+                              "placement:\n  plan: auto\n  micro_batches: 2\n"
+                              "  devices: [{name: a, memory_gib: 1, gflops: 100}, "
+                              "{name: b, memory_gib: 1, gflops: 50}]\n");
+  test::write_file(dir + "/file", "");
+  for (const std::string& tmpdir : {dir + "/nowhere", dir + "/file"}) {
+    const std::string why = tmpdir == dir + "/file" ? ": not a folder" : ": No such file";
+    for (const char* set : {"placement.plan=auto", "security.curve=true"}) {
+      INFO(tmpdir << " " << set);
+      auto launch = bash("TMPDIR=" + tmpdir + " exec " + test::bin("psrt-launch") + " " + cfg +
+                         " --set " + set);
+      CHECK(launch.wait_exit(60) == 2);
+      INFO(launch.output());
+      CHECK_THAT(launch.output(), Catch::Contains("TMPDIR=" + tmpdir + why));
+      CHECK_THAT(launch.output(), !Catch::Contains("terminate"));
+    }
+  }
+}
+
+TEST_CASE("psrt-launch that cannot write the job's secret says why and leaves no folder",
+          "[integration]") {
+  // A full disk: "short write", and a psrt-launch-XXXXXX/ with an empty job.secret left behind
+  // each try. A file-size limit of 0 fails the write as a full disk does (and its SIGXFSZ
+  // killed the launch, the folder left as well).
+  const std::string dir = test::temp_dir("launchenv");
+  const std::string cfg = job(dir, 1, 3, "security: {curve: true}\n");
+  std::filesystem::create_directories(dir + "/tmp");
+  auto launch =
+      bash("ulimit -f 0; TMPDIR=" + dir + "/tmp exec " + test::bin("psrt-launch") + " " + cfg);
+  CHECK(launch.wait_exit(60) == 2);
+  INFO(launch.output());
+  CHECK_THAT(launch.output(), Catch::Contains("cannot write the job's secret: ") &&
+                                  Catch::Contains("job.secret: File too large"));
+  CHECK(std::filesystem::is_empty(dir + "/tmp"));
 }

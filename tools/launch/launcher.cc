@@ -31,10 +31,6 @@ int open_signal_fd() {
     sigaddset(&mask, sig);
   }
   sigprocmask(SIG_BLOCK, &mask, nullptr);
-  // Output past a file-size limit (ulimit -f; `psrt-launch ... > big.log`) fails the write,
-  // which the launch reports: the default action killed it and the job with it. The daemons
-  // ignore it too (config/daemon_main.cc).
-  ::signal(SIGXFSZ, SIG_IGN);
   return signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 

@@ -26,27 +26,12 @@
 #include "tools/launch/launcher.h"
 #include "tools/launch/model_check.h"
 #include "tools/launch/plan_step.h"
+#include "tools/launch/temp_folder.h"
 
 namespace {
 
 std::string self_dir() {
   return std::filesystem::canonical("/proc/self/exe").parent_path().string();
-}
-
-// A directory of mode 0700 holding "job.secret": 32 random bytes, mode 0600.
-std::string write_job_secret() {
-  std::string dir = (std::filesystem::temp_directory_path() / "psrt-launch-XXXXXX").string();
-  if (!::mkdtemp(dir.data())) throw std::runtime_error(std::strerror(errno));
-  const std::string path = dir + "/job.secret";
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) throw std::runtime_error(path + ": " + std::strerror(errno));
-  std::random_device rd;
-  uint32_t words[8];
-  for (auto& w : words) w = rd();
-  const bool ok = ::write(fd, words, sizeof words) == ssize_t(sizeof words);
-  ::close(fd);
-  if (!ok) throw std::runtime_error(path + ": short write");
-  return dir;
 }
 
 // Removes the job's secret folder however the launch ends.
@@ -59,6 +44,33 @@ struct SecretDir {
     path.clear();
   }
 };
+
+// Into `secret`, a directory of mode 0700 holding "job.secret": 32 random bytes, mode 0600.
+// Throws naming what failed, the folder then removed with `secret` (a full disk left one
+// psrt-launch-XXXXXX/ with an empty job.secret behind each try, and said only "short write").
+void write_job_secret(SecretDir& secret) {
+  std::string dir = psrt::launch::temp_folder() + "/psrt-launch-XXXXXX";
+  if (!::mkdtemp(dir.data())) throw std::runtime_error(dir + ": " + std::strerror(errno));
+  secret.path = dir;
+  const std::string path = dir + "/job.secret";
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) throw std::runtime_error(path + ": " + std::strerror(errno));
+  std::random_device rd;
+  uint32_t words[8];
+  for (auto& w : words) w = rd();
+  const auto* bytes = reinterpret_cast<const char*>(words);
+  int error = 0;
+  for (std::size_t done = 0; done < sizeof words && error == 0;) {
+    const ssize_t n = ::write(fd, bytes + done, sizeof words - done);
+    if (n > 0) {
+      done += std::size_t(n);
+    } else if (n == 0 || errno != EINTR) {
+      error = n == 0 ? EIO : errno;
+    }
+  }
+  if (::close(fd) != 0 && error == 0) error = errno;  // a late write error (NFS)
+  if (error != 0) throw std::runtime_error(path + ": " + std::strerror(error));
+}
 
 // placement.plan: auto: psrt-placer's plan, checked as every worker will lay it out, its path
 // added to `sets`. Returns the exit code of a failure (0: none).
@@ -81,6 +93,9 @@ int auto_plan(const psrt::Config& config, const std::string& config_path,
   } catch (const psrt::ConfigError& e) {
     std::fprintf(stderr, "psrt-launch: %s\n", e.what());
     return 2;
+  } catch (const std::exception& e) {  // the placer or psrt-place could not start: std::terminate
+    std::fprintf(stderr, "psrt-launch: placement: %s\n", e.what());
+    return 1;
   }
   return 0;
 }
@@ -142,6 +157,10 @@ int load_job(const std::string& config_path, const std::vector<std::string>& set
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Output past a file-size limit (ulimit -f; `psrt-launch ... > big.log`) fails the write,
+  // which the launch reports: the default action killed it and the job with it, or left the
+  // job's secret behind. The daemons ignore it too (config/daemon_main.cc).
+  ::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"psrt-launch: run a psrt job's servers and workers on this machine"};
   std::string config_path;
   std::vector<std::string> sets;
@@ -193,7 +212,7 @@ int main(int argc, char** argv) {
   SecretDir secret_dir;
   if (config.security.curve && config.security.secret_file.empty()) {
     try {
-      secret_dir.path = write_job_secret();
+      write_job_secret(secret_dir);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "psrt-launch: cannot write the job's secret: %s\n", e.what());
       return 2;

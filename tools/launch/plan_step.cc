@@ -11,8 +11,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include "core/durable_file.h"
-#include "core/status.h"
 #include "core/process.h"
+#include "core/status.h"
+#include "tools/launch/temp_folder.h"
 
 namespace psrt::launch {
 
@@ -49,6 +50,11 @@ void await_success(Process& c, double seconds) {
 std::string make_plan(const Config& config, const std::string& config_path,
                       const std::vector<std::string>& sets, const std::string& bin_dir) {
   const double timeout = config.cluster.start_timeout_s;
+  // file_safe_id: a '/' in job.id named a folder that is not there. The folder is checked before
+  // the placer starts.
+  const auto plan =
+      std::filesystem::path(temp_folder()) /
+      ("psrt-" + file_safe_id(config.job.id) + "-" + std::to_string(::getpid()) + "-plan.yaml");
   std::unique_ptr<Process> placer;
   std::string address = config.placement.address;
   if (address.empty()) {
@@ -60,10 +66,6 @@ std::string make_plan(const Config& config, const std::string& config_path,
                                            "--max-search-s", limit});
     address = await_prefix(*placer, "PSRT_LISTENING ", timeout);
   }
-  // file_safe_id: a '/' in job.id named a folder that is not there.
-  const auto plan = std::filesystem::temp_directory_path() /
-                    ("psrt-" + file_safe_id(config.job.id) + "-" + std::to_string(::getpid()) +
-                     "-plan.yaml");
   // psrt-place gives up first, naming the placer's address (its default wait is 60 s).
   std::vector<std::string> argv{bin_dir + "/psrt-place", "--config", config_path,
                                 "--placer-address", address, "--out", plan.string(),

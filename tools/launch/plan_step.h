@@ -10,7 +10,8 @@
 
 namespace psrt::launch {
 
-// Throws JobError naming the step that failed (the placer did not start, no plan fits).
+// Throws JobError naming the step that failed (the placer did not start, no plan fits);
+// ConfigError for a TMPDIR it cannot write the plan in, before it starts anything.
 std::string make_plan(const Config& config, const std::string& config_path,
                       const std::vector<std::string>& sets, const std::string& bin_dir);
 // With placement.mode model | hybrid: throws ConfigError naming placement.partitions when the
