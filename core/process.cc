@@ -34,12 +34,14 @@ Process::Process(std::string name, const std::vector<std::string>& argv, Interru
     if (::getppid() != parent) ::_exit(127);
     // The launcher blocks INT/TERM/CHLD/HUP for its signalfd; both the mask and the dispositions
     // survive exec, so the daemon gets the defaults back (else SIGTERM stays pending for good).
-    // A hangup or quit the parent ignores (nohup) stays ignored: a group-wide SIGHUP ended the
-    // daemons of a `nohup psrt-launch`.
+    // A hangup or quit the launcher ignores (nohup) stays ignored by its daemons (kIgnore): a
+    // group-wide SIGHUP ended those of a `nohup psrt-launch`. kDefault starts as from a
+    // terminal: a test run under nohup sent its daemons a SIGHUP they then ignored.
     for (int sig : {SIGTERM, SIGCHLD, SIGPIPE}) ::signal(sig, SIG_DFL);
     for (int sig : {SIGHUP, SIGQUIT}) {
       struct sigaction action {};
-      if (::sigaction(sig, nullptr, &action) == 0 && action.sa_handler != SIG_IGN) {
+      if (interrupt == Interrupt::kDefault ||
+          (::sigaction(sig, nullptr, &action) == 0 && action.sa_handler != SIG_IGN)) {
         ::signal(sig, SIG_DFL);
       }
     }

@@ -22,8 +22,9 @@ class Process {
   // starts, which keeps ignoring a SIGINT it inherits ignored, as in a script's background job).
   enum class Interrupt { kIgnore, kDefault };
 
-  // The child starts with no signal blocked, SIGINT as `interrupt` says, and the other signals
-  // at their defaults, except a SIGHUP or SIGQUIT the parent ignores (nohup).
+  // The child starts with no signal blocked and the other signals at their defaults; with
+  // kIgnore (psrt-launch's daemons) SIGINT ignored and a SIGHUP or SIGQUIT the parent ignores
+  // (nohup) kept ignored; with kDefault (as from a terminal) those at their defaults too.
   Process(std::string name, const std::vector<std::string>& argv,
           Interrupt interrupt = Interrupt::kIgnore);
   ~Process();
