@@ -47,8 +47,10 @@ cp "$dir/plan.yaml" "$dir/plan.good"
 run "${full[@]}" "${place[@]}" --out "$dir/plan.yaml"
 refused "psrt-place --out on a full disk: exit 1, the earlier plan kept" 1 \
   "$dir/plan.yaml: write: File too large" "plan written" "$dir/plan.yaml" "$dir/plan.good"
+# As root the write fails (exit 1); for another user --out's own check refuses /dev (exit 2).
 run "${place[@]}" --out /dev/full
-refused "psrt-place --out /dev/full: exit 1" 1 "/dev/full: " "plan written" /dev/full -
+want=$([ "$(id -u)" -eq 0 ] && echo 1 || echo 2)
+refused "psrt-place --out /dev/full: exit $want" "$want" "/dev/full" "plan written" /dev/full -
 run "${full[@]}" "$bin/psrt-place" --arch mlp --batch 8 --write-profile "$dir/profile.yaml"
 refused "psrt-place --write-profile on a full disk: exit 1, no file" 1 \
   "$dir/profile.yaml: write: File too large" "written" "$dir/profile.yaml" ""
@@ -73,6 +75,12 @@ refused "merge -o on a full disk: exit 2, the earlier merge kept" 2 \
 run "$bin/psrt-timeline" merge "$dir/tl" -o /dev/full
 refused "merge -o /dev/full: exit 2" 2 "/dev/full: write: No space left on device" \
   "events from" /dev/full -
+# -o /dev/stdout appended to a log (>>): the whole-or-nothing write replaced the log it led to.
+echo "an earlier line" >"$dir/all.log"
+"$bin/psrt-timeline" merge "$dir/tl" -o /dev/stdout >>"$dir/all.log" 2>/dev/null
+say "merge -o /dev/stdout >> log: the log kept, the trace after it" \
+  $([ "$(head -1 "$dir/all.log")" = "an earlier line" ] &&
+    grep -qF '"traceEvents"' "$dir/all.log"; echo $?)
 # A killed process's part file: a line that is no event, then 1 GiB of NUL bytes (sparse), read
 # under a 700 MB address space limit; the merge goes on without them and says so, in one line.
 {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <deque>
@@ -220,35 +221,40 @@ std::string list_inputs(const std::vector<std::string>& inputs, const std::strin
   return files.empty() ? "no timeline files in the inputs" : "";
 }
 
+// The descriptor a path names itself (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N);
+// -1: none. `-o /dev/stdout >> all.log` replaced all.log: the path led to that regular file,
+// which the whole-or-nothing write renamed a new file over.
+int named_descriptor(const std::string& path) {
+  if (path == "/dev/stdout") return STDOUT_FILENO;
+  if (path == "/dev/stderr") return STDERR_FILENO;
+  for (const std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    if (path.rfind(prefix, 0) != 0) continue;
+    int fd = -1;
+    const char* first = path.data() + prefix.size();
+    const auto [end, ec] = std::from_chars(first, path.data() + path.size(), fd);
+    return ec == std::errc() && end == path.data() + path.size() ? fd : -1;
+  }
+  return -1;
+}
+
 // `parts` one after the other to `path`: a regular file (or none yet) whole or not at all, an
-// earlier merge there kept on a failure (core/durable_file.h); a FIFO, a terminal or a device
-// (-o /dev/stdout) as a stream, each write checked. Errors read "PATH: what: strerror". Before,
-// a full disk left a truncated trace in place of the earlier one, and said it was written.
+// earlier merge there kept on a failure (core/durable_file.h); a descriptor the path names, a
+// FIFO, a terminal or another device as a stream, each write checked. Errors read
+// "PATH: what: strerror". Before, a full disk left a truncated trace in place of the earlier
+// one, and said it was written.
 psrt::Status write_output(const std::string& path,
                           std::span<const std::span<const uint8_t>> parts) {
+  if (const int fd = named_descriptor(path); fd >= 0) return psrt::write_fully(fd, parts, path);
   std::error_code ec;
   const fs::file_status kind = fs::status(path, ec);
   if (ec || !fs::exists(kind) || fs::is_regular_file(kind) || fs::is_directory(kind)) {
     return psrt::write_durably(path, parts);  // which says what is wrong with a folder
   }
-  const auto failed = [&](const char* what) {
-    return psrt::Status::error(path + ": " + what + ": " + std::strerror(errno));
-  };
   const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return failed("cannot open");
-  for (const auto bytes : parts) {
-    for (std::size_t done = 0; done < bytes.size();) {
-      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) {
-        const psrt::Status st = failed("write");
-        ::close(fd);
-        return st;
-      }
-      done += std::size_t(n);
-    }
-  }
-  return ::close(fd) == 0 ? psrt::Status::ok() : failed("close");
+  if (fd < 0) return psrt::Status::error(path + ": cannot open: " + std::strerror(errno));
+  psrt::Status st = psrt::write_fully(fd, parts, path);
+  if (::close(fd) != 0 && st) st = psrt::Status::error(path + ": close: " + std::strerror(errno));
+  return st;
 }
 
 // The merged trace of `events` at `path` (write_output).
