@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "core/config_limits.h"
+#include "core/durable_file.h"
 #include "core/endpoint_form.h"
 #include "core/layer_spec.h"
 #include "core/status.h"
@@ -347,16 +348,10 @@ std::string read_config_file(const std::string& path) {
   }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   std::string text(kMaxConfigBytes + 1, '\0');  // bounded, also for a pipe or a device
-  std::size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t got = ::read(fd, text.data() + done, text.size() - done);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) fail(std::string("cannot read config file: ") + std::strerror(errno));
-    if (got == 0) break;
-    done += std::size_t(got);
-  }
+  const ssize_t got = read_fully(fd, reinterpret_cast<uint8_t*>(text.data()), text.size());
+  if (got < 0) fail(std::string("cannot read config file: ") + std::strerror(errno));
   ::close(fd);
-  text.resize(done);
+  text.resize(std::size_t(got));
   if (text.size() > kMaxConfigBytes) {
     throw ConfigError(path + ": more than " + std::to_string(kMaxConfigBytes) +
                       " bytes; a config file may hold at most that");

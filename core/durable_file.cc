@@ -26,15 +26,7 @@ Status sys_error(const std::string& path, const std::string& what) {
 // Writes all of `parts`, one after the other, to `fd` and fsyncs it.
 Status write_all(int fd, std::span<const std::span<const uint8_t>> parts,
                  const std::string& path) {
-  for (const auto bytes : parts) {
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return sys_error(path, "write");
-      done += std::size_t(n);
-    }
-  }
+  PSRT_RETURN_IF_ERROR(write_fully(fd, parts, path));
   return ::fsync(fd) == 0 ? Status::ok() : sys_error(path, "fsync");
 }
 
@@ -145,8 +137,6 @@ Status sync_folder_of(const std::string& path) {
   return rc == 0 ? Status::ok() : sys_error(path, "fsync of its folder");
 }
 
-namespace {
-// Reads up to `size` bytes at `dst`; returns how many (fewer at the end of the file), -1: error.
 ssize_t read_fully(int fd, uint8_t* dst, std::size_t size) {
   std::size_t done = 0;
   while (done < size) {
@@ -158,7 +148,21 @@ ssize_t read_fully(int fd, uint8_t* dst, std::size_t size) {
   }
   return ssize_t(done);
 }
-}  // namespace
+
+Status write_fully(int fd, std::span<const std::span<const uint8_t>> parts,
+                   const std::string& path) {
+  for (const auto bytes : parts) {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n == 0) errno = EIO;
+      if (n <= 0) return sys_error(path, "write");
+      done += std::size_t(n);
+    }
+  }
+  return Status::ok();
+}
 
 Result<std::vector<uint8_t>> read_whole_file(const std::string& path, std::string_view magic) {
   // O_NONBLOCK: a FIFO named like the file does not block the open (it is refused below).

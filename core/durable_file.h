@@ -3,6 +3,8 @@
 // failed write leaves no file behind); read back whole; CRC32 (zlib).
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <map>
 #include <span>
@@ -20,6 +22,13 @@ uint32_t crc32_of(std::span<const uint8_t> bytes);
 Status write_durably(const std::string& path, std::span<const uint8_t> bytes);
 // The same for a file made of `parts` one after the other (no copy gathers them first).
 Status write_durably(const std::string& path, std::span<const std::span<const uint8_t>> parts);
+// Writes all of `parts` to `fd` (a file, a pipe, a device), retrying short writes; an error
+// names `path` and the system's reason. No fsync, no rename: write_durably for files.
+Status write_fully(int fd, std::span<const std::span<const uint8_t>> parts,
+                   const std::string& path);
+// Reads up to `size` bytes of `fd` at `dst`, retrying short reads; returns how many (fewer at its
+// end), -1 on an error (errno says which).
+ssize_t read_fully(int fd, uint8_t* dst, std::size_t size);
 // fsyncs the folder that holds `path`: a rename or a new file there is durable once it is.
 Status sync_folder_of(const std::string& path);
 // The whole regular file; an error for anything else. With `magic`, a file that does not start

@@ -9,17 +9,19 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
-#include <random>
-#include <stdexcept>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <random>
+#include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "config/job_config.h"
 #include "config/job_env.h"
 #include "core/config.h"
+#include "core/durable_file.h"
 #include "core/fd_limit.h"
 #include "core/process.h"
 #include "core/status.h"
@@ -58,18 +60,11 @@ void write_job_secret(SecretDir& secret) {
   std::random_device rd;
   uint32_t words[8];
   for (auto& w : words) w = rd();
-  const auto* bytes = reinterpret_cast<const char*>(words);
-  int error = 0;
-  for (std::size_t done = 0; done < sizeof words && error == 0;) {
-    const ssize_t n = ::write(fd, bytes + done, sizeof words - done);
-    if (n > 0) {
-      done += std::size_t(n);
-    } else if (n == 0 || errno != EINTR) {
-      error = n == 0 ? EIO : errno;
-    }
-  }
-  if (::close(fd) != 0 && error == 0) error = errno;  // a late write error (NFS)
-  if (error != 0) throw std::runtime_error(path + ": " + std::strerror(error));
+  const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(words), sizeof words);
+  const psrt::Status written = psrt::write_fully(fd, {&bytes, 1}, path);
+  const int late = ::close(fd) != 0 ? errno : 0;  // a late write error (NFS)
+  if (!written) throw std::runtime_error(written.message());
+  if (late != 0) throw std::runtime_error(path + ": close: " + std::strerror(late));
 }
 
 // placement.plan: auto: psrt-placer's plan, checked as every worker will lay it out, its path
@@ -161,6 +156,9 @@ int main(int argc, char** argv) {
   // which the launch reports: the default action killed it and the job with it, or left the
   // job's secret behind. The daemons ignore it too (config/daemon_main.cc).
   ::signal(SIGXFSZ, SIG_IGN);
+  // An inherited ignored SIGCHLD makes the kernel reap the children itself: waitpid never saw
+  // them end, and the launch waited for ever after the job had finished.
+  ::signal(SIGCHLD, SIG_DFL);
   CLI::App app{"psrt-launch: run a psrt job's servers and workers on this machine"};
   std::string config_path;
   std::vector<std::string> sets;
@@ -169,7 +167,9 @@ int main(int argc, char** argv) {
   bool resume = false;
   int output_kib = 8192;
   app.add_option("config", config_path, "job configuration (YAML)")->required();
-  app.add_option("-s,--set", sets, "override a config key: a.b=value (repeatable)");
+  // One value each: `--set k=v job.yaml` took job.yaml as a second value ("config is required").
+  app.add_option("-s,--set", sets, "override a config key: a.b=value (repeatable)")
+      ->allow_extra_args(false);
   app.add_option("--grace", grace, "seconds between SIGTERM and SIGKILL when stopping")
       ->check(CLI::Range(0.0, 3600.0));
   app.add_flag(
