@@ -77,9 +77,9 @@ TEST_CASE("psrt-launch stops starting processes at a stop signal or a failed pro
     const auto rc = launch.wait_exit(120);
     INFO(launch.output());
     CHECK(rc == code);
-    const std::size_t started = lines_in(dir + "/started");
-    CHECK(started >= 1);
-    CHECK(started < workers / 2);  // those started while worker 0 ran its first lines
+    // Not every one (all 200 were: the launch took the signal once all had started); how many
+    // start while worker 0 runs its first lines depends on the machine's load.
+    CHECK(lines_in(dir + "/started") < std::size_t(workers));
     CHECK(test::processes_with(cfg).empty());
   }
 }
@@ -142,6 +142,22 @@ TEST_CASE("psrt-launch that cannot write the job's secret says why and leaves no
   CHECK(launch.wait_exit(60) == 2);
   INFO(launch.output());
   CHECK_THAT(launch.output(), Catch::Contains("cannot write the job's secret: ") &&
-                                  Catch::Contains("job.secret: File too large"));
+                                  Catch::Contains("job.secret: write: File too large"));
   CHECK(std::filesystem::is_empty(dir + "/tmp"));
+}
+
+// An inherited ignored SIGCHLD (a parent that set it so) made the kernel reap the launch's
+// children itself: the job printed its result and the launch waited for ever.
+TEST_CASE("psrt-launch started with SIGCHLD ignored still sees its processes end",
+          "[integration]") {
+  const std::string cfg = job(test::temp_dir("launchenv"), 1, 3);
+  auto launch = bash(
+      "exec /usr/bin/python3 -c 'import os, signal, sys; "
+      "signal.signal(signal.SIGCHLD, signal.SIG_IGN); "
+      "os.execv(sys.argv[1], sys.argv[1:])' " +
+      test::bin("psrt-launch") + " " + cfg);
+  const auto rc = launch.wait_exit(60);
+  INFO(launch.output());
+  CHECK(rc == std::optional<int>(0));
+  if (!rc) launch.kill(SIGKILL);
 }

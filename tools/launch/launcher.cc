@@ -207,6 +207,7 @@ void Launcher::spawn(const std::string& bin, const std::string& role, int rank,
 
 bool Launcher::take_pending() {
   std::vector<pollfd> fds = own_fds();
+  for (int fd : reader_pipes_) fds.push_back({fd, 0, 0});  // a reader gone: POLLERR
   if (!stopping_ && ::poll(fds.data(), fds.size(), 0) > 0) step(0);
   return !stopping_;
 }

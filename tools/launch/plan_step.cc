@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 
@@ -51,10 +54,15 @@ std::string make_plan(const Config& config, const std::string& config_path,
                       const std::vector<std::string>& sets, const std::string& bin_dir) {
   const double timeout = config.cluster.start_timeout_s;
   // file_safe_id: a '/' in job.id named a folder that is not there. The folder is checked before
-  // the placer starts.
-  const auto plan =
-      std::filesystem::path(temp_folder()) /
-      ("psrt-" + file_safe_id(config.job.id) + "-" + std::to_string(::getpid()) + "-plan.yaml");
+  // the placer starts. A folder of this launch's own (mkdtemp, mode 0700): the plan had a name
+  // anyone could guess in /tmp, and its writer follows a link planted there.
+  std::string dir = (std::filesystem::path(temp_folder()) /
+                     ("psrt-" + file_safe_id(config.job.id) + "-plan-XXXXXX"))
+                        .string();
+  if (::mkdtemp(dir.data()) == nullptr) {
+    throw ConfigError(dir + ": cannot make the plan's folder: " + std::strerror(errno));
+  }
+  const auto plan = std::filesystem::path(dir) / "plan.yaml";
   std::unique_ptr<Process> placer;
   std::string address = config.placement.address;
   if (address.empty()) {
