@@ -105,7 +105,7 @@ void Messenger::on_drop(LinkId link, std::function<void()> dropped) {
   SocketMonitor& m = monitors_.emplace_back(*ctx_, links_.at(link).socket, kEvents);
   watch(m.socket(), [this, &m, link, dropped = std::move(dropped)] {
     Link& l = links_[link];
-    m.handle([&](int event) {
+    m.handle([&](int event, int) {
       if (event == SocketMonitor::kConnected) {
         l.up = true;
         return;

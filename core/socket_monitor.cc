@@ -15,14 +15,18 @@ SocketMonitor::SocketMonitor(zmq::context_t& ctx, zmq::socket_t& watched, int ma
   events_.connect(address);
 }
 
-uint64_t SocketMonitor::handle(const std::function<void(int event)>& each) {
+uint64_t SocketMonitor::handle(const std::function<void(int event, int value)>& each) {
   uint64_t seen = 0;
   while (true) {
     // An event: a frame of the event's id (16 bits) and value (32), then the endpoint's address.
     zmq::message_t head;
     if (!events_.recv(head, zmq::recv_flags::dontwait)) break;
     uint16_t id = 0;
-    if (head.size() >= sizeof id) std::memcpy(&id, head.data(), sizeof id);
+    int32_t value = 0;
+    if (head.size() >= sizeof id + sizeof value) {
+      std::memcpy(&id, head.data(), sizeof id);
+      std::memcpy(&value, static_cast<const char*>(head.data()) + sizeof id, sizeof value);
+    }
     while (head.more()) {
       zmq::message_t rest;
       (void)events_.recv(rest, zmq::recv_flags::none);
@@ -30,7 +34,7 @@ uint64_t SocketMonitor::handle(const std::function<void(int event)>& each) {
     }
     if (!(id & mask_)) continue;
     ++seen;
-    if (each) each(id);
+    if (each) each(id, value);
   }
   return seen;
 }

@@ -3,7 +3,9 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 
 #include "compress/job_config.h"
 #include "compress/registry.h"
@@ -76,15 +78,8 @@ Server::Server(const Config& config, uint32_t rank, zmq::context_t* shared)
         log_.warn("curve", "refused a connection that does not hold this job's CURVE key");
       }
     });
-    handshakes_.emplace(messenger_.context(), messenger_.socket(router_),
-                        SocketMonitor::kFailedHandshakes);
-    messenger_.watch(handshakes_->socket(), [this] {
-      if (handshakes_->handle() > 0) {
-        log_.warn("handshake", "a connection failed the CURVE handshake: a process with another "
-                               "security.secret_file, or with security.curve off");
-      }
-    });
   }
+  watch_listener();
   wire::Register reg;
   reg.set_address(endpoint_);
   reg.set_resume(config.checkpoint.resume);
@@ -108,6 +103,29 @@ Server::Server(const Config& config, uint32_t rank, zmq::context_t* shared)
                      std::size_t(config.limits.max_string_bytes), member_events());
     control_->register_with(reg);
   }
+}
+
+void Server::watch_listener() {
+  const int events = SocketMonitor::kAcceptFailed | (zap_ ? SocketMonitor::kFailedHandshakes : 0);
+  listener_events_.emplace(messenger_.context(), messenger_.socket(router_), events);
+  messenger_.watch(listener_events_->socket(), [this] {
+    listener_events_->handle([this](int event, int value) {
+      if (event != SocketMonitor::kAcceptFailed) {
+        log_.warn("handshake",
+                  "a connection failed the CURVE handshake: a process with another "
+                  "security.secret_file, or with security.curve off");
+        return;
+      }
+      std::string line = "could not accept a connection: ";
+      line += std::strerror(value);
+      if (value == EMFILE || value == ENFILE) {
+        line +=
+            " (the open-file limit, ulimit -n; connections that send nothing use it up: "
+            "security.curve refuses a stranger's at once)";
+      }
+      log_.warn("accept", line);
+    });
+  });
 }
 
 // Updates still in the pool (an abort can leave some) use the chunks, the codecs and the timeline,

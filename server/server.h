@@ -72,6 +72,7 @@ class Server {
   // control plane (server_control.cc)
   void on_control(const std::string& identity, PeerId from, const wire::Header& h);
   void register_handlers();  // on the router
+  void watch_listener();     // listener_events_
   ControlPlane::Events member_events();  // servers other than 0: the coordinator's answers
   void on_membership(const wire::Membership& m, const wire::StageMap& stages);
   void arrive(const std::string& barrier);
@@ -127,6 +128,11 @@ class Server {
                std::vector<zmq::message_t>& payload);
   // The push's checks (state, iteration, codec, payload); the frame may be replaced by an
   // aligned copy.
+  // A tensor message from a worker whose stage does not hold the tensor's layer.
+  static WireError not_held(PeerId from, uint32_t key) {
+    return {ErrorCode::kUnexpected, describe(from) + " does not hold tensor " +
+                                        std::to_string(key) + "'s layer (placement)"};
+  }
   std::optional<WireError> check_push(const wire::Header& h, ChunkState& c,
                                       zmq::message_t& frame) const;
   // The ACK of push `h`, built in ack_out_ (valid until the next call).
@@ -209,7 +215,8 @@ class Server {
   Messenger messenger_;             // sockets, poll loop, wake-up (owns or shares the context)
   std::optional<ZapHandler> zap_;   // with curve_: admits the job's key only
   Messenger::LinkId router_;
-  std::optional<SocketMonitor> handshakes_;  // with curve_: the router's failed handshakes
+  // The router's failed accepts, and with CURVE its failed handshakes (one monitor a socket).
+  std::optional<SocketMonitor> listener_events_;
   DropWatch drops_{1.0};  // ranks > 0: the link to the coordinator (grace set in the constructor)
   std::optional<ControlPlane> control_;  // servers other than 0: the link to the coordinator
   std::string endpoint_;

@@ -98,9 +98,7 @@ void Server::on_tensor(const std::string& identity, PeerId from, const wire::Hea
     return;
   }
   if (!c->held_by(from.rank)) {
-    reply_error(identity, &h, {ErrorCode::kUnexpected,
-                               describe(from) + " does not hold tensor " + std::to_string(h.key()) +
-                                   "'s layer (placement)"});
+    reply_error(identity, &h, not_held(from, h.key()));
     return;
   }
   switch (h.type()) {

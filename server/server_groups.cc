@@ -54,8 +54,7 @@ void Server::on_group_push(const std::string& identity, PeerId from, const wire:
                                         std::to_string(m.offset()) + ") twice"};
     } else if (c && !c->held_by(from.rank)) {
       c = nullptr;
-      err = {ErrorCode::kUnexpected, describe(from) + " does not hold tensor " +
-                                         std::to_string(m.key()) + "'s layer (placement)"};
+      err = not_held(from, m.key());
     }
     if (!c) return refuse(i, err);
     members.push_back(c);

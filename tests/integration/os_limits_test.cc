@@ -2,13 +2,18 @@
 // address with no port. Each was a crash, a silent death or a wait that explained nothing.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "tests/integration/proc_util.h"
 
@@ -190,4 +195,33 @@ TEST_CASE("psrt-launch whose stdout cannot be written says so and fails", "[inte
   auto both = bash("exec " + test::bin("psrt-launch") + " " + cfg + " > /dev/full 2>&1");
   CHECK(both.wait_exit(60) == 1);
   CHECK(test::processes_with(cfg).empty());
+}
+
+// Connections that send nothing used up server 0's open-file limit: the processes that then could
+// not connect were blamed at the start deadline, and the server said nothing (a wire probe).
+TEST_CASE("a server that cannot accept a connection says why", "[integration]") {
+  const std::string cfg = job(test::temp_dir("oslimits"), 3);
+  auto server = bash("ulimit -n 128; exec " + test::bin("psrt-server") + " --config " + cfg +
+                     " --set cluster.coordinator=tcp://127.0.0.1:0");
+  REQUIRE(server.wait_line("PSRT_LISTENING ", 30));
+  const std::string& out = server.output();
+  const auto at = out.find("PSRT_LISTENING tcp://127.0.0.1:") + 31;
+  const int port = std::stoi(out.substr(at, out.find('\n', at) - at));
+  std::vector<int> idle;
+  for (int i = 0; i < 160; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(uint16_t(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+      idle.push_back(fd);
+    } else if (fd >= 0) {
+      ::close(fd);
+    }
+  }
+  CHECK(server.wait_line("could not accept a connection: Too many open files", 20));
+  for (int fd : idle) ::close(fd);
+  server.kill(SIGTERM);
+  (void)server.wait_exit(30);
 }
