@@ -77,6 +77,25 @@ void check_start(const std::string& role, const DaemonArgs& args, Config& config
   }
 }
 
+// The results go to stdout (PSRT_RESULT, the accuracy): on a full disk they were lost and the
+// process exited 0. False (said on stderr) when they could not be written. A pipe whose reader
+// went away (`| head`, psrt-launch stopping) is the reader's choice, not a loss.
+bool results_written(const std::string& role, int rank) {
+  const bool flushed = std::fflush(stdout) == 0;
+  const int error = errno;
+  struct stat out {};
+  const bool to_pipe =
+      ::fstat(STDOUT_FILENO, &out) == 0 && (S_ISFIFO(out.st_mode) || S_ISSOCK(out.st_mode));
+  if (to_pipe || (flushed && !std::ferror(stdout))) return true;
+  const std::string why =
+      flushed ? "a write failed (a full disk or a file-size limit?)" : std::strerror(error);
+  std::fprintf(stderr,
+               "psrt-%s %d: the job ended, but this process's output (stdout) could "
+               "not be written: %s; its results (PSRT_RESULT, the accuracy) are lost\n",
+               role.c_str(), rank, why.c_str());
+  return false;
+}
+
 }  // namespace
 
 int daemon_main(int argc, char** argv, const std::string& role,
@@ -96,7 +115,8 @@ int daemon_main(int argc, char** argv, const std::string& role,
       "rank (default: PSRT_RANK, RANK, SLURM_PROCID, OMPI_COMM_WORLD_RANK, else 0)");
   app.add_flag("--resume", args.resume,
                "restart from the newest checkpoint every server has (checkpoint.dir)");
-  app.add_option("-s,--set", args.sets, "override a config key: a.b=value (repeatable)");
+  app.add_option("-s,--set", args.sets, "override a config key: a.b=value (repeatable)")
+      ->allow_extra_args(false);  // one value each, as psrt-launch's
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -120,23 +140,7 @@ int daemon_main(int argc, char** argv, const std::string& role,
     init_logging(role, args.rank, config.log_level);
     loaded = config;
     body(config, args);
-    // The results go to stdout (PSRT_RESULT, the accuracy): on a full disk they were lost and
-    // the process exited 0. A pipe whose reader went away (`| head`, psrt-launch stopping) is
-    // the reader's choice, not a loss: the job still ends 0 there.
-    const bool flushed = std::fflush(stdout) == 0;
-    struct stat out {};
-    const bool to_pipe = ::fstat(STDOUT_FILENO, &out) == 0 &&
-                         (S_ISFIFO(out.st_mode) || S_ISSOCK(out.st_mode));
-    if (!to_pipe && (!flushed || std::ferror(stdout))) {
-      const std::string why =
-          flushed ? "a write failed (a full disk or a file-size limit?)" : std::strerror(errno);
-      std::fprintf(stderr,
-                   "psrt-%s %d: the job ended, but this process's output (stdout) could "
-                   "not be written: %s; its results (PSRT_RESULT, the accuracy) are lost\n",
-                   role.c_str(), args.rank, why.c_str());
-      return 1;
-    }
-    return 0;
+    return results_written(role, args.rank) ? 0 : 1;
   } catch (const ConfigError& e) {
     std::fprintf(stderr, "psrt-%s: %s\n", role.c_str(), e.what());
     tell(e.what());

@@ -182,6 +182,11 @@ TEST_CASE("psrt-launch refuses a model that cannot be built or split before star
   test::Proc check("check", {test::bin("psrt-launch"), cfg, "--check"});
   CHECK(check.wait_exit(60) == std::optional<int>(0));
   CHECK_THAT(check.output(), Catch::Contains("1 servers, 2 workers"));
+  // A --set before the job file took the file as its second value: "config is required".
+  test::Proc set_first("check",
+                       {test::bin("psrt-launch"), "--set", "cluster.workers=3", cfg, "--check"});
+  CHECK(set_first.wait_exit(60) == std::optional<int>(0));
+  CHECK_THAT(set_first.output(), Catch::Contains("1 servers, 3 workers"));
   // --check (what the Slurm and Kubernetes scripts run first) builds the network too.
   test::Proc bad("check", {test::bin("psrt-launch"), cfg, "--check", "--set",
                            "model.layers=[{conv: 8, kernel: 31, pad: 0}, {fc: 10}]"});
