@@ -73,6 +73,22 @@ def validation(driver, suite, tmp):
               "%r -> exit 2, one line naming %s (got %d: %s)" % (change.strip(), key,
                                                                   r.returncode, r.stderr.strip()))
     missing_timeline(suite, tmp)
+    os_errors(driver)
+
+
+def os_errors(driver):
+    """Any OSError of a suite (a fork refused, a missing tool) was blamed on a full disk."""
+    import errno
+    import importlib.machinery
+    import importlib.util
+    sys.dont_write_bytecode = True  # no __pycache__ beside the driver
+    loader = importlib.machinery.SourceFileLoader("psrt_bench_suite", driver)
+    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(module)
+    full = module.os_failure(OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), "r.csv"), "out")
+    fork = module.os_failure(OSError(errno.EAGAIN, os.strerror(errno.EAGAIN)), "out")
+    check(full.startswith("r.csv: ") and "disk is full" in full and "disk" not in fork and
+          fork.startswith("out: "), "OSError lines: full %r, fork %r" % (full, fork))
 
 
 def missing_timeline(suite, tmp):
