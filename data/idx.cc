@@ -36,6 +36,7 @@ class IdxReader {
     std::error_code ec;
     const fs::file_status st = fs::status(path_, ec);
     if (!fs::exists(st)) {
+      if (ec.value() == ELOOP) fail("a loop of symbolic links");  // was "a link to nothing"
       fail(fs::is_symlink(fs::symlink_status(path_, ec)) ? "a symbolic link to nothing"
                                                           : "no such file");
     }

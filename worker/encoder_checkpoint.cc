@@ -112,7 +112,9 @@ void EncoderCheckpointer::maybe_write(uint64_t iteration, const GradEncoder& enc
     st = write_durably(path, w.out());
   }
   if (!st) {
-    spdlog::error("checkpoint {}: {}; the run carries on without it", path, st.message());
+    const std::string& why = st.message();  // write_durably's names the path: once
+    spdlog::error("checkpoint {}; the run carries on without it",
+                  why.rfind(path, 0) == 0 ? why : path + ": " + why);
     return;
   }
   if (keep_all_.load()) return;

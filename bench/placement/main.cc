@@ -80,8 +80,12 @@ int main(int argc, char** argv) {
   options.servers = 8;  // one server per device at most: each device's server link in full
   app.add_flag("--smoke", smoke, "a few small cases (seconds), for the test suite");
   app.add_option(
-      "--out", out,
-      "folder for placement.csv, placement_scaling.dat, placement_chart.dat, placement.gp");
+         "--out", out,
+         "folder for placement.csv, placement_scaling.dat, placement_chart.dat, placement.gp")
+      ->check([](const std::string& dir) {  // "" wrote /placement.csv
+        return dir.empty() ? std::string("an empty folder name (use . for this one)")
+                           : std::string();
+      });
   app.add_option("--profiles", profiles, "bench/profiles");
   app.add_option("--memory-gib", memory_gib, "memory of a full device (heterogeneous: half)")
       ->check(psrt::finite_in(1e-6, 1e9));

@@ -50,6 +50,9 @@ after=$(find /tmp -maxdepth 1 -name 'psrt-bench-transport-*' | wc -l)
 if [ "$after" -le "$before" ]; then echo "ok   transport: no folder left"; else
   echo "FAIL transport: its temporary folder was left"; fails=$((fails + 1)); fi
 check "placement --bogus: exit 2" 2 "(see --help)" -- "$bin/psrt-bench-placement" --bogus
+# --out "" wrote /placement.csv.
+check "placement --out \"\": exit 2" 2 "an empty folder name" -- \
+  "$bin/psrt-bench-placement" --out ""
 # psrt-sim out of memory (a queue per server and worker) ended in std::terminate, exit 134.
 profiles=$(cd "$(dirname "$0")/../../bench/profiles" && pwd)
 err=$(timeout 120 prlimit --as=400000000 "$bin/psrt-sim" --profile "$profiles/lenet5.yaml" \

@@ -229,6 +229,9 @@ TEST_CASE("load_idx errors name the file and the problem", "[data][idx]") {
     fs::create_symlink(missing, dir.file("dangling.gz"));
     CHECK_THAT(config_error([&] { load_idx(dir.file("dangling.gz"), lab); }),
                Catch::Contains("dangling.gz: a symbolic link to nothing"));
+    fs::create_symlink(dir.file("loop.gz"), dir.file("loop.gz"));  // was "a link to nothing"
+    CHECK_THAT(config_error([&] { load_idx(dir.file("loop.gz"), lab); }),
+               Catch::Contains("loop.gz: a loop of symbolic links"));
   }
   SECTION("a gzip stream without its trailer, the check of what was read") {
     // A changed byte went unnoticed: zlib's end of a stream cut short read as the file's end.
