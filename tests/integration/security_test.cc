@@ -228,8 +228,9 @@ TEST_CASE("a server and a worker that wait for each other are both named",
 TEST_CASE("a worker that waits for a server that never answers names it",
           "[integration][security]") {
   // Ample credit: the pushes to server 0 are not held up behind server 1's, so server 0 waits for
-  // nobody and the workers, who know whom they wait for, report.
-  Job job(1000000, 60, ", progress_timeout_s: 1", 1 << 20);
+  // nobody and the workers, who know whom they wait for, report. 3 s: at 1 s a worker descheduled
+  // that long on a loaded machine (a CI run) stalled server 0 first, which was then named.
+  Job job(1000000, 60, ", progress_timeout_s: 3", 1 << 20);
   job.procs[1]->kill(SIGSTOP);  // server 1 hangs; its heartbeats stop, but the peer timeout is long
   const auto rc = job.procs[0]->wait_exit(30);
   INFO(job.procs[0]->output());
