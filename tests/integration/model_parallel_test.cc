@@ -223,7 +223,8 @@ TEST_CASE("every push mode and a codec apply to a split job unchanged",
   whole.extra = "compression: {codec: topk, density: 0.1}\n";
   const auto ref_topk = run(whole).at(0);
   CHECK(ref_topk != ref);
-  CHECK(run(split("lenet5", 2, 1, whole.extra), 2).at(0) == ref_topk);  // LACO under Adam (compressed replies at replicas x density): the replies' density counted
+  CHECK(run(split("lenet5", 2, 1, whole.extra), 2).at(0) == ref_topk);
+  // LACO under Adam (compressed replies at replicas x density): the replies' density counted
   // the stages as workers, so the split job's replies were denser than the unsplit job's.
   Job adam;
   adam.optimizer = "{type: adam, lr: 0.002}";
