@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -192,6 +193,41 @@ Result<std::vector<uint8_t>> read_whole_file(const std::string& path, std::strin
   ::close(fd);
   if (!error) return error;
   return bytes;
+}
+
+namespace {
+// The descriptor a path names itself (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N);
+// -1: none. `-o /dev/stdout >> all.log` replaced all.log: the path led to that regular file,
+// which the whole-or-nothing write renamed a new file over.
+int named_descriptor(const std::string& path) {
+  if (path == "/dev/stdout") return STDOUT_FILENO;
+  if (path == "/dev/stderr") return STDERR_FILENO;
+  for (const std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    if (path.rfind(prefix, 0) != 0) continue;
+    int fd = -1;
+    const char* first = path.data() + prefix.size();
+    const auto [end, ec] = std::from_chars(first, path.data() + path.size(), fd);
+    return ec == std::errc() && end == path.data() + path.size() ? fd : -1;
+  }
+  return -1;
+}
+}  // namespace
+
+// Before, psrt-timeline merge and psrt-place left a truncated file in place of the earlier one
+// on a full disk and said it was written; then --out /dev/stdout was refused.
+Status write_output(const std::string& path, std::span<const std::span<const uint8_t>> parts) {
+  namespace fs = std::filesystem;
+  if (const int fd = named_descriptor(path); fd >= 0) return write_fully(fd, parts, path);
+  std::error_code ec;
+  const fs::file_status kind = fs::status(path, ec);
+  if (ec || !fs::exists(kind) || fs::is_regular_file(kind) || fs::is_directory(kind)) {
+    return write_durably(path, parts);  // which says what is wrong with a folder
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return Status::error(path + ": cannot open: " + std::strerror(errno));
+  Status st = write_fully(fd, parts, path);
+  if (::close(fd) != 0 && st) st = Status::error(path + ": close: " + std::strerror(errno));
+  return st;
 }
 
 std::string file_safe_id(const std::string& job_id) {

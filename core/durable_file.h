@@ -22,6 +22,10 @@ uint32_t crc32_of(std::span<const uint8_t> bytes);
 Status write_durably(const std::string& path, std::span<const uint8_t> bytes);
 // The same for a file made of `parts` one after the other (no copy gathers them first).
 Status write_durably(const std::string& path, std::span<const std::span<const uint8_t>> parts);
+// `parts` to `path` as a tool's output: a regular file (or none yet) whole or not at all
+// (write_durably); a descriptor the path names (/dev/stdout, /dev/stderr, /dev/fd/N,
+// /proc/self/fd/N) written in place; a FIFO, a terminal or another device as a stream.
+Status write_output(const std::string& path, std::span<const std::span<const uint8_t>> parts);
 // Writes all of `parts` to `fd` (a file, a pipe, a device), retrying short writes; an error
 // names `path` and the system's reason. No fsync, no rename: write_durably for files.
 Status write_fully(int fd, std::span<const std::span<const uint8_t>> parts,

@@ -75,9 +75,16 @@ void read_devices_file(const std::string& path, placement::Request& r) {
 // `--out`, checked before the search (minutes for a large model): its folder must take a file.
 void check_out(const std::string& path) {
   if (path.empty()) return;
+  std::error_code ec;
+  const auto kind = std::filesystem::status(path, ec).type();
+  if (kind != std::filesystem::file_type::regular &&
+      kind != std::filesystem::file_type::directory &&
+      kind != std::filesystem::file_type::not_found && !ec) {  // /dev/stdout, a FIFO: streamed
+    if (::access(path.c_str(), W_OK) == 0) return;
+    throw ConfigError("--out " + path + ": cannot write it: " + std::strerror(errno));
+  }
   const std::filesystem::path p(path);
   const std::filesystem::path folder = p.has_parent_path() ? p.parent_path() : ".";
-  std::error_code ec;
   if (!std::filesystem::is_directory(folder, ec)) {
     throw ConfigError("--out " + path + ": " + folder.string() + " is not a folder");
   }
@@ -87,12 +94,14 @@ void check_out(const std::string& path) {
   }
 }
 
-// `text` as the file `path`, whole or not at all (an earlier file there stays as it was); a
-// failure says which file and the system's reason. Before, a full disk left an empty plan and
-// said "plan written".
+// `text` as the file `path`, whole or not at all (an earlier file there stays as it was), or
+// streamed to a device such as /dev/stdout (core/durable_file.h, write_output); a failure says
+// which file and the system's reason. Before, a full disk left an empty plan and said "plan
+// written".
 bool write_file(const std::string& path, const std::string& text) {
   const auto* bytes = reinterpret_cast<const uint8_t*>(text.data());
-  if (const Status st = write_durably(path, std::span(bytes, text.size())); !st) {
+  const std::span<const uint8_t> whole(bytes, text.size());
+  if (const Status st = write_output(path, {&whole, 1}); !st) {
     std::cerr << "psrt-place: " << st.message() << "\n";
     return false;
   }

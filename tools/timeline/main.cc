@@ -221,42 +221,6 @@ std::string list_inputs(const std::vector<std::string>& inputs, const std::strin
   return files.empty() ? "no timeline files in the inputs" : "";
 }
 
-// The descriptor a path names itself (/dev/stdout, /dev/stderr, /dev/fd/N, /proc/self/fd/N);
-// -1: none. `-o /dev/stdout >> all.log` replaced all.log: the path led to that regular file,
-// which the whole-or-nothing write renamed a new file over.
-int named_descriptor(const std::string& path) {
-  if (path == "/dev/stdout") return STDOUT_FILENO;
-  if (path == "/dev/stderr") return STDERR_FILENO;
-  for (const std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
-    if (path.rfind(prefix, 0) != 0) continue;
-    int fd = -1;
-    const char* first = path.data() + prefix.size();
-    const auto [end, ec] = std::from_chars(first, path.data() + path.size(), fd);
-    return ec == std::errc() && end == path.data() + path.size() ? fd : -1;
-  }
-  return -1;
-}
-
-// `parts` one after the other to `path`: a regular file (or none yet) whole or not at all, an
-// earlier merge there kept on a failure (core/durable_file.h); a descriptor the path names, a
-// FIFO, a terminal or another device as a stream, each write checked. Errors read
-// "PATH: what: strerror". Before, a full disk left a truncated trace in place of the earlier
-// one, and said it was written.
-psrt::Status write_output(const std::string& path,
-                          std::span<const std::span<const uint8_t>> parts) {
-  if (const int fd = named_descriptor(path); fd >= 0) return psrt::write_fully(fd, parts, path);
-  std::error_code ec;
-  const fs::file_status kind = fs::status(path, ec);
-  if (ec || !fs::exists(kind) || fs::is_regular_file(kind) || fs::is_directory(kind)) {
-    return psrt::write_durably(path, parts);  // which says what is wrong with a folder
-  }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return psrt::Status::error(path + ": cannot open: " + std::strerror(errno));
-  psrt::Status st = psrt::write_fully(fd, parts, path);
-  if (::close(fd) != 0 && st) st = psrt::Status::error(path + ": close: " + std::strerror(errno));
-  return st;
-}
-
 // The merged trace of `events` at `path` (write_output).
 psrt::Status write_merge(const std::string& path, const std::deque<std::string>& events) {
   static constexpr std::string_view kHead = "{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n";
@@ -272,7 +236,7 @@ psrt::Status write_merge(const std::string& path, const std::deque<std::string>&
     parts.push_back(bytes(i + 1 < events.size() ? kNext : kLast));
   }
   parts.push_back(bytes(kFoot));
-  return write_output(path, parts);
+  return psrt::write_output(path, parts);
 }
 
 }  // namespace
